@@ -1,0 +1,98 @@
+//! `/admin/reset` and `/health`. Reset answers only on loopback, or anywhere with the configured
+//! bearer token (for a backend in a container, where the caller is never loopback).
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use axum::Json;
+use axum::extract::{ConnectInfo, FromRequestParts, State};
+use axum::http::request::Parts;
+use axum::http::HeaderMap;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use crate::AppState;
+use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::extract::ApiJson;
+use crate::seed::{MAX_SCALE, WorldSpec};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(reset)).routes(routes!(health))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResetRequest {
+    /// Seed of the world to restore; defaults to the current one.
+    pub seed: Option<u64>,
+    /// Scale of the world to restore, 1–100; defaults to the current one.
+    pub scale: Option<u32>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ResetResponse {
+    pub seed: u64,
+    pub scale: u32,
+    pub elapsed_ms: f64,
+}
+
+/// Restore the freshly seeded state (drops every write since).
+#[utoipa::path(post, path = "/admin/reset", tag = "admin", request_body = ResetRequest,
+    responses((status = 200, body = ResetResponse), (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
+async fn reset(
+    State(state): State<AppState>,
+    Peer(peer): Peer,
+    headers: HeaderMap,
+    ApiJson(r): ApiJson<ResetRequest>,
+) -> ApiResult<Json<ResetResponse>> {
+    authorize(&state, peer, &headers)?;
+    let current = state.world.spec();
+    let spec = WorldSpec { seed: r.seed.unwrap_or(current.seed), scale: r.scale.unwrap_or(current.scale) };
+    if !(1..=MAX_SCALE).contains(&spec.scale) {
+        return Err(ApiError::invalid("scale", format!("must be between 1 and {MAX_SCALE}, got {}", spec.scale)));
+    }
+    let started = Instant::now();
+    state.world.reset(spec).await.map_err(|e| ApiError::Internal(e.to_string()))?;
+    Ok(Json(ResetResponse { seed: spec.seed, scale: spec.scale, elapsed_ms: started.elapsed().as_secs_f64() * 1000.0 }))
+}
+
+/// The TCP peer, when the server was started with connect info (absent when a test drives the
+/// router directly, which then counts as remote).
+#[derive(Debug)]
+pub struct Peer(pub Option<SocketAddr>);
+
+impl<S: Send + Sync> FromRequestParts<S> for Peer {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(Self(parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0)))
+    }
+}
+
+fn authorize(state: &AppState, peer: Option<SocketAddr>, headers: &HeaderMap) -> ApiResult<()> {
+    if peer.is_some_and(|addr| addr.ip().is_loopback()) {
+        return Ok(());
+    }
+    let given = headers.get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+    match state.admin_token.as_deref() {
+        Some(token) if given == Some(token) => Ok(()),
+        Some(_) => Err(ApiError::Forbidden("reset from a non-loopback address needs `Authorization: Bearer <BACKEND_ADMIN_TOKEN>`".into())),
+        None => Err(ApiError::Forbidden("reset answers only on loopback unless the backend was started with BACKEND_ADMIN_TOKEN".into())),
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Health {
+    pub status: &'static str,
+    pub seed: u64,
+    pub scale: u32,
+}
+
+/// Liveness and database check.
+#[utoipa::path(get, path = "/health", tag = "admin", responses((status = 200, body = Health), (status = 500, body = ErrorBody)))]
+async fn health(State(state): State<AppState>) -> ApiResult<Json<Health>> {
+    sqlx::query("SELECT 1").execute(&state.pool()).await?;
+    let spec = state.world.spec();
+    Ok(Json(Health { status: "ok", seed: spec.seed, scale: spec.scale }))
+}

@@ -1,0 +1,166 @@
+//! The flat, vendor-shaped REST API: one module per resource, each with its own router.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use sqlx::PgPool;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+
+use crate::AppState;
+use crate::error::{ApiError, ApiResult};
+
+pub mod admin;
+pub mod customers;
+pub mod deploys;
+pub mod notifications;
+pub mod repos;
+pub mod reviews;
+pub mod runbooks;
+pub mod tickets;
+pub mod users;
+
+/// Default page size when a list request gives no `limit`.
+pub const DEFAULT_LIMIT: i64 = 50;
+/// Largest `limit` a list request may ask for.
+pub const MAX_LIMIT: i64 = 200;
+
+/// All resource routers, merged. Each carries its OpenAPI paths with it.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .merge(customers::router())
+        .merge(users::router())
+        .merge(tickets::router())
+        .merge(notifications::router())
+        .merge(repos::router())
+        .merge(reviews::router())
+        .merge(runbooks::router())
+        .merge(deploys::router())
+        .merge(admin::router())
+}
+
+/// One page of a list endpoint.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Page<T> {
+    pub data: Vec<T>,
+    /// Rows matching the filters, across all pages.
+    pub total: i64,
+    pub limit: i64,
+    pub offset: i64,
+    /// Offset of the next page, or null on the last page.
+    pub next_offset: Option<i64>,
+}
+
+impl<T> Page<T> {
+    fn new(data: Vec<T>, total: i64, window: Window) -> Self {
+        let next = window.offset + data.len() as i64;
+        Self { next_offset: (next < total).then_some(next), data, total, limit: window.limit, offset: window.offset }
+    }
+}
+
+/// Validated `limit`/`offset` of a list request.
+#[derive(Debug, Clone, Copy)]
+pub struct Window {
+    pub limit: i64,
+    pub offset: i64,
+}
+
+impl Window {
+    pub fn from_query(limit: Option<i64>, offset: Option<i64>) -> ApiResult<Self> {
+        let limit = limit.unwrap_or(DEFAULT_LIMIT);
+        if !(1..=MAX_LIMIT).contains(&limit) {
+            return Err(ApiError::BadRequest {
+                field: Some("limit".into()),
+                message: format!("limit must be between 1 and {MAX_LIMIT}, got {limit}"),
+            });
+        }
+        let offset = offset.unwrap_or(0);
+        if offset < 0 {
+            return Err(ApiError::BadRequest { field: Some("offset".into()), message: format!("offset must be ≥ 0, got {offset}") });
+        }
+        Ok(Self { limit, offset })
+    }
+}
+
+/// A row of a list query that also carries `count(*) OVER ()`.
+pub trait Counted {
+    fn total(&self) -> i64;
+}
+
+pub fn page_of<R: Counted, T: From<R>>(rows: Vec<R>, window: Window) -> Page<T> {
+    let total = rows.first().map_or(0, Counted::total);
+    Page::new(rows.into_iter().map(T::from).collect(), total, window)
+}
+
+/// Non-blank text of at most `max` characters.
+pub fn check_text(field: &str, value: &str, max: usize) -> ApiResult<()> {
+    if value.trim().is_empty() {
+        return Err(ApiError::invalid(field, "must not be blank"));
+    }
+    check_len(field, value, max)
+}
+
+/// Text (possibly empty) of at most `max` characters.
+pub fn check_len(field: &str, value: &str, max: usize) -> ApiResult<()> {
+    let n = value.chars().count();
+    if n > max {
+        return Err(ApiError::invalid(field, format!("must be at most {max} characters, got {n}")));
+    }
+    if value.contains('\0') {
+        return Err(ApiError::invalid(field, "must not contain NUL characters"));
+    }
+    Ok(())
+}
+
+/// Fails with a 422 naming `field` unless a row with `id` exists in `table`.
+pub async fn check_ref(pool: &PgPool, table: Table, field: &str, id: i64) -> ApiResult<()> {
+    let exists: bool = sqlx::query_scalar(table.exists_sql()).bind(id).fetch_one(pool).await?;
+    if exists { Ok(()) } else { Err(ApiError::invalid(field, format!("no {} with id {id}", table.noun()))) }
+}
+
+/// Tables other rows refer to by id.
+#[derive(Debug, Clone, Copy)]
+pub enum Table {
+    Customers,
+    Users,
+    Tickets,
+    Services,
+    Repos,
+}
+
+impl Table {
+    fn exists_sql(self) -> &'static str {
+        match self {
+            Self::Customers => "SELECT EXISTS (SELECT 1 FROM customers WHERE id = $1)",
+            Self::Users => "SELECT EXISTS (SELECT 1 FROM users WHERE id = $1)",
+            Self::Tickets => "SELECT EXISTS (SELECT 1 FROM tickets WHERE id = $1)",
+            Self::Services => "SELECT EXISTS (SELECT 1 FROM services WHERE id = $1)",
+            Self::Repos => "SELECT EXISTS (SELECT 1 FROM repos WHERE id = $1)",
+        }
+    }
+
+    fn noun(self) -> &'static str {
+        match self {
+            Self::Customers => "customer",
+            Self::Users => "user",
+            Self::Tickets => "ticket",
+            Self::Services => "service",
+            Self::Repos => "repo",
+        }
+    }
+}
+
+/// For PATCH bodies: absent → `None` (leave unchanged), `null` → `Some(None)` (clear).
+pub fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// Implements [`Counted`] for a row type with a `total` column.
+macro_rules! counted {
+    ($t:ty) => {
+        impl $crate::api::Counted for $t {
+            fn total(&self) -> i64 {
+                self.total
+            }
+        }
+    };
+}
+pub(crate) use counted;

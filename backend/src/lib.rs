@@ -1,0 +1,93 @@
+//! The synthetic backend: one flat, vendor-shaped HTTP API over Postgres that every MCP server
+//! in the bench fronts (DESIGN §4).
+//!
+//! * [`seed`] generates the synthetic company deterministically from a seed and a scale.
+//! * [`world`] turns that into databases: a seeded template per (seed, scale), and isolated
+//!   world databases cloned from it in milliseconds, so every session starts from the same state.
+//! * [`postgres`] finds a server: `DATABASE_URL`, else a throwaway embedded cluster.
+//! * [`app`] is the axum router (testable without a socket); [`serve`] binds it.
+//!
+//! Run it with `pipeline backend` (or the `backend` binary); `GET /openapi.json` describes it.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+
+pub mod api;
+pub mod cli;
+pub mod error;
+pub mod extract;
+pub mod postgres;
+pub mod seed;
+pub mod world;
+
+pub use seed::WorldSpec;
+pub use world::{Cluster, World};
+
+use error::ApiError;
+
+/// What every handler can reach: the world it serves, and the admin token if one is set.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    pub world: Arc<World>,
+    pub admin_token: Option<String>,
+}
+
+impl AppState {
+    pub fn new(world: Arc<World>) -> Self {
+        Self { world, admin_token: None }
+    }
+
+    pub fn with_admin_token(mut self, token: Option<String>) -> Self {
+        self.admin_token = token.filter(|t| !t.is_empty());
+        self
+    }
+
+    /// The pool of the current database (a reset swaps it).
+    pub fn pool(&self) -> sqlx::PgPool {
+        self.world.pool()
+    }
+}
+
+#[derive(OpenApi)]
+#[openapi(info(
+    title = "mcp-pattern-bench synthetic backend",
+    description = "A flat, vendor-shaped API over one synthetic company: customers, users, tickets, \
+                   notifications, repos, services, change requests, reviews, runbooks and deploys."
+))]
+struct ApiDoc;
+
+/// The routes and their OpenAPI document, built together so they cannot disagree.
+pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    OpenApiRouter::with_openapi(ApiDoc::openapi()).merge(api::routes()).split_for_parts()
+}
+
+/// The whole HTTP application for `state`.
+pub fn app(state: AppState) -> Router {
+    let (routes, doc) = api();
+    let doc = Arc::new(doc);
+    routes
+        .route("/openapi.json", axum::routing::get(move || async move { axum::Json(doc.as_ref().clone()) }))
+        .fallback(|| async { ApiError::NotFound("no such route; see GET /openapi.json".into()) })
+        .method_not_allowed_fallback(|| async {
+            ApiError::MethodNotAllowed("method not allowed on this route; see GET /openapi.json".into())
+        })
+        .layer(DefaultBodyLimit::max(extract::MAX_BODY_BYTES))
+        .with_state(state)
+}
+
+/// Serves `app` on `listener` until `shutdown` resolves.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, app(state).into_make_service_with_connect_info::<SocketAddr>())
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+

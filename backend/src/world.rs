@@ -1,0 +1,263 @@
+//! Databases: seeded templates, isolated world databases cloned from them, and fast reset.
+//!
+//! A **template** is a database migrated and seeded once per (schema fingerprint, seed, scale).
+//! A **world** is a database cloned from a template with `CREATE DATABASE … TEMPLATE`, which
+//! copies files instead of replaying inserts: that is what makes a reset take milliseconds.
+//! Many worlds can live at once, so sessions can run in parallel on isolated data.
+
+use std::collections::HashSet;
+use std::str::FromStr;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{ConnectOptions, Connection, PgPool};
+
+
+use crate::seed::{self, MAX_SCALE, WorldSpec};
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorldError {
+    #[error("database error while {doing}: {source}")]
+    Database { doing: String, source: sqlx::Error },
+    #[error("migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("invalid database URL: {0}")]
+    Url(sqlx::Error),
+    #[error("scale must be between 1 and {MAX_SCALE}, got {0}")]
+    Scale(u32),
+    #[error("world name {0:?} must be 1–40 characters of a-z, 0-9 and _")]
+    Name(String),
+}
+
+fn db_err(doing: impl Into<String>) -> impl FnOnce(sqlx::Error) -> WorldError {
+    let doing = doing.into();
+    move |source| WorldError::Database { doing, source }
+}
+
+/// A Postgres server on which templates and worlds are created. Needs the CREATEDB privilege.
+#[derive(Debug)]
+pub struct Cluster {
+    base: PgConnectOptions,
+    admin: PgPool,
+    fingerprint: String,
+    built: tokio::sync::Mutex<HashSet<WorldSpec>>,
+}
+
+impl Cluster {
+    /// Connects to the server named by `url`; its database is used for administration only.
+    pub async fn connect(url: &str) -> Result<Arc<Self>, WorldError> {
+        let base = PgConnectOptions::from_str(url).map_err(WorldError::Url)?.disable_statement_logging();
+        let admin = PgPoolOptions::new()
+            .max_connections(4)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(base.clone())
+            .await
+            .map_err(db_err("connecting to Postgres"))?;
+        Ok(Arc::new(Self { base, admin, fingerprint: schema_fingerprint(), built: Default::default() }))
+    }
+
+    /// Connection options for one database of this server.
+    pub fn options_for(&self, database: &str) -> PgConnectOptions {
+        self.base.clone().database(database)
+    }
+
+    pub fn template_name(&self, spec: WorldSpec) -> String {
+        format!("tmpl_{}_{}_{}", &self.fingerprint[..12], spec.seed, spec.scale)
+    }
+
+    /// Builds the template for `spec` unless it exists. Safe to call from several processes at
+    /// once: an advisory lock serialises builders, and a template only gets its final name once
+    /// it is complete, so a crash mid-build never leaves a half-seeded template behind.
+    pub async fn ensure_template(&self, spec: WorldSpec) -> Result<String, WorldError> {
+        if !(1..=MAX_SCALE).contains(&spec.scale) {
+            return Err(WorldError::Scale(spec.scale));
+        }
+        let name = self.template_name(spec);
+        let mut built = self.built.lock().await;
+        if built.contains(&spec) {
+            return Ok(name);
+        }
+        let mut conn = self.admin.acquire().await.map_err(db_err("acquiring an admin connection"))?;
+        sqlx::query("SELECT pg_advisory_lock(hashtext($1))").bind(&name).execute(&mut *conn).await.map_err(db_err("locking"))?;
+        let result = self.build_template_locked(&mut conn, spec, &name).await;
+        sqlx::query("SELECT pg_advisory_unlock(hashtext($1))").bind(&name).execute(&mut *conn).await.map_err(db_err("unlocking"))?;
+        result?;
+        built.insert(spec);
+        Ok(name)
+    }
+
+    async fn build_template_locked(&self, conn: &mut sqlx::PgConnection, spec: WorldSpec, name: &str) -> Result<(), WorldError> {
+        if database_exists(conn, name).await? {
+            return Ok(());
+        }
+        let building = format!("build_{}", &name[5..]);
+        let started = Instant::now();
+        exec(conn, &format!("DROP DATABASE IF EXISTS \"{building}\" WITH (FORCE)")).await?;
+        exec(conn, &format!("CREATE DATABASE \"{building}\"")).await?;
+        {
+            // A pool rather than a bare connection: `Migrator::run` on `&mut PgConnection` makes
+            // the future non-`Send` (sqlx's higher-ranked `Acquire` bound).
+            let db = PgPoolOptions::new()
+                .max_connections(1)
+                .connect_with(self.options_for(&building))
+                .await
+                .map_err(db_err("connecting to the new template"))?;
+            MIGRATOR.run(&db).await?;
+            let world = seed::generate(spec);
+            let mut tx = db.begin().await.map_err(db_err("seeding"))?;
+            seed::insert(&mut tx, &world).await.map_err(db_err("seeding"))?;
+            tx.commit().await.map_err(db_err("seeding"))?;
+            sqlx::query("VACUUM ANALYZE").execute(&db).await.map_err(db_err("vacuuming the template"))?;
+            db.close().await;
+        }
+        exec(conn, &format!("ALTER DATABASE \"{building}\" RENAME TO \"{name}\"")).await?;
+        // Nobody may connect to a template: a connected session would make cloning fail.
+        exec(conn, &format!("ALTER DATABASE \"{name}\" WITH IS_TEMPLATE true ALLOW_CONNECTIONS false")).await?;
+        tracing::info!(template = name, ms = started.elapsed().as_millis() as u64, "built template");
+        Ok(())
+    }
+
+    /// (Re)creates world database `world` as a fresh copy of `spec`'s template.
+    pub async fn clone_world(&self, world: &str, spec: WorldSpec) -> Result<(), WorldError> {
+        check_world_name(world)?;
+        let template = self.ensure_template(spec).await?;
+        let db = world_db(world);
+        let mut conn = self.admin.acquire().await.map_err(db_err("acquiring an admin connection"))?;
+        exec(&mut conn, &format!("DROP DATABASE IF EXISTS \"{db}\" WITH (FORCE)")).await?;
+        exec(&mut conn, &format!("CREATE DATABASE \"{db}\" TEMPLATE \"{template}\"")).await?;
+        Ok(())
+    }
+
+    pub async fn drop_world(&self, world: &str) -> Result<(), WorldError> {
+        check_world_name(world)?;
+        let mut conn = self.admin.acquire().await.map_err(db_err("acquiring an admin connection"))?;
+        exec(&mut conn, &format!("DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)", world_db(world))).await
+    }
+
+    pub fn pool_for_world(&self, world: &str) -> PgPool {
+        PgPoolOptions::new()
+            .max_connections(8)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_lazy_with(self.options_for(&world_db(world)))
+    }
+
+    pub async fn close(&self) {
+        self.admin.close().await;
+    }
+}
+
+fn world_db(world: &str) -> String {
+    format!("world_{world}")
+}
+
+fn check_world_name(name: &str) -> Result<(), WorldError> {
+    let ok = !name.is_empty() && name.len() <= 40 && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    if ok { Ok(()) } else { Err(WorldError::Name(name.to_owned())) }
+}
+
+async fn database_exists(conn: &mut sqlx::PgConnection, name: &str) -> Result<bool, WorldError> {
+    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
+        .bind(name)
+        .fetch_one(conn)
+        .await
+        .map_err(db_err("looking up a database"))
+}
+
+/// Runs one statement built from identifiers this module generated and checked.
+async fn exec(conn: &mut sqlx::PgConnection, sql: &str) -> Result<(), WorldError> {
+    sqlx::query(sqlx::AssertSqlSafe(sql.to_owned())).execute(conn).await.map_err(db_err(format!("running `{sql}`")))?;
+    Ok(())
+}
+
+/// Hash of the migrations and the generator version: a template built by another version of
+/// the code is never reused.
+fn schema_fingerprint() -> String {
+    let mut h = Sha256::new();
+    for m in MIGRATOR.iter() {
+        h.update(m.version.to_le_bytes());
+        h.update(&m.checksum);
+    }
+    h.update(seed::GENERATOR_VERSION.to_le_bytes());
+    hex::encode(h.finalize())
+}
+
+/// A world database plus the pool the API serves it from; `reset` swaps in a fresh clone.
+#[derive(Debug)]
+pub struct World {
+    cluster: Arc<Cluster>,
+    name: String,
+    state: RwLock<(WorldSpec, PgPool)>,
+}
+
+impl World {
+    /// Creates world `name` seeded with `spec` (replacing any database of that name).
+    pub async fn create(cluster: Arc<Cluster>, name: &str, spec: WorldSpec) -> Result<Arc<Self>, WorldError> {
+        cluster.clone_world(name, spec).await?;
+        let pool = cluster.pool_for_world(name);
+        Ok(Arc::new(Self { cluster, name: name.to_owned(), state: RwLock::new((spec, pool)) }))
+    }
+
+    pub fn pool(&self) -> PgPool {
+        self.state.read().expect("world lock").1.clone()
+    }
+
+    pub fn spec(&self) -> WorldSpec {
+        self.state.read().expect("world lock").0
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn cluster(&self) -> &Arc<Cluster> {
+        &self.cluster
+    }
+
+    /// Brings the world back to the freshly seeded state of `spec`.
+    pub async fn reset(&self, spec: WorldSpec) -> Result<(), WorldError> {
+        let old = self.pool();
+        // Close first so the drop does not have to kill our own connections.
+        old.close().await;
+        self.cluster.clone_world(&self.name, spec).await?;
+        *self.state.write().expect("world lock") = (spec, self.cluster.pool_for_world(&self.name));
+        Ok(())
+    }
+
+    /// Closes the pool and drops the world's database.
+    pub async fn destroy(&self) -> Result<(), WorldError> {
+        self.pool().close().await;
+        self.cluster.drop_world(&self.name).await
+    }
+}
+
+/// sha256 over every table's rows as JSON in id order: equal hashes mean equal data.
+pub async fn canonical_dump_hash(pool: &PgPool) -> Result<String, WorldError> {
+    let mut conn = pool.acquire().await.map_err(db_err("dumping"))?;
+    let mut tx = conn.begin().await.map_err(db_err("dumping"))?;
+    // Timestamps render in the session's time zone: pin it so the hash is server-independent.
+    sqlx::query("SET LOCAL TimeZone = 'UTC'").execute(&mut *tx).await.map_err(db_err("dumping"))?;
+    let mut h = Sha256::new();
+    for table in seed::TABLES {
+        let json: String = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "SELECT coalesce(json_agg(t ORDER BY t.id), '[]'::json)::text FROM {table} t"
+        )))
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db_err(format!("dumping {table}")))?;
+        h.update(table.as_bytes());
+        h.update([0]);
+        h.update(json.as_bytes());
+        h.update([0]);
+    }
+    tx.rollback().await.map_err(db_err("dumping"))?;
+    Ok(hex::encode(h.finalize()))
+}
+
+/// [`canonical_dump_hash`] taking the pool by value, for joining many at once.
+pub async fn canonical_dump_hash_owned(pool: PgPool) -> Result<String, WorldError> {
+    canonical_dump_hash(&pool).await
+}

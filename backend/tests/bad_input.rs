@@ -1,0 +1,125 @@
+//! Client mistakes of every kind get a 4xx with a JSON body naming the problem, never a 500,
+//! and leave the data exactly as it was.
+
+mod common;
+
+use common::TestBackend;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+struct Case {
+    method: Method,
+    path: &'static str,
+    body: Option<Value>,
+    status: u16,
+    field: Option<&'static str>,
+}
+
+fn case(method: Method, path: &'static str, body: Option<Value>, status: u16, field: Option<&'static str>) -> Case {
+    Case { method, path, body, status, field }
+}
+
+#[tokio::test]
+async fn bad_input_is_a_named_4xx_and_changes_nothing() {
+    let b = TestBackend::start().await;
+    let before = b.dump_hash().await;
+    let long = "x".repeat(201);
+    let huge = "y".repeat(300 * 1024);
+    let cases = vec![
+        // Wrong types.
+        case(Method::POST, "/tickets", Some(json!({"title": 5})), 422, Some("title")),
+        case(Method::POST, "/tickets", Some(json!({"title": "t", "customer_id": "one"})), 422, Some("customer_id")),
+        case(Method::PATCH, "/users/1", Some(json!({"on_call": "yes"})), 422, Some("on_call")),
+        case(Method::GET, "/tickets?limit=ten", None, 400, Some("limit")),
+        case(Method::GET, "/users?on_call=maybe", None, 400, Some("on_call")),
+        case(Method::GET, "/tickets/abc", None, 400, Some("id")),
+        // Missing fields.
+        case(Method::POST, "/tickets", Some(json!({"description": "no title"})), 422, Some("title")),
+        case(Method::POST, "/notifications", Some(json!({"user_id": 1})), 422, Some("message")),
+        case(Method::POST, "/change_requests/1/reviews", Some(json!({"reviewer_id": 1})), 422, Some("verdict")),
+        // Unknown enum values.
+        case(Method::POST, "/tickets", Some(json!({"title": "t", "priority": "apocalyptic"})), 422, Some("priority")),
+        case(Method::GET, "/tickets?status=pending", None, 400, Some("status")),
+        case(Method::POST, "/deploys", Some(json!({"service_id": 1, "version": "1", "environment": "moon"})), 422, Some("environment")),
+        // Unknown ids, as a path and as a reference.
+        case(Method::GET, "/tickets/999999", None, 404, None),
+        case(Method::PATCH, "/tickets/999999", Some(json!({"status": "closed"})), 404, None),
+        case(Method::GET, "/change_requests/999999/comments", None, 404, None),
+        case(Method::POST, "/tickets", Some(json!({"title": "t", "customer_id": 999999})), 422, Some("customer_id")),
+        case(Method::PATCH, "/tickets/1", Some(json!({"assignee_id": 999999})), 422, Some("assignee_id")),
+        case(Method::POST, "/notifications", Some(json!({"user_id": 999999, "message": "hi"})), 422, Some("user_id")),
+        case(Method::POST, "/deploys", Some(json!({"service_id": 999999, "version": "1.0", "environment": "staging"})), 422, Some("service_id")),
+        // A review whose last comment is bad: nothing of it may be written.
+        case(
+            Method::POST,
+            "/change_requests/1/reviews",
+            Some(json!({"reviewer_id": 1, "verdict": "approve", "comments": [{"path": "a", "line": 1, "body": "ok"}, {"path": "b", "line": 0, "body": "bad"}]})),
+            422,
+            Some("comments[1].line"),
+        ),
+        case(
+            Method::POST,
+            "/change_requests/1/reviews",
+            Some(json!({"reviewer_id": 999999, "verdict": "approve", "comments": [{"path": "a", "line": 1, "body": "ok"}]})),
+            422,
+            Some("reviewer_id"),
+        ),
+        // Oversize and blank strings.
+        case(Method::POST, "/tickets", Some(json!({"title": long})), 422, Some("title")),
+        case(Method::POST, "/tickets", Some(json!({"title": "   "})), 422, Some("title")),
+        case(Method::POST, "/tickets", Some(json!({"title": huge})), 413, None),
+        case(Method::GET, "/tickets?limit=201", None, 400, Some("limit")),
+        case(Method::GET, "/tickets?offset=-1", None, 400, Some("offset")),
+        // Unknown fields and query parameters.
+        case(Method::POST, "/tickets", Some(json!({"title": "t", "colour": "red"})), 422, Some("colour")),
+        case(Method::GET, "/tickets?colour=red", None, 400, Some("colour")),
+        case(Method::PATCH, "/tickets/1", Some(json!({})), 400, None),
+        // Invalid transitions.
+        case(Method::PATCH, "/deploys/1", Some(json!({"status": "succeeded"})), 422, Some("status")),
+    ];
+    for c in &cases {
+        let mut req = b.client.request(c.method.clone(), b.url(c.path));
+        if let Some(body) = &c.body {
+            req = req.json(body);
+        }
+        let (status, body) = common::decode(req.send().await.unwrap()).await;
+        let what = format!("{} {} {:?}", c.method, c.path, c.body.as_ref().map(|b| b.to_string().chars().take(120).collect::<String>()));
+        assert_eq!(status, c.status, "{what}: {body}");
+        assert!(body["error"].is_string() && body["message"].is_string(), "{what}: {body}");
+        assert_eq!(body["field"].as_str(), c.field, "{what}: {body}");
+    }
+
+    // Not JSON at all, wrong content type, malformed JSON.
+    for (ctype, payload, status) in
+        [("text/plain", "title=x", 415), ("application/json", "{\"title\": ", 400), ("application/json", "{\"title\": \"x\"} {}", 400)]
+    {
+        let resp = b.client.post(b.url("/tickets")).header("content-type", ctype).body(payload).send().await.unwrap();
+        let (s, body) = common::decode(resp).await;
+        assert_eq!(s, status, "{ctype} {payload}: {body}");
+    }
+    let resp = b.client.patch(b.url("/tickets/1")).header("if-match", "not-a-number").json(&json!({"status": "closed"})).send().await.unwrap();
+    let (s, body) = common::decode(resp).await;
+    assert_eq!((s, body["field"].as_str()), (400, Some("If-Match")));
+
+    // SQL metacharacters are data, not SQL.
+    let evil = "'; DROP TABLE tickets; --";
+    let (s, page) = b.get(&format!("/tickets?q={}", urlencode(evil))).await;
+    assert_eq!((s, page["total"].as_i64()), (200, Some(0)));
+    let (s, page) = b.get(&format!("/customers?name={}", urlencode("x' OR '1'='1"))).await;
+    assert_eq!((s, page["total"].as_i64()), (200, Some(0)));
+    let (s, page) = b.get(&format!("/tickets?q={}", urlencode("%"))).await;
+    assert_eq!((s, page["total"].as_i64()), (200, Some(0)), "% is not a wildcard");
+
+    assert_eq!(b.dump_hash().await, before, "a rejected request changed the data");
+
+    // And the metacharacters survive a round trip when they are legitimately stored.
+    let (s, t) = b.post("/tickets", json!({"title": evil, "description": "Robert'); DROP TABLE students;--"})).await;
+    assert_eq!(s, 201);
+    let (_, found) = b.get(&format!("/tickets?q={}", urlencode("drop table"))).await;
+    assert_eq!(found["data"][0]["id"], t["id"]);
+    b.shutdown().await;
+}
+
+fn urlencode(s: &str) -> String {
+    form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
