@@ -7,6 +7,7 @@
 
 use std::collections::HashSet;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -31,6 +32,8 @@ pub enum WorldError {
     Scale(u32),
     #[error("world name {0:?} must be 1–40 characters of a-z, 0-9 and _")]
     Name(String),
+    #[error("dropping the previous world copy failed: {0}")]
+    Background(String),
 }
 
 fn db_err(doing: impl Into<String>) -> impl FnOnce(sqlx::Error) -> WorldError {
@@ -121,28 +124,36 @@ impl Cluster {
         Ok(())
     }
 
-    /// (Re)creates world database `world` as a fresh copy of `spec`'s template.
-    pub async fn clone_world(&self, world: &str, spec: WorldSpec) -> Result<(), WorldError> {
-        check_world_name(world)?;
+    /// Creates database `db` as a fresh copy of `spec`'s template. `FILE_COPY` copies the
+    /// template's files directly; on the 9 MB scale-1 template it is ~12 ms against ~19 ms for
+    /// Postgres 15's default `WAL_LOG` strategy.
+    async fn clone_template(&self, db: &str, spec: WorldSpec) -> Result<(), WorldError> {
         let template = self.ensure_template(spec).await?;
-        let db = world_db(world);
         let mut conn = self.admin.acquire().await.map_err(db_err("acquiring an admin connection"))?;
-        exec(&mut conn, &format!("DROP DATABASE IF EXISTS \"{db}\" WITH (FORCE)")).await?;
-        exec(&mut conn, &format!("CREATE DATABASE \"{db}\" TEMPLATE \"{template}\"")).await?;
+        exec(&mut conn, &format!("CREATE DATABASE \"{db}\" TEMPLATE \"{template}\" STRATEGY FILE_COPY")).await
+    }
+
+    async fn drop_database(&self, db: &str) -> Result<(), WorldError> {
+        let mut conn = self.admin.acquire().await.map_err(db_err("acquiring an admin connection"))?;
+        exec(&mut conn, &format!("DROP DATABASE IF EXISTS \"{db}\" WITH (FORCE)")).await
+    }
+
+    /// Drops every database left by an earlier world of this name (a crashed run, say).
+    async fn drop_world_databases(&self, world: &str) -> Result<(), WorldError> {
+        let names: Vec<String> = sqlx::query_scalar("SELECT datname FROM pg_database WHERE datname ~ $1")
+            // Names are [a-z0-9_] and generations are digits, so this matches this world only.
+            .bind(format!("^world_{world}_[0-9]+$"))
+            .fetch_all(&self.admin)
+            .await
+            .map_err(db_err("listing world databases"))?;
+        for db in names {
+            self.drop_database(&db).await?;
+        }
         Ok(())
     }
 
-    pub async fn drop_world(&self, world: &str) -> Result<(), WorldError> {
-        check_world_name(world)?;
-        let mut conn = self.admin.acquire().await.map_err(db_err("acquiring an admin connection"))?;
-        exec(&mut conn, &format!("DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)", world_db(world))).await
-    }
-
-    pub fn pool_for_world(&self, world: &str) -> PgPool {
-        PgPoolOptions::new()
-            .max_connections(8)
-            .acquire_timeout(Duration::from_secs(10))
-            .connect_lazy_with(self.options_for(&world_db(world)))
+    fn pool_for(&self, db: &str) -> PgPool {
+        PgPoolOptions::new().max_connections(8).acquire_timeout(Duration::from_secs(10)).connect_lazy_with(self.options_for(db))
     }
 
     pub async fn close(&self) {
@@ -150,8 +161,8 @@ impl Cluster {
     }
 }
 
-fn world_db(world: &str) -> String {
-    format!("world_{world}")
+fn world_db(world: &str, generation: u64) -> String {
+    format!("world_{world}_{generation}")
 }
 
 fn check_world_name(name: &str) -> Result<(), WorldError> {
@@ -185,52 +196,129 @@ fn schema_fingerprint() -> String {
     hex::encode(h.finalize())
 }
 
-/// A world database plus the pool the API serves it from; `reset` swaps in a fresh clone.
+/// A world: the database the API serves right now, and a spare copy to switch to.
+///
+/// Every copy is its own database (`world_<name>_<generation>`) cloned from the template. A reset
+/// swaps the pool over to a **spare** copy cloned in the background after the previous reset,
+/// then, still in the background, drops the retired copy and clones the next spare. Between real
+/// sessions (seconds apart) the spare is always ready, so a reset costs a pool swap and one
+/// connection; back to back it waits for the spare, which still keeps it near one clone (~12 ms).
 #[derive(Debug)]
 pub struct World {
     cluster: Arc<Cluster>,
     name: String,
-    state: RwLock<(WorldSpec, PgPool)>,
+    state: RwLock<Current>,
+    next_generation: AtomicU64,
+    /// Retires the previous copy and prepares the next spare; awaited by the next reset.
+    background: tokio::sync::Mutex<Option<tokio::task::JoinHandle<Result<Spare, WorldError>>>>,
+}
+
+#[derive(Debug, Clone)]
+struct Current {
+    spec: WorldSpec,
+    generation: u64,
+    pool: PgPool,
+}
+
+/// A fresh, never-served copy of a template.
+#[derive(Debug, Clone, Copy)]
+struct Spare {
+    spec: WorldSpec,
+    generation: u64,
 }
 
 impl World {
-    /// Creates world `name` seeded with `spec` (replacing any database of that name).
+    /// Creates world `name` seeded with `spec`, replacing any databases of an earlier world of
+    /// that name.
     pub async fn create(cluster: Arc<Cluster>, name: &str, spec: WorldSpec) -> Result<Arc<Self>, WorldError> {
-        cluster.clone_world(name, spec).await?;
-        let pool = cluster.pool_for_world(name);
-        Ok(Arc::new(Self { cluster, name: name.to_owned(), state: RwLock::new((spec, pool)) }))
+        check_world_name(name)?;
+        cluster.drop_world_databases(name).await?;
+        let db = world_db(name, 0);
+        cluster.clone_template(&db, spec).await?;
+        let pool = cluster.pool_for(&db);
+        let world = Arc::new(Self {
+            cluster,
+            name: name.to_owned(),
+            state: RwLock::new(Current { spec, generation: 0, pool }),
+            next_generation: AtomicU64::new(1),
+            background: Default::default(),
+        });
+        *world.background.lock().await = Some(world.spawn_background(None, spec));
+        Ok(world)
+    }
+
+    fn current(&self) -> Current {
+        self.state.read().expect("world lock").clone()
     }
 
     pub fn pool(&self) -> PgPool {
-        self.state.read().expect("world lock").1.clone()
+        self.current().pool
     }
 
     pub fn spec(&self) -> WorldSpec {
-        self.state.read().expect("world lock").0
+        self.current().spec
     }
 
     pub fn name(&self) -> &str {
         &self.name
     }
 
+    /// The database currently served.
+    pub fn database(&self) -> String {
+        world_db(&self.name, self.current().generation)
+    }
+
     pub fn cluster(&self) -> &Arc<Cluster> {
         &self.cluster
     }
 
-    /// Brings the world back to the freshly seeded state of `spec`.
+    /// Brings the world back to the freshly seeded state of `spec`. Requests already running
+    /// finish on the old copy; every request after this returns sees the new one.
     pub async fn reset(&self, spec: WorldSpec) -> Result<(), WorldError> {
-        let old = self.pool();
-        // Close first so the drop does not have to kill our own connections.
-        old.close().await;
-        self.cluster.clone_world(&self.name, spec).await?;
-        *self.state.write().expect("world lock") = (spec, self.cluster.pool_for_world(&self.name));
+        let mut background = self.background.lock().await;
+        let spare = match background.take() {
+            Some(task) => Some(task.await.map_err(|e| WorldError::Background(e.to_string()))??),
+            None => None,
+        };
+        let generation = match spare {
+            Some(spare) if spare.spec == spec => spare.generation,
+            other => {
+                if let Some(stale) = other {
+                    self.cluster.drop_database(&world_db(&self.name, stale.generation)).await?;
+                }
+                let generation = self.next_generation.fetch_add(1, Ordering::Relaxed);
+                self.cluster.clone_template(&world_db(&self.name, generation), spec).await?;
+                generation
+            }
+        };
+        let pool = self.cluster.pool_for(&world_db(&self.name, generation));
+        let retired = std::mem::replace(&mut *self.state.write().expect("world lock"), Current { spec, generation, pool });
+        *background = Some(self.spawn_background(Some(retired), spec));
         Ok(())
     }
 
-    /// Closes the pool and drops the world's database.
+    fn spawn_background(&self, retired: Option<Current>, spec: WorldSpec) -> tokio::task::JoinHandle<Result<Spare, WorldError>> {
+        let cluster = self.cluster.clone();
+        let name = self.name.clone();
+        let generation = self.next_generation.fetch_add(1, Ordering::Relaxed);
+        tokio::spawn(async move {
+            if let Some(old) = retired {
+                old.pool.close().await;
+                cluster.drop_database(&world_db(&name, old.generation)).await?;
+            }
+            cluster.clone_template(&world_db(&name, generation), spec).await?;
+            Ok(Spare { spec, generation })
+        })
+    }
+
+    /// Closes the pool and drops all of the world's databases, spare included.
     pub async fn destroy(&self) -> Result<(), WorldError> {
+        if let Some(task) = self.background.lock().await.take() {
+            // Its outcome does not matter: everything of this world is dropped below.
+            let _ = task.await;
+        }
         self.pool().close().await;
-        self.cluster.drop_world(&self.name).await
+        self.cluster.drop_world_databases(&self.name).await
     }
 }
 

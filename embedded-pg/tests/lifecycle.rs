@@ -122,22 +122,3 @@ fn long_base_dir_is_rejected_clearly() {
     assert!(matches!(err, Error::SocketPathTooLong { .. }), "{err}");
     assert_eq!(std::fs::read_dir(&long).unwrap().count(), 0);
 }
-
-/// Cold-start timing; run with
-/// `cargo test -p embedded-pg --test lifecycle -- --ignored --nocapture cold_start`.
-#[test]
-#[ignore]
-fn cold_start_timing() {
-    for _ in 0..5 {
-        let started = Instant::now();
-        let pg = EmbeddedPostgres::start().expect("start");
-        let ready = started.elapsed();
-        let stopping = Instant::now();
-        pg.stop().expect("stop");
-        eprintln!(
-            "start until ready: {:?}, stop: {:?}",
-            ready,
-            stopping.elapsed()
-        );
-    }
-}

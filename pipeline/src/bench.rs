@@ -1,0 +1,172 @@
+//! `pipeline bench …`: timings of the harness's own steps, printed as a table or, with `--json`,
+//! one JSON object per figure per line. Targets live in DESIGN §10; these are measurements, not
+//! tests, because shared machines are noisy.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use backend::postgres::PostgresSource;
+use backend::{Cluster, World, WorldSpec};
+use serde::Serialize;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum BenchCommand {
+    /// Reset a world to its seeded state (drop + clone from template + first query).
+    Reset {
+        /// Scales to measure.
+        #[arg(long, value_delimiter = ',', default_values_t = [1u32, 10])]
+        scales: Vec<u32>,
+        /// Resets per scale.
+        #[arg(long, default_value_t = 50)]
+        n: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Embedded Postgres cold start (initdb + start until ready), and stop.
+    Embedded {
+        #[arg(long, default_value_t = 5)]
+        n: usize,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// One measured figure.
+#[derive(Debug, Serialize)]
+pub struct Figure {
+    pub name: String,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub n: usize,
+    /// The DESIGN §10 target for p50, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_p50_ms: Option<f64>,
+}
+
+impl Figure {
+    pub fn from_samples(name: impl Into<String>, samples: &[Duration], target_p50_ms: Option<f64>) -> Self {
+        let mut ms: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1000.0).collect();
+        ms.sort_by(f64::total_cmp);
+        Self { name: name.into(), p50_ms: percentile(&ms, 50.0), p95_ms: percentile(&ms, 95.0), n: ms.len(), target_p50_ms }
+    }
+}
+
+/// Nearest-rank percentile of sorted samples.
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
+    sorted[rank.min(sorted.len()) - 1]
+}
+
+fn print(figures: &[Figure], json: bool) -> anyhow::Result<()> {
+    if json {
+        for f in figures {
+            println!("{}", serde_json::to_string(f)?);
+        }
+        return Ok(());
+    }
+    println!("{:<28} {:>10} {:>10} {:>6} {:>12}", "figure", "p50 ms", "p95 ms", "n", "target p50");
+    for f in figures {
+        let target = f.target_p50_ms.map_or("-".to_owned(), |t| format!("≤ {t}"));
+        let verdict = match f.target_p50_ms {
+            Some(t) if f.p50_ms <= t => "  met",
+            Some(_) => "  MISSED",
+            None => "",
+        };
+        println!("{:<28} {:>10.2} {:>10.2} {:>6} {:>12}{verdict}", f.name, f.p50_ms, f.p95_ms, f.n, target);
+    }
+    Ok(())
+}
+
+pub async fn run(cmd: BenchCommand) -> anyhow::Result<()> {
+    match cmd {
+        BenchCommand::Reset { scales, n, json } => {
+            let figures = bench_reset(&scales, n).await?;
+            print(&figures, json)
+        }
+        BenchCommand::Embedded { n, json } => {
+            let figures = bench_embedded(n).await?;
+            print(&figures, json)
+        }
+    }
+}
+
+async fn bench_reset(scales: &[u32], n: usize) -> anyhow::Result<Vec<Figure>> {
+    anyhow::ensure!(n > 0, "--n must be at least 1");
+    let source = PostgresSource::from_env().await.context("no Postgres to benchmark on")?;
+    eprintln!("postgres: {}", source.describe());
+    let result = async {
+        let cluster = Cluster::connect(&source.admin_url()).await?;
+        let mut figures = Vec::new();
+        for &scale in scales {
+            let spec = WorldSpec { seed: WorldSpec::default().seed, scale };
+            let started = Instant::now();
+            cluster.ensure_template(spec).await?;
+            figures.push(Figure::from_samples(format!("template_build.scale{scale}"), &[started.elapsed()], None));
+            let world = World::create(cluster.clone(), &format!("bench_{}", std::process::id()), spec).await?;
+            // Back to back: each reset waits for the spare copy the previous one started.
+            let back_to_back = time_resets(&world, spec, n, Duration::ZERO).await?;
+            // As in a run: sessions take seconds, so the spare is ready when the reset comes.
+            let between = time_resets(&world, spec, n, SESSION_GAP).await?;
+            let target = (scale == 1).then_some(20.0);
+            figures.push(Figure::from_samples(format!("reset.scale{scale}"), &between, target));
+            figures.push(Figure::from_samples(format!("reset.scale{scale}.back_to_back"), &back_to_back, None));
+            world.destroy().await?;
+        }
+        cluster.close().await;
+        anyhow::Ok(figures)
+    }
+    .await;
+    source.shutdown()?;
+    result
+}
+
+/// Idle time between resets standing in for a session (real ones take seconds).
+const SESSION_GAP: Duration = Duration::from_millis(150);
+
+/// Times `n` resets, each until the world answers a query again (the first connection counts).
+async fn time_resets(world: &World, spec: WorldSpec, n: usize, gap: Duration) -> anyhow::Result<Vec<Duration>> {
+    let mut samples = Vec::with_capacity(n);
+    for _ in 0..n {
+        tokio::time::sleep(gap).await;
+        let started = Instant::now();
+        world.reset(spec).await?;
+        sqlx::query("SELECT 1").execute(&world.pool()).await?;
+        samples.push(started.elapsed());
+    }
+    Ok(samples)
+}
+
+async fn bench_embedded(n: usize) -> anyhow::Result<Vec<Figure>> {
+    anyhow::ensure!(n > 0, "--n must be at least 1");
+    let mut starts = Vec::with_capacity(n);
+    let mut stops = Vec::with_capacity(n);
+    for _ in 0..n {
+        let started = Instant::now();
+        let pg = tokio::task::spawn_blocking(embedded_pg::EmbeddedPostgres::start).await??;
+        starts.push(started.elapsed());
+        let stopping = Instant::now();
+        tokio::task::spawn_blocking(move || pg.stop()).await??;
+        stops.push(stopping.elapsed());
+    }
+    Ok(vec![
+        Figure::from_samples("embedded.cold_start", &starts, Some(3000.0)),
+        Figure::from_samples("embedded.stop", &stops, None),
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let v: Vec<f64> = (1..=20).map(f64::from).collect();
+        assert_eq!(percentile(&v, 50.0), 10.0);
+        assert_eq!(percentile(&v, 95.0), 19.0);
+        assert_eq!(percentile(&[3.0], 95.0), 3.0);
+        assert!(percentile(&[], 50.0).is_nan());
+    }
+}
