@@ -21,6 +21,7 @@ pub mod api;
 pub mod cli;
 pub mod error;
 pub mod extract;
+pub mod local;
 pub mod postgres;
 pub mod seed;
 pub mod world;

@@ -349,3 +349,12 @@ pub async fn canonical_dump_hash(pool: &PgPool) -> Result<String, WorldError> {
 pub async fn canonical_dump_hash_owned(pool: PgPool) -> Result<String, WorldError> {
     canonical_dump_hash(&pool).await
 }
+
+/// Rows of an arbitrary read query as JSON values (one per row). For tests and verifiers that
+/// read state; `sql` must return a single json column.
+pub async fn query_json(pool: &PgPool, sql: &str) -> Result<Vec<serde_json::Value>, WorldError> {
+    sqlx::query_scalar::<_, serde_json::Value>(sqlx::AssertSqlSafe(sql.to_owned()))
+        .fetch_all(pool)
+        .await
+        .map_err(db_err("running a read query"))
+}

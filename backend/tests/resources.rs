@@ -103,6 +103,15 @@ async fn every_resource_lists_gets_and_writes() {
     let (s, _) = b.get(&format!("/deploys/{}", d["id"])).await;
     assert_eq!(s, 200);
 
+    // Deleting a ticket takes its notifications with it.
+    let resp = b.client.delete(b.url(&format!("/tickets/{id}"))).send().await.unwrap();
+    let (s, gone) = common::decode(resp).await;
+    assert_eq!((s, gone["deleted"].as_i64()), (200, Some(id)));
+    let (_, left) = b.get(&format!("/notifications?ticket_id={id}")).await;
+    assert_eq!(left["total"], 0);
+    let (s, _) = b.get(&format!("/tickets/{id}")).await;
+    assert_eq!(s, 404);
+
     let (s, h) = b.get("/health").await;
     assert_eq!((s, h["status"].as_str()), (200, Some("ok")));
     b.shutdown().await;
@@ -131,7 +140,7 @@ async fn openapi_documents_exactly_the_served_routes() {
     }
     let (s, body) = b.get("/no/such/route").await;
     assert_eq!((s, body["error"].as_str()), (404, Some("not_found")));
-    let resp = b.client.delete(b.url("/tickets")).send().await.unwrap();
+    let resp = b.client.put(b.url("/tickets")).send().await.unwrap();
     let (s, body) = common::decode(resp).await;
     assert_eq!((s, body["error"].as_str()), (405, Some("method_not_allowed")));
     b.shutdown().await;

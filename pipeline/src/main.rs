@@ -1,9 +1,11 @@
 //! `pipeline`: the one user-facing CLI of mcp-pattern-bench.
 //!
-//! Today it serves the synthetic backend (`pipeline backend`) and measures the harness's own
-//! costs (`pipeline bench reset|embedded`). Later issues add the servers, tasks, runs and reports.
+//! Today it serves the synthetic backend (`pipeline backend`), lists and runs the MCP servers
+//! (`pipeline servers`, `pipeline serve NAME`) and measures the harness's own costs
+//! (`pipeline bench …`). Later issues add tasks, runs and reports.
 
 mod bench;
+mod servers_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -18,6 +20,10 @@ struct Cli {
 enum Command {
     /// Serve the synthetic backend on DATABASE_URL or an embedded Postgres, until Ctrl-C.
     Backend(backend::cli::ServeOpts),
+    /// List the MCP servers: module, role, pair, tool count, manifest hash, launch command.
+    Servers(servers_cmd::ServersArgs),
+    /// Run one MCP server for any MCP client (stdio by default, or streamable HTTP).
+    Serve(servers_cmd::ServeArgs),
     /// Benchmarks of the harness itself (figures, not pass/fail).
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -28,6 +34,8 @@ async fn main() -> anyhow::Result<()> {
     backend::cli::init_tracing();
     match Cli::parse().command {
         Command::Backend(opts) => backend::cli::serve_until_signal(opts).await,
+        Command::Servers(args) => servers_cmd::list(args).await,
+        Command::Serve(args) => servers_cmd::serve(args).await,
         Command::Bench(cmd) => bench::run(cmd).await,
     }
 }

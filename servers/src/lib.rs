@@ -1,4 +1,22 @@
-//! The MCP servers: five pattern servers and their plain controls (DESIGN §5).
+//! The MCP servers of the bench: five pattern servers and their plain controls (DESIGN §5).
 //!
-//! Not built yet: this crate holds no server so far, and nothing in the workspace depends on it.
-//! It exists so the workspace layout matches the design from the first commit.
+//! * [`modules`]: one folder per pattern module, holding its pattern server, its control and
+//!   what they share. Controls are built from [`flat`]'s 1:1 vendor-named wrapper tools.
+//! * [`registry`]: the one explicit list of servers (name → module, role, pair, launcher).
+//! * [`launch`] and [`transport`]: stdio (default), streamable HTTP, or in-process.
+//! * [`manifest`]: the canonical tool manifest of a server and its sha256.
+//!
+//! Servers reach the backend only over HTTP ([`backend_client`]). Run one with
+//! `pipeline serve NAME [--transport stdio|http]`; list them with `pipeline servers`.
+
+pub mod backend_client;
+pub mod flat;
+pub mod launch;
+pub mod manifest;
+pub mod modules;
+pub mod registry;
+pub mod transport;
+
+pub use backend_client::BackendClient;
+pub use manifest::ToolManifest;
+pub use registry::{Role, SERVERS, ServerEntry};

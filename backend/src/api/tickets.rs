@@ -14,7 +14,7 @@ use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(list_tickets, create_ticket)).routes(routes!(get_ticket, update_ticket))
+    OpenApiRouter::new().routes(routes!(list_tickets, create_ticket)).routes(routes!(get_ticket, update_ticket, delete_ticket))
 }
 
 pub const TITLE_MAX: usize = 200;
@@ -316,6 +316,23 @@ async fn update_ticket(
             ))),
         },
     }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Deleted {
+    pub deleted: i64,
+}
+
+/// Delete a ticket and the notifications about it, in one transaction.
+#[utoipa::path(delete, path = "/tickets/{id}", tag = "tickets", params(("id" = i64, Path)),
+    responses((status = 200, body = Deleted), (status = 404, body = ErrorBody)))]
+async fn delete_ticket(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) -> ApiResult<Json<Deleted>> {
+    let mut tx = state.pool().begin().await?;
+    sqlx::query("DELETE FROM notifications WHERE ticket_id = $1").bind(id).execute(&mut *tx).await?;
+    let deleted: Option<i64> = sqlx::query_scalar("DELETE FROM tickets WHERE id = $1 RETURNING id").bind(id).fetch_optional(&mut *tx).await?;
+    let Some(deleted) = deleted else { return Err(ApiError::not_found("ticket", id)) };
+    tx.commit().await?;
+    Ok(Json(Deleted { deleted }))
 }
 
 fn if_match(headers: &HeaderMap) -> ApiResult<Option<i32>> {

@@ -1,0 +1,102 @@
+//! `pipeline servers` and `pipeline serve`: list the registered MCP servers, run one.
+
+use std::net::{IpAddr, SocketAddr};
+
+use anyhow::{Context, bail};
+use serde::Serialize;
+use servers::backend_client::DEFAULT_BACKEND_URL;
+use servers::transport::Transport;
+use servers::{Role, SERVERS, ToolManifest};
+
+#[derive(Debug, clap::Args)]
+pub struct ServersArgs {
+    /// One JSON object per line instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Backend URL written into the launch command lines.
+    #[arg(long, env = "BACKEND_URL", default_value = DEFAULT_BACKEND_URL)]
+    pub backend_url: String,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Server name (see `pipeline servers`).
+    pub name: String,
+    #[arg(long, value_enum, default_value = "stdio")]
+    pub transport: Transport,
+    /// Port for `--transport http` (0 picks a free one).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// Address for `--transport http`.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: IpAddr,
+    /// Where the backend API answers.
+    #[arg(long, env = "BACKEND_URL", default_value = DEFAULT_BACKEND_URL)]
+    pub backend_url: String,
+}
+
+#[derive(Debug, Serialize)]
+struct ServerRow {
+    name: &'static str,
+    module: &'static str,
+    role: Role,
+    paired: &'static str,
+    tools: usize,
+    resource_templates: usize,
+    manifest_sha256: String,
+    /// The exact command line that runs this server over stdio.
+    command: Vec<String>,
+}
+
+/// The command line that serves `name` over stdio with this very binary.
+pub fn stdio_command(name: &str, backend_url: &str) -> anyhow::Result<Vec<String>> {
+    let exe = std::env::current_exe().context("locating the pipeline binary")?;
+    Ok(vec![
+        exe.display().to_string(),
+        "serve".into(),
+        name.into(),
+        "--transport".into(),
+        "stdio".into(),
+        "--backend-url".into(),
+        backend_url.into(),
+    ])
+}
+
+pub async fn list(args: ServersArgs) -> anyhow::Result<()> {
+    let mut rows = Vec::new();
+    for s in SERVERS {
+        let manifest = ToolManifest::of(s, &args.backend_url).await.with_context(|| format!("listing the tools of {}", s.name))?;
+        rows.push(ServerRow {
+            name: s.name,
+            module: s.module,
+            role: s.role,
+            paired: s.paired,
+            tools: manifest.tools.len(),
+            resource_templates: manifest.resource_templates.len(),
+            manifest_sha256: manifest.sha256(),
+            command: stdio_command(s.name, &args.backend_url)?,
+        });
+    }
+    if args.json {
+        for r in &rows {
+            println!("{}", serde_json::to_string(r)?);
+        }
+        return Ok(());
+    }
+    println!("{:<18} {:<18} {:<8} {:<18} {:>5}  manifest sha256", "server", "module", "role", "paired with", "tools");
+    for r in &rows {
+        let role = match r.role {
+            Role::Pattern => "pattern",
+            Role::Control => "control",
+        };
+        println!("{:<18} {:<18} {:<8} {:<18} {:>5}  {}", r.name, r.module, role, r.paired, r.tools, &r.manifest_sha256[..16]);
+    }
+    Ok(())
+}
+
+pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let Some(entry) = servers::registry::find(&args.name) else {
+        bail!("no server named {:?}; known servers: {}", args.name, servers::registry::names().join(", "));
+    };
+    servers::transport::serve(entry, args.transport, SocketAddr::new(args.host, args.port), &args.backend_url).await
+}

@@ -1,0 +1,40 @@
+//! `mcp-bench-server NAME [--transport stdio|http] [--port P] [--backend-url URL]`: runs one
+//! registered server. The same as `pipeline serve`, in a small binary that starts fast (the
+//! harness spawns one per session).
+
+use std::net::{IpAddr, SocketAddr};
+
+use clap::Parser;
+use servers::backend_client::DEFAULT_BACKEND_URL;
+use servers::transport::Transport;
+
+#[derive(Debug, Parser)]
+#[command(name = "mcp-bench-server", version, about = "Run one mcp-pattern-bench MCP server")]
+struct Args {
+    /// Server name (see `pipeline servers`).
+    name: String,
+    #[arg(long, value_enum, default_value = "stdio")]
+    transport: Transport,
+    /// Port for `--transport http` (0 picks a free one).
+    #[arg(long, default_value_t = 8000)]
+    port: u16,
+    /// Address for `--transport http`.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: IpAddr,
+    /// Where the backend API answers.
+    #[arg(long, env = "BACKEND_URL", default_value = DEFAULT_BACKEND_URL)]
+    backend_url: String,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
+        .init();
+    let args = Args::parse();
+    let Some(entry) = servers::registry::find(&args.name) else {
+        anyhow::bail!("no server named {:?}; known servers: {}", args.name, servers::registry::names().join(", "));
+    };
+    servers::transport::serve(entry, args.transport, SocketAddr::new(args.host, args.port), &args.backend_url).await
+}

@@ -1,0 +1,70 @@
+//! How a registered server is started: over stdio, over streamable HTTP, or in-process over a
+//! duplex pipe (tests and manifest computation). One generic implementation serves every server
+//! type, so the registry can hold them side by side.
+
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use rmcp::ServiceExt;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+
+use crate::backend_client::BackendClient;
+
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// A server the bench can run: built from a backend client, nothing else.
+pub trait BenchServer: rmcp::ServerHandler + Clone + Send + Sync + 'static {
+    fn new(backend: BackendClient) -> Self;
+}
+
+/// Type-erased launcher stored in the registry.
+pub trait Launch: Sync + std::fmt::Debug {
+    /// Serves one MCP session on stdin/stdout until the client disconnects.
+    fn serve_stdio(&self, backend: BackendClient) -> BoxFuture<anyhow::Result<()>>;
+    /// An axum router serving MCP over streamable HTTP at `/mcp`.
+    fn http_router(&self, backend: BackendClient, config: StreamableHttpServerConfig) -> axum::Router;
+    /// Serves one session over an in-process byte stream (for tests and manifests).
+    fn serve_stream(&self, backend: BackendClient, stream: tokio::io::DuplexStream) -> BoxFuture<anyhow::Result<()>>;
+}
+
+pub struct Launcher<S>(PhantomData<fn() -> S>);
+
+impl<S> std::fmt::Debug for Launcher<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(std::any::type_name::<S>())
+    }
+}
+
+impl<S> Launcher<S> {
+    pub const NEW: Self = Self(PhantomData);
+}
+
+impl<S: BenchServer> Launch for Launcher<S> {
+    fn serve_stdio(&self, backend: BackendClient) -> BoxFuture<anyhow::Result<()>> {
+        Box::pin(async move {
+            let running = S::new(backend).serve(rmcp::transport::stdio()).await?;
+            running.waiting().await?;
+            Ok(())
+        })
+    }
+
+    fn http_router(&self, backend: BackendClient, config: StreamableHttpServerConfig) -> axum::Router {
+        let service = StreamableHttpService::new(
+            move || Ok(S::new(backend.clone())),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
+        axum::Router::new().nest_service("/mcp", service)
+    }
+
+    fn serve_stream(&self, backend: BackendClient, stream: tokio::io::DuplexStream) -> BoxFuture<anyhow::Result<()>> {
+        Box::pin(async move {
+            let running = S::new(backend).serve(stream).await?;
+            running.waiting().await?;
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,109 @@
+//! The tool manifest: everything a server offers a model — tools (name, description, input
+//! schema) and resource templates — as canonical JSON, and its sha256. Two arms differ exactly
+//! where their manifests differ; the hash goes into every session record.
+//!
+//! It is computed by asking the running server over MCP (in-process), so it is what a client
+//! really sees, not what the code meant to declare. Resource *lists* are excluded: they are data
+//! read from the backend, not part of the design.
+
+use std::collections::BTreeMap;
+
+use rmcp::ServiceExt;
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::backend_client::BackendClient;
+use crate::registry::ServerEntry;
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ToolManifest {
+    pub server: String,
+    pub tools: Vec<ManifestTool>,
+    pub resource_templates: Vec<ManifestTemplate>,
+    /// Whether the server offers MCP resources at all.
+    pub resources: bool,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ManifestTool {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ManifestTemplate {
+    pub uri_template: String,
+    pub name: String,
+    pub description: String,
+}
+
+impl ToolManifest {
+    /// Lists `entry`'s tools and resource templates through an in-process MCP session. Listing
+    /// never calls the backend, so `backend_url` need not answer.
+    pub async fn of(entry: &ServerEntry, backend_url: &str) -> anyhow::Result<Self> {
+        let (client_io, server_io) = tokio::io::duplex(1 << 20);
+        let server = tokio::spawn(entry.launcher.serve_stream(BackendClient::new(backend_url), server_io));
+        let client = ().serve(client_io).await?;
+        let info = client.peer_info();
+        let mut tools: Vec<ManifestTool> = client
+            .list_all_tools()
+            .await?
+            .into_iter()
+            .map(|t| ManifestTool {
+                name: t.name.to_string(),
+                description: t.description.map(|d| d.to_string()).unwrap_or_default(),
+                input_schema: Value::Object((*t.input_schema).clone()),
+            })
+            .collect();
+        tools.sort_by(|a, b| a.name.cmp(&b.name));
+        let resources = info.as_ref().is_some_and(|i| i.capabilities.resources.is_some());
+        let mut resource_templates = Vec::new();
+        if resources {
+            resource_templates = client
+                .list_all_resource_templates()
+                .await?
+                .into_iter()
+                .map(|t| ManifestTemplate {
+                    uri_template: t.uri_template.clone(),
+                    name: t.name.clone(),
+                    description: t.description.clone().unwrap_or_default(),
+                })
+                .collect();
+            resource_templates.sort_by(|a, b| a.uri_template.cmp(&b.uri_template));
+        }
+        client.cancel().await?;
+        server.await??;
+        Ok(Self { server: entry.name.to_owned(), tools, resource_templates, resources })
+    }
+
+    /// Canonical JSON: object keys sorted at every depth, no insignificant whitespace.
+    pub fn canonical_json(&self) -> String {
+        canonical(&serde_json::to_value(self).expect("manifest serializes")).to_string()
+    }
+
+    pub fn sha256(&self) -> String {
+        hex::encode(Sha256::digest(self.canonical_json().as_bytes()))
+    }
+
+    pub fn tool_names(&self) -> Vec<&str> {
+        self.tools.iter().map(|t| t.name.as_str()).collect()
+    }
+}
+
+/// `value` with every object's keys in sorted order (independent of serde_json's map features).
+pub fn canonical(value: &Value) -> Value {
+    match value {
+        Value::Object(m) => {
+            let sorted: BTreeMap<&String, Value> = m.iter().map(|(k, v)| (k, canonical(v))).collect();
+            let mut out = serde_json::Map::new();
+            for (k, v) in sorted {
+                out.insert(k.clone(), v);
+            }
+            Value::Object(out)
+        }
+        Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
+        other => other.clone(),
+    }
+}

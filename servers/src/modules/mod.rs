@@ -1,0 +1,3 @@
+//! One folder per pattern module: its pattern server, its control server, what they share.
+
+pub mod tool_orchestrator;

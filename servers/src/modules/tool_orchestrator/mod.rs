@@ -1,0 +1,13 @@
+//! Tool orchestrator module: does one call that runs a fixed dependent sequence (create a
+//! ticket → attach the customer → assign → notify) cost an agent less than driving the four
+//! vendor endpoints itself?
+//!
+//! * [`Orchestrator`] (pattern): the read tools, plus composite tools that run the sequence
+//!   server-side and undo a half-done ticket if a later step fails.
+//! * [`Wrapper`] (control): the same read tools and the flat write endpoints, one per call.
+
+mod orchestrator;
+mod wrapper;
+
+pub use orchestrator::Orchestrator;
+pub use wrapper::Wrapper;

@@ -1,0 +1,76 @@
+//! The registry: one explicit list of every server, by name. Adding a pattern module adds two
+//! lines here (its pattern and its control); nothing else discovers servers.
+
+use crate::launch::{Launch, Launcher};
+use crate::modules::tool_orchestrator::{Orchestrator, Wrapper};
+
+/// Which arm of its module a server is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Pattern,
+    Control,
+}
+
+/// One registered server.
+#[derive(Debug)]
+pub struct ServerEntry {
+    /// What users pass to `--mcp`.
+    pub name: &'static str,
+    /// The pattern module it belongs to (also its folder under `servers/src/modules/`).
+    pub module: &'static str,
+    pub role: Role,
+    /// The other arm of the same module.
+    pub paired: &'static str,
+    pub launcher: &'static dyn Launch,
+}
+
+/// Every server, pattern then control, module by module.
+pub static SERVERS: &[ServerEntry] = &[
+    ServerEntry { name: "orchestrator", module: "tool_orchestrator", role: Role::Pattern, paired: "wrapper", launcher: &Launcher::<Orchestrator>::NEW },
+    ServerEntry { name: "wrapper", module: "tool_orchestrator", role: Role::Control, paired: "orchestrator", launcher: &Launcher::<Wrapper>::NEW },
+];
+
+/// The server called `name`.
+pub fn find(name: &str) -> Option<&'static ServerEntry> {
+    SERVERS.iter().find(|s| s.name == name)
+}
+
+/// The names of all servers, for error messages.
+pub fn names() -> Vec<&'static str> {
+    SERVERS.iter().map(|s| s.name).collect()
+}
+
+/// Module names in registry order, without repeats.
+pub fn modules() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for s in SERVERS {
+        if !out.contains(&s.module) {
+            out.push(s.module);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_is_consistent() {
+        let mut names: Vec<_> = SERVERS.iter().map(|s| s.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), SERVERS.len(), "server names are unique");
+        for s in SERVERS {
+            let other = find(s.paired).unwrap_or_else(|| panic!("{} is paired with unknown {}", s.name, s.paired));
+            assert_eq!(other.paired, s.name, "{} and {} pair each other", s.name, other.name);
+            assert_eq!(other.module, s.module, "{} and {} are in one module", s.name, other.name);
+            assert_ne!(other.role, s.role, "{} and {} are a pattern and a control", s.name, other.name);
+        }
+        for m in modules() {
+            let arms: Vec<_> = SERVERS.iter().filter(|s| s.module == m).collect();
+            assert_eq!(arms.len(), 2, "module {m} has exactly one pattern and one control");
+        }
+    }
+}

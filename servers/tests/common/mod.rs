@@ -1,0 +1,103 @@
+//! Shared fixture for server tests: a real backend (real Postgres, real HTTP) and MCP clients
+//! connected to a registered server over stdio (a child process) or streamable HTTP.
+#![allow(dead_code)]
+
+use backend::WorldSpec;
+use backend::local::LocalBackend;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::Value;
+
+pub type Client = RunningService<RoleClient, ()>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    Stdio,
+    Http,
+}
+
+pub const BOTH: [Via; 2] = [Via::Stdio, Via::Http];
+
+pub async fn backend() -> LocalBackend {
+    LocalBackend::start(WorldSpec::default()).await.expect("a backend on real Postgres")
+}
+
+/// A client of server `name`, plus (for HTTP) the task serving it.
+pub struct Connected {
+    pub client: Client,
+    http_server: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Connected {
+    pub async fn close(self) {
+        self.client.cancel().await.unwrap();
+        if let Some(s) = self.http_server {
+            s.abort();
+        }
+    }
+}
+
+pub async fn connect(name: &str, backend_url: &str, via: Via) -> Connected {
+    match via {
+        Via::Stdio => {
+            let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-bench-server"));
+            cmd.args([name, "--transport", "stdio", "--backend-url", backend_url]);
+            let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.expect("connect over stdio");
+            Connected { client, http_server: None }
+        }
+        Via::Http => {
+            let entry = servers::registry::find(name).unwrap();
+            let router = entry.launcher.http_router(servers::BackendClient::new(backend_url), Default::default());
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+            let server = tokio::spawn(async move {
+                axum::serve(listener, router).await.unwrap();
+            });
+            let client = ().serve(StreamableHttpClientTransport::from_uri(url)).await.expect("connect over HTTP");
+            Connected { client, http_server: Some(server) }
+        }
+    }
+}
+
+/// Calls `tool` with `args` (a JSON object).
+pub async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {
+    let args = args.as_object().cloned().unwrap_or_default();
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
+        .await
+        .unwrap_or_else(|e| panic!("protocol error calling {tool}: {e}"))
+}
+
+/// The text of a result's first content block.
+pub fn text(r: &CallToolResult) -> String {
+    r.content.first().and_then(|c| c.as_text()).map(|t| t.text.clone()).unwrap_or_default()
+}
+
+/// A successful result's JSON; panics with the error text otherwise.
+pub fn ok_json(r: &CallToolResult) -> Value {
+    assert_ne!(r.is_error, Some(true), "tool error: {}", text(r));
+    serde_json::from_str(&text(r)).unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(r)))
+}
+
+/// A tool error's text; panics if the call succeeded.
+pub fn err_text(r: &CallToolResult) -> String {
+    assert_eq!(r.is_error, Some(true), "expected a tool error, got: {}", text(r));
+    text(r)
+}
+
+/// Runs a SQL query on the backend's current world and returns one JSON value.
+pub async fn sql(b: &LocalBackend, query: &str) -> Value {
+    let q = format!("SELECT coalesce(to_json(x), 'null'::json) FROM ({query}) x");
+    let rows: Vec<Value> = sqlx_query(b, &q).await;
+    match rows.len() {
+        0 => Value::Null,
+        1 => rows.into_iter().next().unwrap(),
+        _ => Value::Array(rows),
+    }
+}
+
+async fn sqlx_query(b: &LocalBackend, q: &str) -> Vec<Value> {
+    backend::world::query_json(&b.world().pool(), q).await.expect("sql")
+}
