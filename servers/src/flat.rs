@@ -252,8 +252,10 @@ pub fn without_id(value: &impl Serialize) -> Value {
     v
 }
 
-/// Emits flat tool groups on a server type. Usage: `flat_tools!(MyServer: customers, tickets);`
-/// then compose `Self::flat_customers() + Self::flat_tickets()`.
+/// Emits flat tool groups on a server type. Usage: `flat_tools!(MyServer: customers, tickets_read);`
+/// then compose `Self::flat_customers() + Self::flat_tickets_read()`. Groups: `customers`,
+/// `users`, `tickets_read`, `tickets_write`, `notifications`, `repos`, `services`,
+/// `change_requests_read`, `change_requests_write`, `runbooks`, `deploys`.
 #[macro_export]
 macro_rules! flat_tools {
     ($server:ty : $($group:ident),+ $(,)?) => { $( $crate::flat_tools!(@group $server, $group); )+ };
@@ -349,8 +351,8 @@ macro_rules! flat_tools {
             }
         }
     };
-    (@group $server:ty, change_requests) => {
-        #[rmcp::tool_router(router = flat_change_requests)]
+    (@group $server:ty, change_requests_read) => {
+        #[rmcp::tool_router(router = flat_change_requests_read)]
         impl $server {
             #[rmcp::tool(description = "GET /change_requests — list change requests by id. Filters: repo_id, status, author_id; paged with limit/offset.")]
             async fn change_requests_list(&self, rmcp::handler::server::wrapper::Parameters(a): rmcp::handler::server::wrapper::Parameters<$crate::flat::ChangeRequestsList>) -> Result<rmcp::model::CallToolResult, rmcp::ErrorData> {
@@ -364,13 +366,18 @@ macro_rules! flat_tools {
             async fn change_requests_comments_list(&self, rmcp::handler::server::wrapper::Parameters(a): rmcp::handler::server::wrapper::Parameters<$crate::flat::ChangeRequestPage>) -> Result<rmcp::model::CallToolResult, rmcp::ErrorData> {
                 Ok($crate::backend_client::to_result(self.backend.get(&format!("/change_requests/{}/comments", a.id), &a.query()).await))
             }
-            #[rmcp::tool(description = "POST /change_requests/{id}/comments — add one standalone line comment.")]
-            async fn change_requests_comments_create(&self, rmcp::handler::server::wrapper::Parameters(a): rmcp::handler::server::wrapper::Parameters<$crate::flat::CommentsCreate>) -> Result<rmcp::model::CallToolResult, rmcp::ErrorData> {
-                Ok($crate::backend_client::to_result(self.backend.post(&format!("/change_requests/{}/comments", a.id), &$crate::flat::without_id(&a)).await))
-            }
             #[rmcp::tool(description = "GET /change_requests/{id}/reviews — reviews of a change request, oldest first.")]
             async fn change_requests_reviews_list(&self, rmcp::handler::server::wrapper::Parameters(a): rmcp::handler::server::wrapper::Parameters<$crate::flat::ChangeRequestPage>) -> Result<rmcp::model::CallToolResult, rmcp::ErrorData> {
                 Ok($crate::backend_client::to_result(self.backend.get(&format!("/change_requests/{}/reviews", a.id), &a.query()).await))
+            }
+        }
+    };
+    (@group $server:ty, change_requests_write) => {
+        #[rmcp::tool_router(router = flat_change_requests_write)]
+        impl $server {
+            #[rmcp::tool(description = "POST /change_requests/{id}/comments — add one standalone line comment.")]
+            async fn change_requests_comments_create(&self, rmcp::handler::server::wrapper::Parameters(a): rmcp::handler::server::wrapper::Parameters<$crate::flat::CommentsCreate>) -> Result<rmcp::model::CallToolResult, rmcp::ErrorData> {
+                Ok($crate::backend_client::to_result(self.backend.post(&format!("/change_requests/{}/comments", a.id), &$crate::flat::without_id(&a)).await))
             }
             #[rmcp::tool(description = "POST /change_requests/{id}/reviews — submit a review with its line comments in one request.")]
             async fn change_requests_reviews_create(&self, rmcp::handler::server::wrapper::Parameters(a): rmcp::handler::server::wrapper::Parameters<$crate::flat::ReviewsCreate>) -> Result<rmcp::model::CallToolResult, rmcp::ErrorData> {
