@@ -11,3 +11,7 @@ mod wrapper;
 
 pub use orchestrator::Orchestrator;
 pub use wrapper::Wrapper;
+
+/// Words specific to either server of this module. Task texts must not use them (gate G5,
+/// besides every tool and resource name of both arms).
+pub const SPECIFIC_TERMS: &[&str] = &["orchestrator", "orchestrate", "wrapper", "composite", "in one call", "single call"];
