@@ -22,6 +22,18 @@ pub enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// One tool call through the whole stack (client → stdio → server → HTTP → backend →
+    /// Postgres → back), and a server's cold start (spawn until `tools/list` answers).
+    Toolcall {
+        /// Calls (and cold starts) to time.
+        #[arg(long, default_value_t = 200)]
+        n: usize,
+        /// Server to run.
+        #[arg(long, default_value = "wrapper")]
+        server: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// Embedded Postgres cold start (initdb + start until ready), and stop.
     Embedded {
         #[arg(long, default_value_t = 5)]
@@ -86,6 +98,10 @@ pub async fn run(cmd: BenchCommand) -> anyhow::Result<()> {
             let figures = bench_reset(&scales, n).await?;
             print(&figures, json)
         }
+        BenchCommand::Toolcall { n, server, json } => {
+            let figures = bench_toolcall(&server, n).await?;
+            print(&figures, json)
+        }
         BenchCommand::Embedded { n, json } => {
             let figures = bench_embedded(n).await?;
             print(&figures, json)
@@ -137,6 +153,57 @@ async fn time_resets(world: &World, spec: WorldSpec, n: usize, gap: Duration) ->
         samples.push(started.elapsed());
     }
     Ok(samples)
+}
+
+async fn bench_toolcall(server: &str, n: usize) -> anyhow::Result<Vec<Figure>> {
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+    anyhow::ensure!(n > 0, "--n must be at least 1");
+    anyhow::ensure!(servers::registry::find(server).is_some(), "no server named {server:?}");
+    let backend = backend::local::LocalBackend::start(WorldSpec::default()).await.context("starting the backend")?;
+    let url = backend.url().to_owned();
+    let spawn = || -> anyhow::Result<rmcp::transport::TokioChildProcess> {
+        let argv = crate::servers_cmd::stdio_command(server, &url)?;
+        let mut cmd = tokio::process::Command::new(&argv[0]);
+        cmd.args(&argv[1..]).env("RUST_LOG", "warn");
+        Ok(rmcp::transport::TokioChildProcess::new(cmd)?)
+    };
+    let result = async {
+        let mut cold = Vec::with_capacity(n.min(50));
+        let mut shutdown = Vec::with_capacity(n.min(50));
+        for _ in 0..n.min(50) {
+            let started = Instant::now();
+            let client = ().serve(spawn()?).await?;
+            client.list_all_tools().await?;
+            cold.push(started.elapsed());
+            let stopping = Instant::now();
+            client.cancel().await?;
+            shutdown.push(stopping.elapsed());
+        }
+        let client = ().serve(spawn()?).await?;
+        let args = serde_json::json!({ "id": 1 }).as_object().cloned().unwrap_or_default();
+        let tool = if servers::registry::find(server).is_some_and(|s| s.module == "tool_orchestrator") { "tickets_get" } else { "" };
+        anyhow::ensure!(!tool.is_empty(), "the tool-call benchmark knows the tool_orchestrator servers' tools only");
+        let mut calls = Vec::with_capacity(n);
+        for i in 0..n + 10 {
+            let started = Instant::now();
+            let r = client.call_tool(CallToolRequestParams::new(tool).with_arguments(args.clone())).await?;
+            anyhow::ensure!(r.is_error != Some(true), "the benchmarked call failed: {:?}", r.content);
+            // The first calls warm up connection pools on both hops.
+            if i >= 10 {
+                calls.push(started.elapsed());
+            }
+        }
+        client.cancel().await?;
+        anyhow::Ok(vec![
+            Figure::from_samples(format!("toolcall.{server}.{tool}"), &calls, Some(2.0)),
+            Figure::from_samples(format!("server.{server}.cold_start"), &cold, Some(15.0)),
+            Figure::from_samples(format!("server.{server}.shutdown"), &shutdown, None),
+        ])
+    }
+    .await;
+    backend.shutdown().await?;
+    result
 }
 
 async fn bench_embedded(n: usize) -> anyhow::Result<Vec<Figure>> {

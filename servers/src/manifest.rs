@@ -46,7 +46,14 @@ impl ToolManifest {
         let (client_io, server_io) = tokio::io::duplex(1 << 20);
         let server = tokio::spawn(entry.launcher.serve_stream(BackendClient::new(backend_url), server_io));
         let client = ().serve(client_io).await?;
-        let info = client.peer_info();
+        let manifest = Self::list(entry.name, &client).await;
+        client.cancel().await?;
+        server.await??;
+        manifest
+    }
+
+    /// Lists what the server behind `client` offers: the manifest as any client sees it.
+    pub async fn list(server: &str, client: &rmcp::service::RunningService<rmcp::RoleClient, ()>) -> anyhow::Result<Self> {
         let mut tools: Vec<ManifestTool> = client
             .list_all_tools()
             .await?
@@ -58,7 +65,7 @@ impl ToolManifest {
             })
             .collect();
         tools.sort_by(|a, b| a.name.cmp(&b.name));
-        let resources = info.as_ref().is_some_and(|i| i.capabilities.resources.is_some());
+        let resources = client.peer_info().is_some_and(|i| i.capabilities.resources.is_some());
         let mut resource_templates = Vec::new();
         if resources {
             resource_templates = client
@@ -73,9 +80,7 @@ impl ToolManifest {
                 .collect();
             resource_templates.sort_by(|a, b| a.uri_template.cmp(&b.uri_template));
         }
-        client.cancel().await?;
-        server.await??;
-        Ok(Self { server: entry.name.to_owned(), tools, resource_templates, resources })
+        Ok(Self { server: server.to_owned(), tools, resource_templates, resources })
     }
 
     /// Canonical JSON: object keys sorted at every depth, no insignificant whitespace.

@@ -1,0 +1,37 @@
+//! Tool manifests are stable: the same bytes in-process, in another process over stdio, and
+//! across runs; and every registered server starts and lists something.
+
+mod common;
+
+use servers::{SERVERS, ToolManifest};
+
+#[tokio::test]
+async fn manifests_are_stable_across_runs_and_processes() {
+    // Listing never calls the backend, so nothing needs to listen here.
+    let url = "http://127.0.0.1:9";
+    for entry in SERVERS {
+        let a = ToolManifest::of(entry, url).await.unwrap();
+        let b = ToolManifest::of(entry, url).await.unwrap();
+        assert_eq!(a.canonical_json(), b.canonical_json(), "{}: two in-process listings differ", entry.name);
+        let child = common::connect(entry.name, url, common::Via::Stdio).await;
+        let c = ToolManifest::list(entry.name, &child.client).await.unwrap();
+        child.close().await;
+        assert_eq!(a.sha256(), c.sha256(), "{}: in-process and child-process manifests differ", entry.name);
+        assert!(!a.tools.is_empty() || a.resources, "{} offers nothing", entry.name);
+        assert_eq!(a.sha256().len(), 64);
+        // Canonical JSON has sorted keys at the top level at least.
+        assert!(a.canonical_json().starts_with("{\"resource_templates\":"), "{}", &a.canonical_json()[..40]);
+    }
+    // Different servers have different manifests.
+    let hashes: std::collections::HashSet<String> =
+        futures_join(SERVERS.iter().map(|e| ToolManifest::of(e, url))).await.into_iter().map(|m| m.unwrap().sha256()).collect();
+    assert_eq!(hashes.len(), SERVERS.len());
+}
+
+async fn futures_join<F: std::future::Future>(fs: impl Iterator<Item = F>) -> Vec<F::Output> {
+    let mut out = Vec::new();
+    for f in fs {
+        out.push(f.await);
+    }
+    out
+}
