@@ -2,6 +2,7 @@
 //! lines here (its pattern and its control); nothing else discovers servers.
 
 use crate::launch::{Launch, Launcher};
+use crate::modules::resource_gateway::{ResourceGateway, ResourceWrapper};
 use crate::modules::tool_orchestrator::{Orchestrator, Wrapper};
 
 /// Which arm of its module a server is.
@@ -29,6 +30,8 @@ pub struct ServerEntry {
 pub static SERVERS: &[ServerEntry] = &[
     ServerEntry { name: "orchestrator", module: "tool_orchestrator", role: Role::Pattern, paired: "wrapper", launcher: &Launcher::<Orchestrator>::NEW },
     ServerEntry { name: "wrapper", module: "tool_orchestrator", role: Role::Control, paired: "orchestrator", launcher: &Launcher::<Wrapper>::NEW },
+    ServerEntry { name: "resource_gateway", module: "resource_gateway", role: Role::Pattern, paired: "resource_wrapper", launcher: &Launcher::<ResourceGateway>::NEW },
+    ServerEntry { name: "resource_wrapper", module: "resource_gateway", role: Role::Control, paired: "resource_gateway", launcher: &Launcher::<ResourceWrapper>::NEW },
 ];
 
 /// The server called `name`.
