@@ -2,6 +2,7 @@
 //! lines here (its pattern and its control); nothing else discovers servers.
 
 use crate::launch::{Launch, Launcher};
+use crate::modules::domain_adapter::{DomainAdapter, DomainWrapper};
 use crate::modules::tool_orchestrator::{Orchestrator, Wrapper};
 
 /// Which arm of its module a server is.
@@ -29,6 +30,8 @@ pub struct ServerEntry {
 pub static SERVERS: &[ServerEntry] = &[
     ServerEntry { name: "orchestrator", module: "tool_orchestrator", role: Role::Pattern, paired: "wrapper", launcher: &Launcher::<Orchestrator>::NEW },
     ServerEntry { name: "wrapper", module: "tool_orchestrator", role: Role::Control, paired: "orchestrator", launcher: &Launcher::<Wrapper>::NEW },
+    ServerEntry { name: "domain_adapter", module: "domain_adapter", role: Role::Pattern, paired: "domain_wrapper", launcher: &Launcher::<DomainAdapter>::NEW },
+    ServerEntry { name: "domain_wrapper", module: "domain_adapter", role: Role::Control, paired: "domain_adapter", launcher: &Launcher::<DomainWrapper>::NEW },
 ];
 
 /// The server called `name`.
