@@ -71,29 +71,30 @@ fn ticket_label(t: &Value, customers: &HashMap<i64, String>) -> String {
     format!("#{} {} ({customer}, {})", t["id"], str_of(t, "title"), str_of(t, "status"))
 }
 
+/// The refusal of a reference that matches several records: says so and lists them.
 fn ambiguous(reference: &str, kind: &str, total: usize, labels: &[String]) -> String {
     let shown = if total > labels.len() { format!(" (showing {} of {total})", labels.len()) } else { String::new() };
-    format!(
-        "\"{reference}\" matches {total} {kind}{shown}; nothing was done. Be more specific: retry with the exact name or the #id of one of:\n{}",
-        labels.join("\n")
-    )
+    let retry = if kind == "tickets" { "the #id" } else { "the full name or the #id" };
+    format!("\"{reference}\" matches {total} {kind}{shown}; nothing was done. Be more specific: retry with {retry} of one of:\n{}", labels.join("\n"))
 }
 
 fn empty(what: &str) -> String {
     format!("The {what} reference is empty; give a name or #id.")
 }
 
-/// Near matches for a reference that matched nothing: whatever its longest word matches.
+/// Near matches for a reference that matched nothing: what its words match, longest word
+/// first, trying at most three words.
 async fn near(b: &BackendClient, path: &str, reference: &str, label: fn(&Value) -> String) -> String {
-    let Some(word) = reference.split_whitespace().filter(|w| w.len() >= 3).max_by_key(|w| w.len()) else {
-        return String::new();
-    };
-    match list(b, path, &json!({ "q": word, "limit": 5 })).await {
-        Ok(p) if !p.data.is_empty() => {
-            format!(" Similar: {}.", p.data.iter().map(label).collect::<Vec<_>>().join("; "))
+    let mut words: Vec<&str> = reference.split_whitespace().filter(|w| w.len() >= 3).collect();
+    words.sort_by_key(|w| std::cmp::Reverse(w.len()));
+    for word in words.into_iter().take(3) {
+        if let Ok(p) = list(b, path, &json!({ "q": word, "limit": 5 })).await
+            && !p.data.is_empty()
+        {
+            return format!(" Similar: {}.", p.data.iter().map(label).collect::<Vec<_>>().join("; "));
         }
-        _ => String::new(),
     }
+    String::new()
 }
 
 /// A customer by name or `#id`.
