@@ -3,6 +3,7 @@
 
 use crate::launch::{Launch, Launcher};
 use crate::modules::resource_gateway::{ResourceGateway, ResourceWrapper};
+use crate::modules::domain_adapter::{DomainAdapter, DomainWrapper};
 use crate::modules::tool_orchestrator::{Orchestrator, Wrapper};
 
 /// Which arm of its module a server is.
@@ -32,6 +33,8 @@ pub static SERVERS: &[ServerEntry] = &[
     ServerEntry { name: "wrapper", module: "tool_orchestrator", role: Role::Control, paired: "orchestrator", launcher: &Launcher::<Wrapper>::NEW },
     ServerEntry { name: "resource_gateway", module: "resource_gateway", role: Role::Pattern, paired: "resource_wrapper", launcher: &Launcher::<ResourceGateway>::NEW },
     ServerEntry { name: "resource_wrapper", module: "resource_gateway", role: Role::Control, paired: "resource_gateway", launcher: &Launcher::<ResourceWrapper>::NEW },
+    ServerEntry { name: "domain_adapter", module: "domain_adapter", role: Role::Pattern, paired: "domain_wrapper", launcher: &Launcher::<DomainAdapter>::NEW },
+    ServerEntry { name: "domain_wrapper", module: "domain_adapter", role: Role::Control, paired: "domain_adapter", launcher: &Launcher::<DomainWrapper>::NEW },
 ];
 
 /// The server called `name`.

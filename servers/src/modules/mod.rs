@@ -1,4 +1,5 @@
 //! One folder per pattern module: its pattern server, its control server, what they share.
 
 pub mod resource_gateway;
+pub mod domain_adapter;
 pub mod tool_orchestrator;
