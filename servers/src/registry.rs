@@ -2,6 +2,7 @@
 //! lines here (its pattern and its control); nothing else discovers servers.
 
 use crate::launch::{Launch, Launcher};
+use crate::modules::proxy_aggregator::{ProxyAggregator, ProxyWrapper};
 use crate::modules::tool_orchestrator::{Orchestrator, Wrapper};
 
 /// Which arm of its module a server is.
@@ -29,6 +30,8 @@ pub struct ServerEntry {
 pub static SERVERS: &[ServerEntry] = &[
     ServerEntry { name: "orchestrator", module: "tool_orchestrator", role: Role::Pattern, paired: "wrapper", launcher: &Launcher::<Orchestrator>::NEW },
     ServerEntry { name: "wrapper", module: "tool_orchestrator", role: Role::Control, paired: "orchestrator", launcher: &Launcher::<Wrapper>::NEW },
+    ServerEntry { name: "proxy_aggregator", module: "proxy_aggregator", role: Role::Pattern, paired: "proxy_wrapper", launcher: &Launcher::<ProxyAggregator>::NEW },
+    ServerEntry { name: "proxy_wrapper", module: "proxy_aggregator", role: Role::Control, paired: "proxy_aggregator", launcher: &Launcher::<ProxyWrapper>::NEW },
 ];
 
 /// The server called `name`.
