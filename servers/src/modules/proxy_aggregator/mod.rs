@@ -29,5 +29,4 @@ pub const SPECIFIC_TERMS: &[&str] = &[
     "operation",
     "discover",
     "discovery",
-    "describe",
 ];
