@@ -4,6 +4,7 @@
 use crate::launch::{Launch, Launcher};
 use crate::modules::resource_gateway::{ResourceGateway, ResourceWrapper};
 use crate::modules::domain_adapter::{DomainAdapter, DomainWrapper};
+use crate::modules::proxy_aggregator::{ProxyAggregator, ProxyWrapper};
 use crate::modules::tool_orchestrator::{Orchestrator, Wrapper};
 
 /// Which arm of its module a server is.
@@ -35,6 +36,8 @@ pub static SERVERS: &[ServerEntry] = &[
     ServerEntry { name: "resource_wrapper", module: "resource_gateway", role: Role::Control, paired: "resource_gateway", launcher: &Launcher::<ResourceWrapper>::NEW },
     ServerEntry { name: "domain_adapter", module: "domain_adapter", role: Role::Pattern, paired: "domain_wrapper", launcher: &Launcher::<DomainAdapter>::NEW },
     ServerEntry { name: "domain_wrapper", module: "domain_adapter", role: Role::Control, paired: "domain_adapter", launcher: &Launcher::<DomainWrapper>::NEW },
+    ServerEntry { name: "proxy_aggregator", module: "proxy_aggregator", role: Role::Pattern, paired: "proxy_wrapper", launcher: &Launcher::<ProxyAggregator>::NEW },
+    ServerEntry { name: "proxy_wrapper", module: "proxy_aggregator", role: Role::Control, paired: "proxy_aggregator", launcher: &Launcher::<ProxyWrapper>::NEW },
 ];
 
 /// The server called `name`.

@@ -2,4 +2,5 @@
 
 pub mod resource_gateway;
 pub mod domain_adapter;
+pub mod proxy_aggregator;
 pub mod tool_orchestrator;

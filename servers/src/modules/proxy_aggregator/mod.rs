@@ -1,0 +1,32 @@
+//! Proxy aggregator module: does one server fronting three backends behind scoped discovery
+//! (the agent sees three small tools until it asks what one backend can do) cost an agent less
+//! than a server that offers every backend's flat tools at once?
+//!
+//! * [`ProxyAggregator`] (pattern): three static tools — `list_backends`, `describe_backend`,
+//!   `call_backend` — in front of three backends (repos, runbooks, deploys), each held as its
+//!   own client. An operation's parameter schema is only sent when its backend is described.
+//! * [`ProxyWrapper`] (control): the same three backends' flat 1:1 tools, all listed up front.
+//!
+//! Both arms return the backend's JSON unchanged and both resolve a repository or a service by
+//! name (the control through the `name`/`owner` filters of its list tools), so they differ in
+//! how the surface is discovered, not in what can be done.
+
+mod aggregator;
+mod backends;
+mod wrapper;
+
+pub use aggregator::ProxyAggregator;
+pub use wrapper::ProxyWrapper;
+
+/// Words specific to either server of this module. Task texts must not use them (gate G5,
+/// besides every tool and resource name of both arms).
+pub const SPECIFIC_TERMS: &[&str] = &[
+    "proxy",
+    "aggregator",
+    "aggregate",
+    "wrapper",
+    "backend",
+    "operation",
+    "discover",
+    "discovery",
+];
