@@ -2,6 +2,7 @@
 //! lines here (its pattern and its control); nothing else discovers servers.
 
 use crate::launch::{Launch, Launcher};
+use crate::modules::stateful_session::{SessionBaseline, SessionServer};
 use crate::modules::tool_orchestrator::{Orchestrator, Wrapper};
 
 /// Which arm of its module a server is.
@@ -29,6 +30,8 @@ pub struct ServerEntry {
 pub static SERVERS: &[ServerEntry] = &[
     ServerEntry { name: "orchestrator", module: "tool_orchestrator", role: Role::Pattern, paired: "wrapper", launcher: &Launcher::<Orchestrator>::NEW },
     ServerEntry { name: "wrapper", module: "tool_orchestrator", role: Role::Control, paired: "orchestrator", launcher: &Launcher::<Wrapper>::NEW },
+    ServerEntry { name: "session_server", module: "stateful_session", role: Role::Pattern, paired: "session_baseline", launcher: &Launcher::<SessionServer>::NEW },
+    ServerEntry { name: "session_baseline", module: "stateful_session", role: Role::Control, paired: "session_server", launcher: &Launcher::<SessionBaseline>::NEW },
 ];
 
 /// The server called `name`.
