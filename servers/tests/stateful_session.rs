@@ -43,7 +43,7 @@ async fn stdio_with_ttl(backend_url: &str, ttl_secs: u64) -> Client {
 }
 
 /// `session_server` over HTTP (legacy sessions) with the TTL given to the constructor.
-async fn http_router_with_ttl(backend_url: &str, ttl: Duration) -> axum::Router {
+fn http_router_with_ttl(backend_url: &str, ttl: Duration) -> axum::Router {
     let backend = BackendClient::new(backend_url);
     let service = StreamableHttpService::new(
         move || Ok(SessionServer::with_ttl(backend.clone(), ttl)),
@@ -282,7 +282,7 @@ async fn idle_drafts_expire() {
     let before = sql(&b, count_reviews()).await;
 
     let stdio = stdio_with_ttl(b.url(), 3).await;
-    let (url, server) = serve_http(http_router_with_ttl(b.url(), Duration::from_secs(2)).await).await;
+    let (url, server) = serve_http(http_router_with_ttl(b.url(), Duration::from_secs(2))).await;
     let http = http_client(&url).await;
 
     for (c, ttl) in [(&stdio, Duration::from_secs(3)), (&http, Duration::from_secs(2))] {

@@ -168,7 +168,7 @@ fn new_handle() -> std::io::Result<String> {
 
 fn describe(ttl: Duration) -> String {
     let s = ttl.as_secs();
-    if s >= 60 && s % 60 == 0 { format!("{} minutes", s / 60) } else { format!("{:.0?}", ttl) }
+    if s >= 60 && s.is_multiple_of(60) { format!("{} minutes", s / 60) } else { format!("{:.0?}", ttl) }
 }
 
 #[cfg(test)]
