@@ -5,6 +5,7 @@ use crate::launch::{Launch, Launcher};
 use crate::modules::resource_gateway::{ResourceGateway, ResourceWrapper};
 use crate::modules::domain_adapter::{DomainAdapter, DomainWrapper};
 use crate::modules::proxy_aggregator::{ProxyAggregator, ProxyWrapper};
+use crate::modules::stateful_session::{SessionBaseline, SessionServer};
 use crate::modules::tool_orchestrator::{Orchestrator, Wrapper};
 
 /// Which arm of its module a server is.
@@ -38,6 +39,8 @@ pub static SERVERS: &[ServerEntry] = &[
     ServerEntry { name: "domain_wrapper", module: "domain_adapter", role: Role::Control, paired: "domain_adapter", launcher: &Launcher::<DomainWrapper>::NEW },
     ServerEntry { name: "proxy_aggregator", module: "proxy_aggregator", role: Role::Pattern, paired: "proxy_wrapper", launcher: &Launcher::<ProxyAggregator>::NEW },
     ServerEntry { name: "proxy_wrapper", module: "proxy_aggregator", role: Role::Control, paired: "proxy_aggregator", launcher: &Launcher::<ProxyWrapper>::NEW },
+    ServerEntry { name: "session_server", module: "stateful_session", role: Role::Pattern, paired: "session_baseline", launcher: &Launcher::<SessionServer>::NEW },
+    ServerEntry { name: "session_baseline", module: "stateful_session", role: Role::Control, paired: "session_server", launcher: &Launcher::<SessionBaseline>::NEW },
 ];
 
 /// The server called `name`.

@@ -3,4 +3,5 @@
 pub mod resource_gateway;
 pub mod domain_adapter;
 pub mod proxy_aggregator;
+pub mod stateful_session;
 pub mod tool_orchestrator;
