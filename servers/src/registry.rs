@@ -2,9 +2,9 @@
 //! lines here (its pattern and its control); nothing else discovers servers.
 
 use crate::launch::{Launch, Launcher};
-use crate::modules::resource_gateway::{ResourceGateway, ResourceWrapper};
 use crate::modules::domain_adapter::{DomainAdapter, DomainWrapper};
 use crate::modules::proxy_aggregator::{ProxyAggregator, ProxyWrapper};
+use crate::modules::resource_gateway::{ResourceGateway, ResourceWrapper};
 use crate::modules::stateful_session::{SessionBaseline, SessionServer};
 use crate::modules::tool_orchestrator::{Orchestrator, Wrapper};
 
@@ -33,14 +33,14 @@ pub struct ServerEntry {
 pub static SERVERS: &[ServerEntry] = &[
     ServerEntry { name: "orchestrator", module: "tool_orchestrator", role: Role::Pattern, paired: "wrapper", launcher: &Launcher::<Orchestrator>::NEW },
     ServerEntry { name: "wrapper", module: "tool_orchestrator", role: Role::Control, paired: "orchestrator", launcher: &Launcher::<Wrapper>::NEW },
-    ServerEntry { name: "resource_gateway", module: "resource_gateway", role: Role::Pattern, paired: "resource_wrapper", launcher: &Launcher::<ResourceGateway>::NEW },
-    ServerEntry { name: "resource_wrapper", module: "resource_gateway", role: Role::Control, paired: "resource_gateway", launcher: &Launcher::<ResourceWrapper>::NEW },
     ServerEntry { name: "domain_adapter", module: "domain_adapter", role: Role::Pattern, paired: "domain_wrapper", launcher: &Launcher::<DomainAdapter>::NEW },
     ServerEntry { name: "domain_wrapper", module: "domain_adapter", role: Role::Control, paired: "domain_adapter", launcher: &Launcher::<DomainWrapper>::NEW },
-    ServerEntry { name: "proxy_aggregator", module: "proxy_aggregator", role: Role::Pattern, paired: "proxy_wrapper", launcher: &Launcher::<ProxyAggregator>::NEW },
-    ServerEntry { name: "proxy_wrapper", module: "proxy_aggregator", role: Role::Control, paired: "proxy_aggregator", launcher: &Launcher::<ProxyWrapper>::NEW },
     ServerEntry { name: "session_server", module: "stateful_session", role: Role::Pattern, paired: "session_baseline", launcher: &Launcher::<SessionServer>::NEW },
     ServerEntry { name: "session_baseline", module: "stateful_session", role: Role::Control, paired: "session_server", launcher: &Launcher::<SessionBaseline>::NEW },
+    ServerEntry { name: "proxy_aggregator", module: "proxy_aggregator", role: Role::Pattern, paired: "proxy_wrapper", launcher: &Launcher::<ProxyAggregator>::NEW },
+    ServerEntry { name: "proxy_wrapper", module: "proxy_aggregator", role: Role::Control, paired: "proxy_aggregator", launcher: &Launcher::<ProxyWrapper>::NEW },
+    ServerEntry { name: "resource_gateway", module: "resource_gateway", role: Role::Pattern, paired: "resource_wrapper", launcher: &Launcher::<ResourceGateway>::NEW },
+    ServerEntry { name: "resource_wrapper", module: "resource_gateway", role: Role::Control, paired: "resource_gateway", launcher: &Launcher::<ResourceWrapper>::NEW },
 ];
 
 /// The server called `name`.
