@@ -18,6 +18,12 @@ pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 /// A server the bench can run: built from a backend client, nothing else.
 pub trait BenchServer: rmcp::ServerHandler + Clone + Send + Sync + 'static {
     fn new(backend: BackendClient) -> Self;
+
+    /// What the server offers beyond its tool and template listings (for example operations
+    /// reachable through a discovery tool), to be hashed into its manifest.
+    fn manifest_extra() -> Option<serde_json::Value> {
+        None
+    }
 }
 
 /// Type-erased launcher stored in the registry.
@@ -28,6 +34,8 @@ pub trait Launch: Sync + std::fmt::Debug {
     fn http_router(&self, backend: BackendClient, config: StreamableHttpServerConfig) -> axum::Router;
     /// Serves one session over an in-process byte stream (for tests and manifests).
     fn serve_stream(&self, backend: BackendClient, stream: tokio::io::DuplexStream) -> BoxFuture<anyhow::Result<()>>;
+    /// See [`BenchServer::manifest_extra`].
+    fn manifest_extra(&self) -> Option<serde_json::Value>;
 }
 
 pub struct Launcher<S>(PhantomData<fn() -> S>);
@@ -58,6 +66,10 @@ impl<S: BenchServer> Launch for Launcher<S> {
             config,
         );
         axum::Router::new().nest_service("/mcp", service)
+    }
+
+    fn manifest_extra(&self) -> Option<serde_json::Value> {
+        S::manifest_extra()
     }
 
     fn serve_stream(&self, backend: BackendClient, stream: tokio::io::DuplexStream) -> BoxFuture<anyhow::Result<()>> {

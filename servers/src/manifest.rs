@@ -23,6 +23,9 @@ pub struct ToolManifest {
     pub resource_templates: Vec<ManifestTemplate>,
     /// Whether the server offers MCP resources at all.
     pub resources: bool,
+    /// What the design offers beyond listings (e.g. operations behind a discovery tool).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extra: Option<Value>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -46,14 +49,14 @@ impl ToolManifest {
         let (client_io, server_io) = tokio::io::duplex(1 << 20);
         let server = tokio::spawn(entry.launcher.serve_stream(BackendClient::new(backend_url), server_io));
         let client = ().serve(client_io).await?;
-        let manifest = Self::list(entry.name, &client).await;
+        let manifest = Self::list(entry, &client).await;
         client.cancel().await?;
         server.await??;
         manifest
     }
 
     /// Lists what the server behind `client` offers: the manifest as any client sees it.
-    pub async fn list(server: &str, client: &rmcp::service::RunningService<rmcp::RoleClient, ()>) -> anyhow::Result<Self> {
+    pub async fn list(entry: &ServerEntry, client: &rmcp::service::RunningService<rmcp::RoleClient, ()>) -> anyhow::Result<Self> {
         let mut tools: Vec<ManifestTool> = client
             .list_all_tools()
             .await?
@@ -80,7 +83,7 @@ impl ToolManifest {
                 .collect();
             resource_templates.sort_by(|a, b| a.uri_template.cmp(&b.uri_template));
         }
-        Ok(Self { server: server.to_owned(), tools, resource_templates, resources })
+        Ok(Self { server: entry.name.to_owned(), tools, resource_templates, resources, extra: entry.launcher.manifest_extra() })
     }
 
     /// Canonical JSON: object keys sorted at every depth, no insignificant whitespace.

@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::backends::{BACKENDS, Deploys, Outcome, Repos, Runbooks, backend_info, unknown_backend};
+use super::backends::{BackendInfo, BACKENDS, Deploys, Outcome, Repos, Runbooks, backend_info, unknown_backend};
 use crate::backend_client::{BackendClient, json_result, tool_error};
 use crate::launch::BenchServer;
 
@@ -22,6 +22,12 @@ pub struct ProxyAggregator {
 }
 
 impl BenchServer for ProxyAggregator {
+    /// The operations behind the three tools are part of what this design offers a model, so
+    /// they belong in the manifest (and its hash) like tool schemas do.
+    fn manifest_extra() -> Option<Value> {
+        Some(Value::Array(BACKENDS.iter().map(|b| description_of(b)).collect()))
+    }
+
     fn new(backend: BackendClient) -> Self {
         // One client per backend, as a real aggregator would hold; here they share one URL.
         let url = backend.base_url();
@@ -70,12 +76,7 @@ impl ProxyAggregator {
         let Some(b) = backend_info(&a.backend) else {
             return Ok(tool_error(unknown_backend(&a.backend)));
         };
-        let operations: Vec<Value> = b
-            .operations
-            .iter()
-            .map(|o| json!({ "operation": o.name, "description": o.description, "parameters": o.parameters() }))
-            .collect();
-        Ok(json_result(&json!({ "backend": b.name, "purpose": b.purpose, "operations": operations })))
+        Ok(json_result(&description_of(b)))
     }
 
     #[tool(description = "Run one operation of a backend with its arguments (see describe_backend). Returns the backend's JSON.")]
@@ -85,6 +86,13 @@ impl ProxyAggregator {
             Err(message) => tool_error(message),
         })
     }
+}
+
+/// What `describe_backend` answers for `b`.
+fn description_of(b: &BackendInfo) -> Value {
+    let operations: Vec<Value> =
+        b.operations.iter().map(|o| json!({ "operation": o.name, "description": o.description, "parameters": o.parameters() })).collect();
+    json!({ "backend": b.name, "purpose": b.purpose, "operations": operations })
 }
 
 impl ProxyAggregator {
