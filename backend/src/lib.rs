@@ -27,6 +27,7 @@ pub mod seed;
 pub mod world;
 
 pub use seed::WorldSpec;
+pub use sqlx::PgPool;
 pub use world::{Cluster, World};
 
 use error::ApiError;

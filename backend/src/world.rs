@@ -358,3 +358,32 @@ pub async fn query_json(pool: &PgPool, sql: &str) -> Result<Vec<serde_json::Valu
         .await
         .map_err(db_err("running a read query"))
 }
+
+/// Runs read queries in one READ ONLY transaction (a query that tries to write fails) and
+/// returns each query's rows as JSON objects. For verifiers, which must only read state.
+pub async fn read_only_rows(pool: &PgPool, queries: &[String]) -> Result<Vec<Vec<serde_json::Value>>, WorldError> {
+    let mut tx = pool.begin().await.map_err(db_err("starting a read-only transaction"))?;
+    sqlx::query("SET TRANSACTION READ ONLY").execute(&mut *tx).await.map_err(db_err("starting a read-only transaction"))?;
+    sqlx::query("SET LOCAL TimeZone = 'UTC'").execute(&mut *tx).await.map_err(db_err("starting a read-only transaction"))?;
+    let mut out = Vec::with_capacity(queries.len());
+    for q in queries {
+        let wrapped = format!("SELECT to_json(x) FROM ({q}) x");
+        let rows: Vec<serde_json::Value> = sqlx::query_scalar(sqlx::AssertSqlSafe(wrapped))
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(|source| WorldError::Database { doing: format!("running `{q}`"), source })?;
+        out.push(rows);
+    }
+    tx.rollback().await.map_err(db_err("ending a read-only transaction"))?;
+    Ok(out)
+}
+
+/// sha256 of one table's rows in id order (see [`canonical_dump_hash`]).
+pub async fn table_hash(pool: &PgPool, table: &str) -> Result<String, WorldError> {
+    if !seed::TABLES.contains(&table) {
+        return Err(WorldError::Name(table.to_owned()));
+    }
+    let rows = read_only_rows(pool, &[format!("SELECT coalesce(json_agg(t ORDER BY t.id), '[]'::json)::text AS j FROM {table} t")]).await?;
+    let text = rows.first().and_then(|r| r.first()).map(|v| v["j"].as_str().unwrap_or_default().to_owned()).unwrap_or_default();
+    Ok(hex::encode(Sha256::digest(text.as_bytes())))
+}

@@ -43,6 +43,35 @@ pub static SERVERS: &[ServerEntry] = &[
     ServerEntry { name: "resource_wrapper", module: "resource_gateway", role: Role::Control, paired: "resource_gateway", launcher: &Launcher::<ResourceWrapper>::NEW },
 ];
 
+/// One pattern module: its name and the words specific to its servers' designs.
+#[derive(Debug)]
+pub struct ModuleEntry {
+    pub name: &'static str,
+    /// Words a neutral task text must not use (gate G5), besides every tool and resource name.
+    pub specific_terms: &'static [&'static str],
+}
+
+/// Every module, in the order reports list them.
+pub static MODULES: &[ModuleEntry] = &[
+    ModuleEntry { name: "tool_orchestrator", specific_terms: crate::modules::tool_orchestrator::SPECIFIC_TERMS },
+    ModuleEntry { name: "domain_adapter", specific_terms: crate::modules::domain_adapter::SPECIFIC_TERMS },
+    ModuleEntry { name: "stateful_session", specific_terms: crate::modules::stateful_session::SPECIFIC_TERMS },
+    ModuleEntry { name: "proxy_aggregator", specific_terms: crate::modules::proxy_aggregator::SPECIFIC_TERMS },
+    ModuleEntry { name: "resource_gateway", specific_terms: crate::modules::resource_gateway::SPECIFIC_TERMS },
+];
+
+/// The module called `name`.
+pub fn module(name: &str) -> Option<&'static ModuleEntry> {
+    MODULES.iter().find(|m| m.name == name)
+}
+
+/// The pattern and control servers of `module`, in that order.
+pub fn arms(module: &str) -> Option<(&'static ServerEntry, &'static ServerEntry)> {
+    let pattern = SERVERS.iter().find(|s| s.module == module && s.role == Role::Pattern)?;
+    let control = find(pattern.paired)?;
+    Some((pattern, control))
+}
+
 /// The server called `name`.
 pub fn find(name: &str) -> Option<&'static ServerEntry> {
     SERVERS.iter().find(|s| s.name == name)
@@ -53,15 +82,9 @@ pub fn names() -> Vec<&'static str> {
     SERVERS.iter().map(|s| s.name).collect()
 }
 
-/// Module names in registry order, without repeats.
+/// Module names in registry order.
 pub fn modules() -> Vec<&'static str> {
-    let mut out: Vec<&'static str> = Vec::new();
-    for s in SERVERS {
-        if !out.contains(&s.module) {
-            out.push(s.module);
-        }
-    }
-    out
+    MODULES.iter().map(|m| m.name).collect()
 }
 
 #[cfg(test)]
@@ -83,6 +106,10 @@ mod tests {
         for m in modules() {
             let arms: Vec<_> = SERVERS.iter().filter(|s| s.module == m).collect();
             assert_eq!(arms.len(), 2, "module {m} has exactly one pattern and one control");
+            assert!(super::arms(m).is_some());
+        }
+        for s in SERVERS {
+            assert!(module(s.module).is_some(), "{} names unregistered module {}", s.name, s.module);
         }
     }
 }

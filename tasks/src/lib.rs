@@ -1,3 +1,24 @@
-//! Task loader, verifiers and oracle plans (DESIGN §6).
+//! Tasks, verifiers and oracle plans (DESIGN §6).
 //!
-//! Not built yet: no task exists so far, and nothing in the workspace depends on this crate.
+//! A task is a folder `tasks/<module>/<task_id>/` holding:
+//!
+//! * `task.md` — the request, in neutral words (no tool, resource or server-specific term);
+//! * `meta.toml` — turn cap, world seed and scale, tags ([`TaskMeta`]);
+//! * `verify.toml` — the verifier: SQL assertions over the final state, checks on the final
+//!   answer text, and tables that must be unchanged ([`verify::Verifier`]);
+//! * `oracle/<server>.toml` — one oracle plan per arm: the reference tool calls and resource
+//!   reads that solve the task through that server, and the answer ([`oracle::OraclePlan`]).
+//!
+//! Tasks are discovered from the folders ([`load_all`]); a malformed one is an error naming the
+//! file and the problem. [`replay::replay`] runs a plan over real MCP.
+
+pub mod gates;
+pub mod load;
+pub mod oracle;
+pub mod replay;
+pub mod verify;
+
+pub use load::{LoadError, Task, TaskMeta, default_tasks_dir, load_all, load_module};
+pub use oracle::{OraclePlan, Step};
+pub use replay::{ReplayReport, replay};
+pub use verify::{Outcome, Verdict, Verifier};

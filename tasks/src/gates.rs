@@ -1,0 +1,100 @@
+//! The task gates of DESIGN §9 that look at tasks themselves: G5 neutrality and G7 ground
+//! truth. The pipeline runs them before spending anything; the test suite runs them over every
+//! task of every module.
+
+use rmcp::ServiceExt;
+use rmcp::transport::TokioChildProcess;
+use servers::registry::{self, ServerEntry};
+use servers::ToolManifest;
+
+use crate::load::Task;
+use crate::replay::replay;
+use crate::verify::Verdict;
+
+/// A word a task text must not contain, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BannedTerm {
+    pub term: String,
+    /// E.g. "tool of wrapper", "resource of resource_gateway", "term of tool_orchestrator".
+    pub source: String,
+}
+
+/// Every tool, resource template and resource name of both arms of `module`, and the module's
+/// specific terms. Resource names are listed from the running backend at `backend_url`.
+pub async fn banned_terms(module: &str, backend_url: &str) -> anyhow::Result<Vec<BannedTerm>> {
+    let (pattern, control) = registry::arms(module).ok_or_else(|| anyhow::anyhow!("unknown module {module}"))?;
+    let mut out = Vec::new();
+    for arm in [pattern, control] {
+        let manifest = ToolManifest::of(arm, backend_url).await?;
+        for t in &manifest.tools {
+            out.push(BannedTerm { term: t.name.clone(), source: format!("tool of {}", arm.name) });
+        }
+        for t in &manifest.resource_templates {
+            out.push(BannedTerm { term: t.name.clone(), source: format!("resource template of {}", arm.name) });
+        }
+        if manifest.resources {
+            for name in resource_names(arm, backend_url).await? {
+                out.push(BannedTerm { term: name, source: format!("resource of {}", arm.name) });
+            }
+        }
+    }
+    if let Some(m) = registry::module(module) {
+        for t in m.specific_terms {
+            out.push(BannedTerm { term: (*t).to_owned(), source: format!("term of {module}") });
+        }
+    }
+    Ok(out)
+}
+
+async fn resource_names(arm: &ServerEntry, backend_url: &str) -> anyhow::Result<Vec<String>> {
+    let (client_io, server_io) = tokio::io::duplex(1 << 20);
+    let server = tokio::spawn(arm.launcher.serve_stream(servers::BackendClient::new(backend_url), server_io));
+    let client = ().serve(client_io).await?;
+    let names = client.list_all_resources().await?.into_iter().map(|r| r.name.clone()).collect();
+    client.cancel().await?;
+    server.await??;
+    Ok(names)
+}
+
+/// G5: the banned terms `task`'s text contains (case-insensitive). Empty means neutral.
+pub fn neutrality_violations(task: &Task, banned: &[BannedTerm]) -> Vec<BannedTerm> {
+    let text = task.text.to_lowercase();
+    banned.iter().filter(|b| text.contains(&b.term.to_lowercase())).cloned().collect()
+}
+
+/// How one arm fared in G7.
+#[derive(Debug, Clone)]
+pub struct GroundTruth {
+    pub server: String,
+    pub calls: usize,
+}
+
+/// G7 for one task and one arm: on a freshly reset world the verifier must say *failed* (not
+/// passed, not could-not-score); after the arm's oracle plan is replayed through the server over
+/// stdio (spawned with `command` + `NAME --transport stdio --backend-url URL`), it must pass.
+pub async fn ground_truth(task: &Task, server: &str, world: &backend::World, backend_url: &str, command: &[String]) -> Result<GroundTruth, String> {
+    let plan = task.plan_for(server).ok_or_else(|| format!("no oracle plan for {server}"))?;
+    world.reset(task.spec()).await.map_err(|e| format!("reset: {e}"))?;
+    let pool = world.pool();
+    let baseline = task.verifier.baseline(&pool).await?;
+    let fresh = task.verifier.verify(&pool, &baseline, "").await;
+    match fresh.verdict {
+        Verdict::Failed => {}
+        Verdict::Passed => return Err("the verifier passes on the untouched seeded state".into()),
+        Verdict::CouldNotScore => return Err(format!("the verifier could not score the seeded state: {:?}", fresh.reasons)),
+    }
+    let (program, prefix) = command.split_first().ok_or("empty server command")?;
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(prefix).args([server, "--transport", "stdio", "--backend-url", backend_url]);
+    cmd.env("RUST_LOG", "warn");
+    let transport = TokioChildProcess::new(cmd).map_err(|e| format!("spawning {server}: {e}"))?;
+    let client = ().serve(transport).await.map_err(|e| format!("connecting to {server}: {e}"))?;
+    let report = replay(plan, &client).await;
+    let _ = client.cancel().await;
+    let report = report.map_err(|e| format!("oracle replay through {server}: {e}"))?;
+    let after = task.verifier.verify(&pool, &baseline, &report.answer).await;
+    match after.verdict {
+        Verdict::Passed => Ok(GroundTruth { server: server.to_owned(), calls: report.calls.len() }),
+        _ => Err(format!("after the oracle plan through {server}, the verifier says {:?}: {:?}", after.verdict, after.reasons)),
+    }
+}

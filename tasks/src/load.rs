@@ -1,0 +1,200 @@
+//! Discovering and parsing task folders.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::oracle::OraclePlan;
+use crate::verify::Verifier;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{path}: {problem}")]
+    File { path: PathBuf, problem: String },
+    #[error("{path}: {problem}")]
+    Folder { path: PathBuf, problem: String },
+}
+
+fn file_err(path: &Path, problem: impl std::fmt::Display) -> LoadError {
+    LoadError::File { path: path.to_owned(), problem: problem.to_string() }
+}
+
+/// `meta.toml`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TaskMeta {
+    /// Most model requests a session may make before it is stopped (a valid failure).
+    pub turn_cap: u32,
+    /// World the backend is reset to before the session.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    #[serde(default = "default_scale")]
+    pub scale: u32,
+    /// Free-form labels: `trap`, `ambiguous`, `impossible`, `read_only`, `comments_8`, …
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// For authors and reports: what the task tests, including any trap. Never shown to models.
+    #[serde(default)]
+    pub notes: String,
+}
+
+fn default_seed() -> u64 {
+    backend::WorldSpec::default().seed
+}
+
+fn default_scale() -> u32 {
+    1
+}
+
+/// One loaded task.
+#[derive(Debug, Clone)]
+pub struct Task {
+    pub module: String,
+    pub id: String,
+    pub dir: PathBuf,
+    /// The request given to the agent.
+    pub text: String,
+    pub meta: TaskMeta,
+    pub verifier: Verifier,
+    /// Oracle plan per server name (exactly the module's two arms).
+    pub oracle: BTreeMap<String, OraclePlan>,
+    /// sha256 over every file of the task folder (names and bytes), for frozen-input checks.
+    pub sha256: String,
+}
+
+impl Task {
+    /// `module/id`, the task's unique key.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.module, self.id)
+    }
+
+    pub fn spec(&self) -> backend::WorldSpec {
+        backend::WorldSpec { seed: self.meta.seed, scale: self.meta.scale }
+    }
+
+    pub fn plan_for(&self, server: &str) -> Option<&OraclePlan> {
+        self.oracle.get(server)
+    }
+}
+
+/// The `tasks/` folder: `MCPBENCH_TASKS_DIR`, else `./tasks` when it looks like one, else the
+/// folder this crate was built from.
+pub fn default_tasks_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("MCPBENCH_TASKS_DIR") {
+        return dir.into();
+    }
+    let local = PathBuf::from("tasks");
+    if local.join("tool_orchestrator").is_dir() {
+        return local;
+    }
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every task of every registered module, in registry then id order.
+pub fn load_all(root: &Path) -> Result<Vec<Task>, LoadError> {
+    let mut out = Vec::new();
+    for module in servers::registry::modules() {
+        out.extend(load_module(root, module)?);
+    }
+    for entry in std::fs::read_dir(root).map_err(|e| LoadError::Folder { path: root.to_owned(), problem: e.to_string() })? {
+        let entry = entry.map_err(|e| LoadError::Folder { path: root.to_owned(), problem: e.to_string() })?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if entry.path().is_dir() && name != "src" && name != "target" && servers::registry::module(&name).is_none() {
+            return Err(LoadError::Folder { path: entry.path(), problem: format!("{name:?} is not a registered module") });
+        }
+    }
+    Ok(out)
+}
+
+/// The tasks of one module, sorted by id.
+pub fn load_module(root: &Path, module: &str) -> Result<Vec<Task>, LoadError> {
+    let dir = root.join(module);
+    let mut ids: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map_err(|e| LoadError::Folder { path: dir.clone(), problem: format!("cannot read the module's task folder: {e}") })?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    ids.sort();
+    ids.iter().map(|p| load_task(module, p)).collect()
+}
+
+fn read(path: &Path) -> Result<String, LoadError> {
+    std::fs::read_to_string(path).map_err(|e| file_err(path, format!("cannot read: {e}")))
+}
+
+fn parse<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, LoadError> {
+    toml::from_str(&read(path)?).map_err(|e| file_err(path, e.to_string().trim_end()))
+}
+
+/// Loads and checks one task folder.
+pub fn load_task(module: &str, dir: &Path) -> Result<Task, LoadError> {
+    let id = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    if id.is_empty() || !id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') {
+        return Err(LoadError::Folder { path: dir.to_owned(), problem: "a task id must be lowercase letters, digits and _".into() });
+    }
+    let (pattern, control) = servers::registry::arms(module)
+        .ok_or_else(|| LoadError::Folder { path: dir.to_owned(), problem: format!("{module:?} is not a registered module") })?;
+    let text_path = dir.join("task.md");
+    let text = read(&text_path)?.trim().to_owned();
+    if text.is_empty() {
+        return Err(file_err(&text_path, "the task text is empty"));
+    }
+    let meta_path = dir.join("meta.toml");
+    let meta: TaskMeta = parse(&meta_path)?;
+    if meta.turn_cap == 0 {
+        return Err(file_err(&meta_path, "turn_cap must be at least 1"));
+    }
+    if !(1..=backend::seed::MAX_SCALE).contains(&meta.scale) {
+        return Err(file_err(&meta_path, format!("scale must be between 1 and {}", backend::seed::MAX_SCALE)));
+    }
+    let verify_path = dir.join("verify.toml");
+    let verifier: Verifier = parse(&verify_path)?;
+    verifier.check().map_err(|p| file_err(&verify_path, p))?;
+    let oracle_dir = dir.join("oracle");
+    let mut oracle = BTreeMap::new();
+    for server in [pattern.name, control.name] {
+        let path = oracle_dir.join(format!("{server}.toml"));
+        let plan: OraclePlan = parse(&path)?;
+        plan.check().map_err(|p| file_err(&path, p))?;
+        oracle.insert(server.to_owned(), plan);
+    }
+    if let Ok(entries) = std::fs::read_dir(&oracle_dir) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let server = name.trim_end_matches(".toml");
+            if !oracle.contains_key(server) {
+                return Err(file_err(&e.path(), format!("not an arm of {module} (its arms are {} and {})", pattern.name, control.name)));
+            }
+        }
+    }
+    Ok(Task { module: module.to_owned(), id, dir: dir.to_owned(), text, meta, verifier, oracle, sha256: folder_hash(dir)? })
+}
+
+/// sha256 over the relative paths and bytes of every file below `dir`, in sorted order.
+fn folder_hash(dir: &Path) -> Result<String, LoadError> {
+    fn walk(base: &Path, dir: &Path, files: &mut Vec<(String, PathBuf)>) -> std::io::Result<()> {
+        for e in std::fs::read_dir(dir)? {
+            let p = e?.path();
+            if p.is_dir() {
+                walk(base, &p, files)?;
+            } else {
+                files.push((p.strip_prefix(base).unwrap_or(&p).to_string_lossy().into_owned(), p));
+            }
+        }
+        Ok(())
+    }
+    let mut files = Vec::new();
+    walk(dir, dir, &mut files).map_err(|e| LoadError::Folder { path: dir.to_owned(), problem: e.to_string() })?;
+    files.sort();
+    let mut h = Sha256::new();
+    for (rel, path) in files {
+        let bytes = std::fs::read(&path).map_err(|e| file_err(&path, e))?;
+        h.update(rel.as_bytes());
+        h.update([0]);
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(&bytes);
+    }
+    Ok(hex::encode(h.finalize()))
+}

@@ -1,0 +1,167 @@
+//! Oracle plans: the reference sequence of tool calls and resource reads that solves a task
+//! through one arm's surface, plus the final answer.
+//!
+//! ```toml
+//! answer = "Ticket #${ticket} is assigned to Marcus Chen."
+//!
+//! [[steps]]
+//! tool = "customers_list"
+//! args = { name = "Northwind Trading Co" }
+//! save = { customer = "/data/0/id" }       # JSON pointer into the result
+//!
+//! [[steps]]
+//! tool = "tickets_create"
+//! args = { title = "Refund", customer_id = "${customer}" }
+//! save = { ticket = "/id" }
+//! ```
+//!
+//! An argument string that is exactly `"${name}"` becomes the saved value with its JSON type;
+//! `${name}` inside longer text is replaced by the value's text. `expect_error = true` marks a
+//! step that must fail (a plan may show the trap before taking the right path).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct OraclePlan {
+    /// The final answer the oracle gives (may use `${name}`).
+    #[serde(default)]
+    pub answer: String,
+    pub steps: Vec<Step>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    /// A tool to call …
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// … with these arguments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<toml::Table>,
+    /// Or a resource URI to read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<String>,
+    /// Values to keep from the result: name → JSON pointer (`""` is the whole result).
+    #[serde(default)]
+    pub save: BTreeMap<String, String>,
+    /// The step must fail.
+    #[serde(default)]
+    pub expect_error: bool,
+}
+
+impl OraclePlan {
+    pub fn check(&self) -> Result<(), String> {
+        if self.steps.is_empty() {
+            return Err("an oracle plan needs at least one step".into());
+        }
+        let mut saved: Vec<&str> = Vec::new();
+        for (i, s) in self.steps.iter().enumerate() {
+            match (&s.tool, &s.read) {
+                (Some(_), None) | (None, Some(_)) => {}
+                _ => return Err(format!("step {}: give exactly one of `tool` or `read`", i + 1)),
+            }
+            if s.read.is_some() && s.args.is_some() {
+                return Err(format!("step {}: a resource read takes no `args`", i + 1));
+            }
+            let text = serde_json::to_string(&s.args).unwrap_or_default() + s.read.as_deref().unwrap_or("");
+            for name in placeholders(&text) {
+                if !saved.contains(&name.as_str()) {
+                    return Err(format!("step {}: ${{{name}}} is used before any step saves it", i + 1));
+                }
+            }
+            saved.extend(s.save.keys().map(String::as_str));
+        }
+        for name in placeholders(&self.answer) {
+            if !saved.contains(&name.as_str()) {
+                return Err(format!("answer: ${{{name}}} is never saved"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Number of calls and reads.
+    pub fn len(&self) -> usize {
+        self.steps.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+}
+
+/// Names used as `${name}` in `text`.
+pub fn placeholders(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else { break };
+        out.push(after[..end].to_owned());
+        rest = &after[end + 1..];
+    }
+    out
+}
+
+/// `value` with every `${name}` replaced from `vars`.
+pub fn substitute(value: &Value, vars: &BTreeMap<String, Value>) -> Result<Value, String> {
+    Ok(match value {
+        Value::String(s) => {
+            if let Some(name) = s.strip_prefix("${").and_then(|r| r.strip_suffix('}')).filter(|n| !n.contains("${")) {
+                vars.get(name).cloned().ok_or_else(|| format!("${{{name}}} has no saved value"))?
+            } else {
+                Value::String(interpolate(s, vars)?)
+            }
+        }
+        Value::Array(a) => Value::Array(a.iter().map(|v| substitute(v, vars)).collect::<Result<_, _>>()?),
+        Value::Object(m) => Value::Object(m.iter().map(|(k, v)| Ok((k.clone(), substitute(v, vars)?))).collect::<Result<_, String>>()?),
+        other => other.clone(),
+    })
+}
+
+/// `text` with every `${name}` replaced by the saved value's text.
+pub fn interpolate(text: &str, vars: &BTreeMap<String, Value>) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after.find('}').ok_or_else(|| format!("unclosed ${{ in {text:?}"))?;
+        let name = &after[..end];
+        let v = vars.get(name).ok_or_else(|| format!("${{{name}}} has no saved value"))?;
+        match v {
+            Value::String(s) => out.push_str(s),
+            other => out.push_str(&other.to_string()),
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn placeholders_keep_types_or_interpolate() {
+        let vars: BTreeMap<String, Value> = [("id".to_owned(), json!(7)), ("name".to_owned(), json!("Ana"))].into();
+        assert_eq!(substitute(&json!({"a": "${id}", "b": "#${id} for ${name}", "c": [1, "${name}"]}), &vars).unwrap(), json!({"a": 7, "b": "#7 for Ana", "c": [1, "Ana"]}));
+        assert!(substitute(&json!("${nope}"), &vars).unwrap_err().contains("nope"));
+    }
+
+    #[test]
+    fn plans_are_checked_for_shape_and_order() {
+        let ok: OraclePlan = toml::from_str("answer = \"#${t}\"\n[[steps]]\ntool = \"a\"\nsave = { t = \"/id\" }\n").unwrap();
+        ok.check().unwrap();
+        let late: OraclePlan = toml::from_str("[[steps]]\ntool = \"a\"\nargs = { x = \"${t}\" }\n").unwrap();
+        assert!(late.check().unwrap_err().contains("before any step saves it"));
+        let both: OraclePlan = toml::from_str("[[steps]]\ntool = \"a\"\nread = \"x://y\"\n").unwrap();
+        assert!(both.check().unwrap_err().contains("exactly one"));
+        assert!(toml::from_str::<OraclePlan>("[[steps]]\ntool = \"a\"\nargz = {}\n").is_err(), "unknown keys are errors");
+    }
+}

@@ -1,0 +1,138 @@
+//! Replaying an oracle plan through a server over real MCP, recording every call's size,
+//! outcome and latency. The agent's oracle provider runs plans through this.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams, ResourceContents};
+use rmcp::service::Peer;
+use rmcp::RoleClient;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::oracle::{OraclePlan, interpolate, substitute};
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum CallKind {
+    Tool,
+    ReadResource,
+}
+
+/// One call made during a replay.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CallRecord {
+    pub kind: CallKind,
+    /// Tool name or resource URI.
+    pub name: String,
+    pub arguments: Value,
+    /// Bytes of the JSON arguments sent (0 for a resource read).
+    pub args_bytes: usize,
+    /// Bytes of the result text received.
+    pub result_bytes: usize,
+    pub result: String,
+    pub is_error: bool,
+    pub latency_ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ReplayReport {
+    pub calls: Vec<CallRecord>,
+    /// The plan's answer with saved values filled in.
+    pub answer: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("step {step} ({name}): {problem}")]
+    Step { step: usize, name: String, problem: String },
+    #[error("step {step} ({name}): MCP error: {source}")]
+    Protocol { step: usize, name: String, source: rmcp::ServiceError },
+    #[error("answer: {0}")]
+    Answer(String),
+}
+
+/// Runs `plan` against the server behind `peer`. Fails on the first step that does not go as
+/// the plan says (an unexpected error, an expected error that did not happen, a missing value).
+pub async fn replay(plan: &OraclePlan, peer: &Peer<RoleClient>) -> Result<ReplayReport, ReplayError> {
+    let mut vars: BTreeMap<String, Value> = BTreeMap::new();
+    let mut calls = Vec::with_capacity(plan.steps.len());
+    for (i, step) in plan.steps.iter().enumerate() {
+        let n = i + 1;
+        let started = Instant::now();
+        let (record, parsed) = if let Some(tool) = &step.tool {
+            let raw = serde_json::to_value(step.args.clone().unwrap_or_default()).unwrap_or(Value::Null);
+            let args = substitute(&raw, &vars).map_err(|problem| ReplayError::Step { step: n, name: tool.clone(), problem })?;
+            let object = args.as_object().cloned().unwrap_or_default();
+            let result = peer
+                .call_tool(CallToolRequestParams::new(tool.clone()).with_arguments(object))
+                .await
+                .map_err(|source| ReplayError::Protocol { step: n, name: tool.clone(), source })?;
+            let text: String = result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.as_str())).collect::<Vec<_>>().join("\n");
+            let is_error = result.is_error == Some(true);
+            let parsed = serde_json::from_str(&text).unwrap_or_else(|_| Value::String(text.clone()));
+            let record = CallRecord {
+                kind: CallKind::Tool,
+                name: tool.clone(),
+                args_bytes: args.to_string().len(),
+                arguments: args,
+                result_bytes: text.len(),
+                result: text,
+                is_error,
+                latency_ms: started.elapsed().as_secs_f64() * 1000.0,
+            };
+            (record, parsed)
+        } else {
+            let uri_template = step.read.clone().unwrap_or_default();
+            let uri = interpolate(&uri_template, &vars).map_err(|problem| ReplayError::Step { step: n, name: uri_template.clone(), problem })?;
+            let outcome = peer.read_resource(ReadResourceRequestParams::new(uri.clone())).await;
+            let (text, is_error) = match outcome {
+                Ok(r) => (
+                    r.contents
+                        .iter()
+                        .map(|c| match c {
+                            ResourceContents::TextResourceContents { text, .. } => text.clone(),
+                            other => serde_json::to_string(other).unwrap_or_default(),
+                        })
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                    false,
+                ),
+                // A failed read is an MCP error response; for a plan it is an error outcome.
+                Err(rmcp::ServiceError::McpError(e)) => (e.message.to_string(), true),
+                Err(source) => return Err(ReplayError::Protocol { step: n, name: uri, source }),
+            };
+            let record = CallRecord {
+                kind: CallKind::ReadResource,
+                name: uri.clone(),
+                arguments: Value::Null,
+                args_bytes: 0,
+                result_bytes: text.len(),
+                result: text.clone(),
+                is_error,
+                latency_ms: started.elapsed().as_secs_f64() * 1000.0,
+            };
+            (record, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+        };
+        let name = record.name.clone();
+        if record.is_error != step.expect_error {
+            let problem = if record.is_error {
+                format!("failed unexpectedly: {}", record.result)
+            } else {
+                format!("was expected to fail but succeeded: {}", record.result.chars().take(300).collect::<String>())
+            };
+            return Err(ReplayError::Step { step: n, name, problem });
+        }
+        for (var, pointer) in &step.save {
+            let v = parsed.pointer(pointer).cloned().ok_or_else(|| ReplayError::Step {
+                step: n,
+                name: name.clone(),
+                problem: format!("cannot save {var}: nothing at {pointer:?} in the result"),
+            })?;
+            vars.insert(var.clone(), v);
+        }
+        calls.push(record);
+    }
+    let answer = interpolate(&plan.answer, &vars).map_err(ReplayError::Answer)?;
+    Ok(ReplayReport { calls, answer })
+}

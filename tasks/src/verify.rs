@@ -1,0 +1,211 @@
+//! Verifiers: judge the final backend state (and the final answer text), never the transcript.
+//!
+//! Declarative first: SQL assertions with expected values, answer-text checks, and the typed
+//! escape hatch `unchanged` (tables whose rows must equal the freshly seeded state, which SQL
+//! alone cannot see). A verifier that cannot run — bad SQL, backend gone — is
+//! [`Verdict::CouldNotScore`], a different outcome from [`Verdict::Failed`].
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use backend::PgPool;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// `verify.toml`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Verifier {
+    /// Assertions over the final state.
+    #[serde(default)]
+    pub sql: Vec<SqlAssertion>,
+    /// Tables whose rows must be exactly as seeded (e.g. "nothing was deployed").
+    #[serde(default)]
+    pub unchanged: Vec<String>,
+    /// Checks on the agent's final answer.
+    #[serde(default)]
+    pub answer: AnswerChecks,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SqlAssertion {
+    /// What is being checked, in words (shown when it fails).
+    pub name: String,
+    /// A read-only query. One row of one column compares as that value; one row as an object
+    /// of its columns; several rows as an array of those; no row as null.
+    pub query: String,
+    pub expect: toml::Value,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerChecks {
+    /// Each must appear in the answer (case-insensitive).
+    #[serde(default)]
+    pub must_mention: Vec<String>,
+    /// For each group, at least one must appear (case-insensitive).
+    #[serde(default)]
+    pub must_mention_any: Vec<Vec<String>>,
+    /// None may appear (case-insensitive): leaks, wrong picks.
+    #[serde(default)]
+    pub must_not_contain: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Passed,
+    /// The verifier ran and said no.
+    Failed,
+    /// The verifier itself could not run.
+    CouldNotScore,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Outcome {
+    pub verdict: Verdict,
+    /// Why it failed (every failed check), or why it could not score. Empty when passed.
+    pub reasons: Vec<String>,
+    pub elapsed_ms: f64,
+}
+
+/// Hashes of the `unchanged` tables right after the reset, before the session.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Baseline(BTreeMap<String, String>);
+
+impl Verifier {
+    /// Static sanity checks done at load time.
+    pub fn check(&self) -> Result<(), String> {
+        if self.sql.is_empty() && self.unchanged.is_empty() && self.answer == AnswerChecks::default() {
+            return Err("the verifier checks nothing".into());
+        }
+        for a in &self.sql {
+            if a.name.trim().is_empty() || a.query.trim().is_empty() {
+                return Err("every [[sql]] needs a name and a query".into());
+            }
+            if a.query.contains(';') {
+                return Err(format!("[[sql]] {:?}: one statement per query, no ';'", a.name));
+            }
+        }
+        for t in &self.unchanged {
+            if !backend::seed::TABLES.contains(&t.as_str()) {
+                return Err(format!("unchanged: unknown table {t:?} (tables: {})", backend::seed::TABLES.join(", ")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Records what `unchanged` compares against. Call it right after the reset.
+    pub async fn baseline(&self, pool: &PgPool) -> Result<Baseline, String> {
+        let mut out = BTreeMap::new();
+        for t in &self.unchanged {
+            out.insert(t.clone(), backend::world::table_hash(pool, t).await.map_err(|e| e.to_string())?);
+        }
+        Ok(Baseline(out))
+    }
+
+    /// Judges the final state in `pool` and the final `answer`.
+    pub async fn verify(&self, pool: &PgPool, baseline: &Baseline, answer: &str) -> Outcome {
+        let started = Instant::now();
+        let result = self.judge(pool, baseline, answer).await;
+        let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        match result {
+            Ok(reasons) if reasons.is_empty() => Outcome { verdict: Verdict::Passed, reasons, elapsed_ms },
+            Ok(reasons) => Outcome { verdict: Verdict::Failed, reasons, elapsed_ms },
+            Err(e) => Outcome { verdict: Verdict::CouldNotScore, reasons: vec![e], elapsed_ms },
+        }
+    }
+
+    async fn judge(&self, pool: &PgPool, baseline: &Baseline, answer: &str) -> Result<Vec<String>, String> {
+        let mut failed = Vec::new();
+        let queries: Vec<String> = self.sql.iter().map(|a| a.query.clone()).collect();
+        let results = backend::world::read_only_rows(pool, &queries).await.map_err(|e| e.to_string())?;
+        for (a, rows) in self.sql.iter().zip(results) {
+            let got = shape(rows);
+            let want = serde_json::to_value(&a.expect).map_err(|e| e.to_string())?;
+            if !same(&got, &want) {
+                failed.push(format!("{}: expected {want}, got {got}", a.name));
+            }
+        }
+        for t in &self.unchanged {
+            let before = baseline.0.get(t).ok_or_else(|| format!("no baseline was recorded for table {t}"))?;
+            let now = backend::world::table_hash(pool, t).await.map_err(|e| e.to_string())?;
+            if &now != before {
+                failed.push(format!("table {t} changed, but the task must leave it as it was"));
+            }
+        }
+        let lower = answer.to_lowercase();
+        for m in &self.answer.must_mention {
+            if !lower.contains(&m.to_lowercase()) {
+                failed.push(format!("the answer does not mention {m:?}"));
+            }
+        }
+        for group in &self.answer.must_mention_any {
+            if !group.iter().any(|m| lower.contains(&m.to_lowercase())) {
+                failed.push(format!("the answer mentions none of {group:?}"));
+            }
+        }
+        for m in &self.answer.must_not_contain {
+            if lower.contains(&m.to_lowercase()) {
+                failed.push(format!("the answer contains {m:?}, which it must not"));
+            }
+        }
+        Ok(failed)
+    }
+}
+
+/// Query rows (JSON objects) in the comparison shape documented on [`SqlAssertion::query`].
+fn shape(rows: Vec<Value>) -> Value {
+    let single = |row: Value| match row {
+        Value::Object(m) if m.len() == 1 => m.into_iter().next().map(|(_, v)| v).unwrap_or(Value::Null),
+        other => other,
+    };
+    match rows.len() {
+        0 => Value::Null,
+        1 => single(rows.into_iter().next().unwrap_or(Value::Null)),
+        _ => Value::Array(rows.into_iter().map(single).collect()),
+    }
+}
+
+/// JSON equality where numbers compare by value (Postgres may return 2 where TOML says 2.0).
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same(p, q)),
+        (Value::Object(x), Value::Object(y)) => x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w))),
+        _ => a == b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn rows_take_the_documented_shape() {
+        assert_eq!(shape(vec![]), Value::Null);
+        assert_eq!(shape(vec![json!({"n": 3})]), json!(3));
+        assert_eq!(shape(vec![json!({"a": 1, "b": "x"})]), json!({"a": 1, "b": "x"}));
+        assert_eq!(shape(vec![json!({"n": 1}), json!({"n": 2})]), json!([1, 2]));
+    }
+
+    #[test]
+    fn numbers_compare_by_value() {
+        assert!(same(&json!(2), &json!(2.0)));
+        assert!(!same(&json!(2), &json!("2")));
+        assert!(same(&json!({"a": [1, 2.0]}), &json!({"a": [1.0, 2]})));
+        assert!(!same(&json!({"a": 1}), &json!({"a": 1, "b": 2})));
+    }
+
+    #[test]
+    fn empty_and_multi_statement_verifiers_are_rejected() {
+        let empty: Verifier = toml::from_str("").unwrap();
+        assert!(empty.check().unwrap_err().contains("checks nothing"));
+        let two: Verifier = toml::from_str("[[sql]]\nname = \"x\"\nquery = \"SELECT 1; DELETE FROM tickets\"\nexpect = 1\n").unwrap();
+        assert!(two.check().unwrap_err().contains("one statement"));
+        let bad: Verifier = toml::from_str("unchanged = [\"nope\"]").unwrap();
+        assert!(bad.check().unwrap_err().contains("unknown table"));
+    }
+}
