@@ -17,7 +17,9 @@
 //!
 //! An argument string that is exactly `"${name}"` becomes the saved value with its JSON type;
 //! `${name}` inside longer text is replaced by the value's text. `expect_error = true` marks a
-//! step that must fail (a plan may show the trap before taking the right path).
+//! step that must fail (a plan may show the trap before taking the right path). Besides tool
+//! calls, a step can `read = "<uri>"` a resource or `list_resources = true`: the two generic
+//! functions the agent offers a model when a server has resources.
 
 use std::collections::BTreeMap;
 
@@ -45,6 +47,10 @@ pub struct Step {
     /// Or a resource URI to read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read: Option<String>,
+    /// Or `true` to list the server's resources (result: a JSON array of `{uri, name, title,
+    /// description, mime_type}`).
+    #[serde(default)]
+    pub list_resources: bool,
     /// Values to keep from the result: name → JSON pointer (`""` is the whole result).
     #[serde(default)]
     pub save: BTreeMap<String, String>,
@@ -60,9 +66,12 @@ impl OraclePlan {
         }
         let mut saved: Vec<&str> = Vec::new();
         for (i, s) in self.steps.iter().enumerate() {
-            match (&s.tool, &s.read) {
-                (Some(_), None) | (None, Some(_)) => {}
-                _ => return Err(format!("step {}: give exactly one of `tool` or `read`", i + 1)),
+            let kinds = usize::from(s.tool.is_some()) + usize::from(s.read.is_some()) + usize::from(s.list_resources);
+            if kinds != 1 {
+                return Err(format!("step {}: give exactly one of `tool`, `read` or `list_resources = true`", i + 1));
+            }
+            if s.list_resources && s.args.is_some() {
+                return Err(format!("step {}: listing resources takes no `args`", i + 1));
             }
             if s.read.is_some() && s.args.is_some() {
                 return Err(format!("step {}: a resource read takes no `args`", i + 1));

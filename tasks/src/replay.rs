@@ -17,6 +17,7 @@ use crate::oracle::{OraclePlan, interpolate, substitute};
 pub enum CallKind {
     Tool,
     ReadResource,
+    ListResources,
 }
 
 /// One call made during a replay.
@@ -82,6 +83,29 @@ pub async fn replay(plan: &OraclePlan, peer: &Peer<RoleClient>) -> Result<Replay
                 latency_ms: started.elapsed().as_secs_f64() * 1000.0,
             };
             (record, parsed)
+        } else if step.list_resources {
+            let (text, is_error) = match peer.list_all_resources().await {
+                Ok(list) => {
+                    let items: Vec<Value> = list
+                        .iter()
+                        .map(|r| serde_json::json!({ "uri": r.uri, "name": r.name, "title": r.title, "description": r.description, "mime_type": r.mime_type }))
+                        .collect();
+                    (Value::Array(items).to_string(), false)
+                }
+                Err(rmcp::ServiceError::McpError(e)) => (e.message.to_string(), true),
+                Err(source) => return Err(ReplayError::Protocol { step: n, name: "list resources".into(), source }),
+            };
+            let record = CallRecord {
+                kind: CallKind::ListResources,
+                name: "list resources".into(),
+                arguments: Value::Null,
+                args_bytes: 0,
+                result_bytes: text.len(),
+                result: text.clone(),
+                is_error,
+                latency_ms: started.elapsed().as_secs_f64() * 1000.0,
+            };
+            (record, serde_json::from_str(&text).unwrap_or(Value::String(text)))
         } else {
             let uri_template = step.read.clone().unwrap_or_default();
             let uri = interpolate(&uri_template, &vars).map_err(|problem| ReplayError::Step { step: n, name: uri_template.clone(), problem })?;
