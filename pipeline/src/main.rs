@@ -5,6 +5,7 @@
 //! (`pipeline bench …`). Later issues add tasks, runs and reports.
 
 mod bench;
+mod list_cmd;
 mod servers_cmd;
 
 use clap::{Parser, Subcommand};
@@ -24,6 +25,8 @@ enum Command {
     Servers(servers_cmd::ServersArgs),
     /// Run one MCP server for any MCP client (stdio by default, or streamable HTTP).
     Serve(servers_cmd::ServeArgs),
+    /// List modules, servers and tasks (with oracle plan lengths per arm).
+    List(list_cmd::ListArgs),
     /// Benchmarks of the harness itself (figures, not pass/fail).
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -36,6 +39,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Backend(opts) => backend::cli::serve_until_signal(opts).await,
         Command::Servers(args) => servers_cmd::list(args).await,
         Command::Serve(args) => servers_cmd::serve(args).await,
+        Command::List(args) => list_cmd::run(args),
         Command::Bench(cmd) => bench::run(cmd).await,
     }
 }

@@ -1,0 +1,57 @@
+//! `pipeline list`: modules, their servers, and their tasks.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use serde::Serialize;
+
+#[derive(Debug, clap::Args)]
+pub struct ListArgs {
+    /// One JSON object per task per line instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Folder holding the task folders (default: ./tasks, else the one the binary was built from).
+    #[arg(long, env = "MCPBENCH_TASKS_DIR")]
+    pub tasks_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Serialize)]
+struct TaskRow<'a> {
+    module: &'a str,
+    id: &'a str,
+    turn_cap: u32,
+    tags: &'a [String],
+    /// Oracle plan length (calls and reads) per server.
+    oracle_calls: BTreeMap<&'a str, usize>,
+}
+
+pub fn run(args: ListArgs) -> anyhow::Result<()> {
+    let dir = args.tasks_dir.unwrap_or_else(tasks::default_tasks_dir);
+    let all = tasks::load_all(&dir).with_context(|| format!("loading tasks from {}", dir.display()))?;
+    if args.json {
+        for t in &all {
+            let row = TaskRow {
+                module: &t.module,
+                id: &t.id,
+                turn_cap: t.meta.turn_cap,
+                tags: &t.meta.tags,
+                oracle_calls: t.oracle.iter().map(|(s, p)| (s.as_str(), p.len())).collect(),
+            };
+            println!("{}", serde_json::to_string(&row)?);
+        }
+        return Ok(());
+    }
+    for module in servers::registry::modules() {
+        let (pattern, control) = servers::registry::arms(module).context("registry")?;
+        let mine: Vec<_> = all.iter().filter(|t| t.module == module).collect();
+        println!("{module}: pattern {} · control {} · {} tasks", pattern.name, control.name, mine.len());
+        println!("  {:<38} {:>4} {:>9} {:>9}  tags", "task", "cap", pattern.name.chars().take(9).collect::<String>(), control.name.chars().take(9).collect::<String>());
+        for t in mine {
+            let calls = |s: &str| t.plan_for(s).map_or("-".to_owned(), |p| p.len().to_string());
+            println!("  {:<38} {:>4} {:>9} {:>9}  {}", t.id, t.meta.turn_cap, calls(pattern.name), calls(control.name), t.meta.tags.join(", "));
+        }
+        println!();
+    }
+    Ok(())
+}
