@@ -1,3 +1,16 @@
-//! The agent loop: an MCP client driving an OpenAI-compatible model (DESIGN §7).
+//! The agent: runs one session of a task against one arm's MCP server.
 //!
-//! Not built yet: this crate holds no loop so far, and nothing in the workspace depends on it.
+//! * [`mcp`]: connect to the server (stdio child process by default, or streamable HTTP), turn its
+//!   tools — plus two generic resource functions when it has resources — into the functions a
+//!   model is offered, and execute calls through it.
+//! * [`oracle`]: the oracle provider, which replays the task's oracle plan instead of asking a
+//!   model; labelled `oracle` everywhere and never mixed into model results.
+//! * [`record`]: what a session leaves behind — validity, exact per-turn usage (nulls kept),
+//!   tool calls, the final answer.
+
+pub mod mcp;
+pub mod oracle;
+pub mod record;
+
+pub use mcp::ServerConnection;
+pub use record::{InvalidReason, SessionOutcome, Usage, Validity};

@@ -1,0 +1,193 @@
+//! The agent's side of MCP: connect to an arm's server, turn what it offers into the function
+//! definitions a model sees, and execute a model's function call through the server.
+//!
+//! A model can only call functions, so when a server offers resources the agent adds two generic
+//! functions of its own, the same for every server: [`LIST_RESOURCES`] and [`READ_RESOURCE`].
+
+use std::time::Instant;
+
+use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams, ResourceContents, Tool};
+use rmcp::service::RunningService;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::record::{CallKind, Offered};
+
+pub const LIST_RESOURCES: &str = "list_resources";
+pub const READ_RESOURCE: &str = "read_resource";
+
+pub type Client = RunningService<RoleClient, ()>;
+
+/// How to reach an arm's server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerConnection {
+    /// Spawn this command; MCP over its stdin/stdout.
+    Stdio { argv: Vec<String> },
+    /// Streamable HTTP at this URL.
+    Http { url: String },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("could not start the MCP server `{command}`: {source}")]
+    Spawn { command: String, source: std::io::Error },
+    #[error("the MCP server did not complete the handshake: {0}")]
+    Handshake(String),
+    #[error("listing the server's tools failed: {0}")]
+    List(String),
+}
+
+pub async fn connect(conn: &ServerConnection) -> Result<Client, ConnectError> {
+    match conn {
+        ServerConnection::Stdio { argv } => {
+            let (program, args) = argv.split_first().ok_or_else(|| ConnectError::Handshake("empty server command".into()))?;
+            let mut cmd = tokio::process::Command::new(program);
+            cmd.args(args);
+            let transport = TokioChildProcess::new(cmd).map_err(|source| ConnectError::Spawn { command: argv.join(" "), source })?;
+            ().serve(transport).await.map_err(|e| ConnectError::Handshake(e.to_string()))
+        }
+        ServerConnection::Http { url } => {
+            ().serve(StreamableHttpClientTransport::from_uri(url.clone())).await.map_err(|e| ConnectError::Handshake(e.to_string()))
+        }
+    }
+}
+
+/// What the model is offered: OpenAI-style function definitions, and their names.
+#[derive(Debug, Clone)]
+pub struct Toolbox {
+    pub definitions: Vec<Value>,
+    pub offered: Offered,
+}
+
+impl Toolbox {
+    /// Lists the server's tools (and whether it has resources) and builds the definitions.
+    pub async fn from_server(client: &Client) -> Result<Self, ConnectError> {
+        let tools = client.list_all_tools().await.map_err(|e| ConnectError::List(e.to_string()))?;
+        let has_resources = client.peer_info().is_some_and(|i| i.capabilities.resources.is_some());
+        Ok(Self::build(&tools, has_resources))
+    }
+
+    pub fn build(tools: &[Tool], has_resources: bool) -> Self {
+        let mut definitions: Vec<Value> = tools.iter().map(function_definition).collect();
+        if has_resources {
+            definitions.push(json!({
+                "type": "function",
+                "function": {
+                    "name": LIST_RESOURCES,
+                    "description": "List the resources (documents) the connected server offers: URI, name, title, description.",
+                    "parameters": { "type": "object", "properties": {}, "additionalProperties": false }
+                }
+            }));
+            definitions.push(json!({
+                "type": "function",
+                "function": {
+                    "name": READ_RESOURCE,
+                    "description": "Read one resource of the connected server by its URI.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": { "uri": { "type": "string", "description": "The resource URI." } },
+                        "required": ["uri"],
+                        "additionalProperties": false
+                    }
+                }
+            }));
+        }
+        let functions = definitions.iter().filter_map(|d| d["function"]["name"].as_str().map(str::to_owned)).collect();
+        let definitions_bytes = definitions.iter().map(|d| d.to_string().len()).sum();
+        Self { definitions, offered: Offered { functions, resource_functions: has_resources, definitions_bytes } }
+    }
+
+    pub fn offers(&self, name: &str) -> bool {
+        self.offered.functions.iter().any(|f| f == name)
+    }
+}
+
+/// An MCP tool as an OpenAI `tools[]` entry; `$schema` is dropped (providers reject it).
+pub fn function_definition(tool: &Tool) -> Value {
+    let mut schema = Value::Object((*tool.input_schema).clone());
+    if let Some(m) = schema.as_object_mut() {
+        m.remove("$schema");
+    }
+    json!({
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description.as_deref().unwrap_or(""),
+            "parameters": schema,
+        }
+    })
+}
+
+/// The outcome of executing one function call through MCP.
+#[derive(Debug, Clone)]
+pub struct CallResult {
+    pub kind: CallKind,
+    pub text: String,
+    pub is_error: bool,
+    pub latency_ms: f64,
+}
+
+/// A transport-level failure: the session cannot go on.
+#[derive(Debug, thiserror::Error)]
+#[error("MCP transport failed during {name}: {detail}")]
+pub struct TransportError {
+    pub name: String,
+    pub detail: String,
+}
+
+/// Executes `name(arguments)` through the server. Tool errors and failed reads come back as
+/// `is_error` results for the model; only a broken transport is an `Err`.
+pub async fn execute(client: &Client, name: &str, arguments: &Value) -> Result<CallResult, TransportError> {
+    let started = Instant::now();
+    let fail = |detail: String| TransportError { name: name.to_owned(), detail };
+    let (kind, text, is_error) = match name {
+        LIST_RESOURCES => match client.list_all_resources().await {
+            Ok(list) => {
+                let items: Vec<Value> = list
+                    .iter()
+                    .map(|r| json!({ "uri": r.uri, "name": r.name, "title": r.title, "description": r.description }))
+                    .collect();
+                (CallKind::ListResources, Value::Array(items).to_string(), false)
+            }
+            Err(rmcp::ServiceError::McpError(e)) => (CallKind::ListResources, e.message.to_string(), true),
+            Err(e) => return Err(fail(e.to_string())),
+        },
+        READ_RESOURCE => {
+            let Some(uri) = arguments.get("uri").and_then(Value::as_str) else {
+                return Ok(CallResult { kind: CallKind::ReadResource, text: "read_resource needs a string `uri`".into(), is_error: true, latency_ms: 0.0 });
+            };
+            match client.read_resource(ReadResourceRequestParams::new(uri.to_owned())).await {
+                Ok(r) => (CallKind::ReadResource, resource_text(&r.contents), false),
+                Err(rmcp::ServiceError::McpError(e)) => (CallKind::ReadResource, e.message.to_string(), true),
+                Err(e) => return Err(fail(e.to_string())),
+            }
+        }
+        tool => {
+            let args = arguments.as_object().cloned().unwrap_or_default();
+            match client.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args)).await {
+                Ok(r) => {
+                    let text = r.content.iter().filter_map(|c| c.as_text().map(|t| t.text.as_str())).collect::<Vec<_>>().join("\n");
+                    (CallKind::Tool, text, r.is_error == Some(true))
+                }
+                // A JSON-RPC error (invalid params, unknown tool) is the model's to see.
+                Err(rmcp::ServiceError::McpError(e)) => (CallKind::Tool, e.message.to_string(), true),
+                Err(e) => return Err(fail(e.to_string())),
+            }
+        }
+    };
+    Ok(CallResult { kind, text, is_error, latency_ms: started.elapsed().as_secs_f64() * 1000.0 })
+}
+
+fn resource_text(contents: &[ResourceContents]) -> String {
+    contents
+        .iter()
+        .map(|c| match c {
+            ResourceContents::TextResourceContents { text, .. } => text.clone(),
+            other => serde_json::to_string(other).unwrap_or_default(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
