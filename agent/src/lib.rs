@@ -11,6 +11,7 @@
 pub mod mcp;
 pub mod oracle;
 pub mod record;
+pub mod session_record;
 
 pub use mcp::ServerConnection;
 pub use record::{InvalidReason, SessionOutcome, Usage, Validity};

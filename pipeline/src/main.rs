@@ -6,15 +6,20 @@
 
 mod bench;
 mod list_cmd;
+mod run;
 mod servers_cmd;
 
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
 #[command(name = "pipeline", version, about = "Measure what an MCP server's architecture costs an LLM agent")]
+#[command(args_conflicts_with_subcommands = true)]
 struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
+    /// Without a subcommand: run an experiment (e.g. `pipeline --mcp orchestrator --k 3`).
+    #[command(flatten)]
+    run: run::RunArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -35,7 +40,13 @@ enum Command {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     backend::cli::init_tracing();
-    match Cli::parse().command {
+    let cli = Cli::parse();
+    let Some(command) = cli.command else {
+        let summary = run::run(cli.run).await?;
+        run::print_summary(&summary);
+        return Ok(());
+    };
+    match command {
         Command::Backend(opts) => backend::cli::serve_until_signal(opts).await,
         Command::Servers(args) => servers_cmd::list(args).await,
         Command::Serve(args) => servers_cmd::serve(args).await,
