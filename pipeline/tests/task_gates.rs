@@ -41,4 +41,7 @@ async fn gates_tool_orchestrator() {
 #[tokio::test]
 async fn gates_resource_gateway() {
     gates_for("resource_gateway").await;
+
+async fn gates_proxy_aggregator() {
+    gates_for("proxy_aggregator").await;
 }
