@@ -44,4 +44,7 @@ async fn gates_resource_gateway() {
 
 async fn gates_proxy_aggregator() {
     gates_for("proxy_aggregator").await;
+
+async fn gates_stateful_session() {
+    gates_for("stateful_session").await;
 }
