@@ -39,12 +39,21 @@ async fn gates_tool_orchestrator() {
 }
 
 #[tokio::test]
-async fn gates_resource_gateway() {
-    gates_for("resource_gateway").await;
+async fn gates_domain_adapter() {
+    gates_for("domain_adapter").await;
+}
 
-async fn gates_proxy_aggregator() {
-    gates_for("proxy_aggregator").await;
-
+#[tokio::test]
 async fn gates_stateful_session() {
     gates_for("stateful_session").await;
+}
+
+#[tokio::test]
+async fn gates_proxy_aggregator() {
+    gates_for("proxy_aggregator").await;
+}
+
+#[tokio::test]
+async fn gates_resource_gateway() {
+    gates_for("resource_gateway").await;
 }
