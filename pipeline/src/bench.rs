@@ -34,6 +34,18 @@ pub enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// The whole oracle suite (every module × both arms × every task × k reps) end to end,
+    /// with resets, server starts and verification, at each `--jobs` value.
+    Suite {
+        /// Repetitions per task and arm.
+        #[arg(long, default_value_t = 3)]
+        k: u32,
+        /// Parallel sessions to time, comma-separated.
+        #[arg(long, value_delimiter = ',', default_values_t = [1u32, 4])]
+        jobs: Vec<u32>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Embedded Postgres cold start (initdb + start until ready), and stop.
     Embedded {
         #[arg(long, default_value_t = 5)]
@@ -100,6 +112,10 @@ pub async fn run(cmd: BenchCommand) -> anyhow::Result<()> {
         }
         BenchCommand::Toolcall { n, server, json } => {
             let figures = bench_toolcall(&server, n).await?;
+            print(&figures, json)
+        }
+        BenchCommand::Suite { k, jobs, json } => {
+            let figures = bench_suite(k, &jobs).await?;
             print(&figures, json)
         }
         BenchCommand::Embedded { n, json } => {
@@ -204,6 +220,42 @@ async fn bench_toolcall(server: &str, n: usize) -> anyhow::Result<Vec<Figure>> {
     .await;
     backend.shutdown().await?;
     result
+}
+
+async fn bench_suite(k: u32, jobs: &[u32]) -> anyhow::Result<Vec<Figure>> {
+    let mut figures = Vec::new();
+    for &j in jobs {
+        let dir = tempfile::tempdir().context("a scratch results folder")?;
+        let args = crate::run::RunArgs {
+            mcp: vec![],
+            module: vec![],
+            all: true,
+            models: vec!["oracle".into()],
+            k,
+            exp_name: Some(format!("bench_suite_jobs{j}")),
+            tasks: vec![],
+            scale: None,
+            jobs: j,
+            base_url: None,
+            transport: servers::transport::Transport::Stdio,
+            results_dir: dir.path().to_owned(),
+            tasks_dir: None,
+        };
+        let started = Instant::now();
+        let summary = crate::run::run(args).await?;
+        let wall = started.elapsed();
+        anyhow::ensure!(
+            summary.valid == summary.ran && summary.passed == summary.ran,
+            "the oracle suite must be all valid and all passed; got {} run, {} valid, {} passed",
+            summary.ran,
+            summary.valid,
+            summary.passed
+        );
+        figures.push(Figure::from_samples(format!("suite.jobs{j}.wall ({} sessions)", summary.ran), &[wall], Some(60_000.0)));
+        let overhead: Vec<Duration> = summary.harness_ms.iter().map(|ms| Duration::from_secs_f64(ms / 1000.0)).collect();
+        figures.push(Figure::from_samples(format!("suite.jobs{j}.harness_per_session"), &overhead, Some(50.0)));
+    }
+    Ok(figures)
 }
 
 async fn bench_embedded(n: usize) -> anyhow::Result<Vec<Figure>> {
