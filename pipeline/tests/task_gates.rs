@@ -37,3 +37,8 @@ async fn gates_for(module: &str) {
 async fn gates_tool_orchestrator() {
     gates_for("tool_orchestrator").await;
 }
+
+#[tokio::test]
+async fn gates_domain_adapter() {
+    gates_for("domain_adapter").await;
+}
