@@ -92,6 +92,9 @@ pub fn default_tasks_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// Folders of the `tasks` crate itself that live beside the module folders.
+const CRATE_FOLDERS: &[&str] = &["src", "tests", "benches", "examples", "target"];
+
 /// Every task of every registered module, in registry then id order.
 pub fn load_all(root: &Path) -> Result<Vec<Task>, LoadError> {
     let mut out = Vec::new();
@@ -101,7 +104,7 @@ pub fn load_all(root: &Path) -> Result<Vec<Task>, LoadError> {
     for entry in std::fs::read_dir(root).map_err(|e| LoadError::Folder { path: root.to_owned(), problem: e.to_string() })? {
         let entry = entry.map_err(|e| LoadError::Folder { path: root.to_owned(), problem: e.to_string() })?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        if entry.path().is_dir() && name != "src" && name != "target" && servers::registry::module(&name).is_none() {
+        if entry.path().is_dir() && !CRATE_FOLDERS.contains(&name.as_str()) && !name.starts_with('.') && servers::registry::module(&name).is_none() {
             return Err(LoadError::Folder { path: entry.path(), problem: format!("{name:?} is not a registered module") });
         }
     }
