@@ -37,6 +37,18 @@ pub const LIMIT_PHRASES: &[&str] = &["usage limit", "session limit", "quota exce
 /// The error `type`/`code` of a 429 that is a quota refusal, not a rate limit.
 const INSUFFICIENT_QUOTA: &str = "insufficient_quota";
 
+/// Installs rustls' ring provider as the process default; idempotent.
+///
+/// With async-openai's `rustls-no-provider`, reqwest is built with rustls but no provider, and
+/// cargo unifies that feature for every crate in the same build: then *any* `reqwest::Client`
+/// built before a provider is installed panics — including other crates' plain-HTTP clients
+/// (e.g. the servers' backend client). Every binary that links this crate should call this
+/// first thing in `main`.
+pub fn install_crypto_provider() {
+    // Installing twice returns an error carrying the provider; nothing to do then.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// Bounded exponential backoff with jitter.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RetryPolicy {
@@ -171,11 +183,16 @@ impl std::fmt::Debug for OpenAiCompatible {
 }
 
 impl OpenAiCompatible {
-    /// Reads the key from `config.api_key_env` now; it is not read again.
+    /// Reads the key from the environment variable `config.api_key_env` now; it is not read again.
     pub fn new(config: ProviderConfig) -> Result<Self, SetupError> {
-        // rustls without a built-in provider panics on first use; installing twice is a no-op error.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let key = std::env::var(&config.api_key_env).ok().filter(|k| !k.is_empty()).ok_or_else(|| SetupError::MissingKey(config.api_key_env.clone()))?;
+        Self::with_key_source(config, |name| std::env::var(name).ok())
+    }
+
+    /// As [`Self::new`], looking the variable up with `lookup` instead of the process
+    /// environment (tests, which cannot set variables safely while other threads run).
+    pub fn with_key_source(config: ProviderConfig, lookup: impl FnOnce(&str) -> Option<String>) -> Result<Self, SetupError> {
+        install_crypto_provider();
+        let key = lookup(&config.api_key_env).filter(|k| !k.is_empty()).ok_or_else(|| SetupError::MissingKey(config.api_key_env.clone()))?;
         // OpenAIConfig::new() reads OPENAI_* variables; pin every field so only our config counts.
         let mut client_config = OpenAIConfig::new()
             .with_api_base(config.base_url.trim_end_matches('/'))
