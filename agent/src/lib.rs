@@ -5,13 +5,20 @@
 //!   model is offered, and execute calls through it.
 //! * [`oracle`]: the oracle provider, which replays the task's oracle plan instead of asking a
 //!   model; labelled `oracle` everywhere and never mixed into model results.
+//! * [`provider`]: the OpenAI-compatible model provider — tolerant parsing, exact usage, retries
+//!   it decides and counts itself, quota/session-limit detection; the API key never leaves it.
+//! * [`session`]: the model-driven agent loop, the fixed system prompt, the run-wide stop signal.
 //! * [`record`]: what a session leaves behind — validity, exact per-turn usage (nulls kept),
 //!   tool calls, the final answer.
 
 pub mod mcp;
 pub mod oracle;
+pub mod provider;
 pub mod record;
+pub mod session;
 pub mod session_record;
 
 pub use mcp::ServerConnection;
+pub use provider::{OpenAiCompatible, ProviderConfig, RetryPolicy};
 pub use record::{InvalidReason, SessionOutcome, Usage, Validity};
+pub use session::{SYSTEM_PROMPT, StopSignal, system_prompt_sha256, transcript_jsonl};

@@ -27,6 +27,7 @@ pub async fn run(conn: &ServerConnection, task_text: &str, plan: &tasks::OracleP
         turn_cap_hit: false,
         offered,
         oracle,
+        provider_retries: 0,
         started_at,
         ended_at: Utc::now(),
         transcript,

@@ -58,6 +58,7 @@ pub struct TurnRecord {
     pub usage: Usage,
     /// Retries this turn needed before it got an answer (429, 5xx, timeouts).
     pub retries: u32,
+    /// Of the attempt that answered (retries and their waits are not included).
     pub latency_ms: f64,
     pub finish_reason: Option<String>,
     /// Tool calls the model asked for in this turn.
@@ -128,6 +129,10 @@ pub struct SessionOutcome {
     pub turn_cap_hit: bool,
     pub offered: Offered,
     pub oracle: Option<OracleFloor>,
+    /// Provider retries over the whole session: the turns' `retries` plus those of a turn that
+    /// never got an answer (which has no [`TurnRecord`]).
+    #[serde(default)]
+    pub provider_retries: u32,
     pub started_at: DateTime<Utc>,
     pub ended_at: DateTime<Utc>,
     /// Messages and events in order; written beside the record, never inside it.
@@ -167,6 +172,7 @@ mod tests {
             turn_cap_hit: false,
             offered: Offered::default(),
             oracle: None,
+            provider_retries: 0,
             started_at: Utc::now(),
             ended_at: Utc::now(),
             transcript: vec![],

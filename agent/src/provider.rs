@@ -1,0 +1,575 @@
+//! The model provider: one OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, Ollama,
+//! llama.cpp's server, LiteLLM, …), with retries that the harness decides and counts itself.
+//!
+//! * Requests go through async-openai's `create_byot` path: the request is JSON we build, and the
+//!   response is parsed into [`ChatResponse`], our own tolerant type (real providers omit
+//!   `total_tokens`, `created` or `object`, invent finish reasons such as `"eos"`, send null usage).
+//! * async-openai's default client wraps every request in a retry layer (three retries of 429/5xx
+//!   within about 0.7 s) that the caller never sees. We install our own tower service through
+//!   its `middleware` feature instead, so each HTTP request is exactly one attempt; the retry loop
+//!   lives in [`OpenAiCompatible::complete`] and every retry is counted. The service also keeps
+//!   the status and headers of the attempt, which async-openai's error type drops (`Retry-After`).
+//! * The API key is read once from a named environment variable and lives only inside
+//!   async-openai's `SecretString`; extra header values (possibly secrets too) live only in its
+//!   header map. Neither is reachable through `Debug`, [`ProviderConfig::record_params`] or any
+//!   transcript event.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_openai::config::OpenAIConfig;
+use async_openai::error::OpenAIError;
+use async_openai::middleware::HttpRequestFactory;
+use reqwest::StatusCode;
+use reqwest::header::HeaderMap;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::record::Usage;
+
+pub const PROVIDER: &str = "openai_compatible";
+
+/// Phrases (matched case-insensitively) that make a 200 answer without tool calls a quota or
+/// session-limit refusal rather than a model's answer. Deliberately few and specific: a false
+/// match stops the whole run, loudly; a miss would score a refusal as the arm's failure.
+pub const LIMIT_PHRASES: &[&str] = &["usage limit", "session limit", "quota exceeded", "exceeded your current quota"];
+
+/// The error `type`/`code` of a 429 that is a quota refusal, not a rate limit.
+const INSUFFICIENT_QUOTA: &str = "insufficient_quota";
+
+/// Installs rustls' ring provider as the process default; idempotent.
+///
+/// With async-openai's `rustls-no-provider`, reqwest is built with rustls but no provider, and
+/// cargo unifies that feature for every crate in the same build: then *any* `reqwest::Client`
+/// built before a provider is installed panics — including other crates' plain-HTTP clients
+/// (e.g. the servers' backend client). Every binary that links this crate should call this
+/// first thing in `main`.
+pub fn install_crypto_provider() {
+    // Installing twice returns an error carrying the provider; nothing to do then.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// Bounded exponential backoff with jitter.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt of a turn.
+    pub max_retries: u32,
+    /// Delay before the first retry; doubled for each further one, with jitter in [½, 1]×.
+    pub base_delay: Duration,
+    /// Upper bound of any single wait, including one asked for by `Retry-After`.
+    pub max_delay: Duration,
+    /// Multiplies a `Retry-After` wait: 1.0 honours it as sent; tests shrink it.
+    pub retry_after_scale: f64,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self { max_retries: 5, base_delay: Duration::from_millis(500), max_delay: Duration::from_secs(60), retry_after_scale: 1.0 }
+    }
+}
+
+impl RetryPolicy {
+    /// The wait before retry number `retry` (0-based), honouring `retry_after` when given.
+    pub fn delay(&self, retry: u32, retry_after: Option<Duration>) -> Duration {
+        let wait = match retry_after {
+            Some(ra) => ra.mul_f64(self.retry_after_scale.max(0.0)),
+            None => {
+                let full = self.base_delay.saturating_mul(2u32.saturating_pow(retry));
+                full.mul_f64(0.5 + 0.5 * rand::random::<f64>())
+            }
+        };
+        wait.min(self.max_delay)
+    }
+}
+
+/// Everything that pins the model side of an experiment. Holds no secret itself except extra
+/// header values, which `Debug` and [`Self::record_params`] never show.
+#[derive(Clone)]
+pub struct ProviderConfig {
+    /// Base URL including the version path, e.g. `https://api.openai.com/v1`.
+    pub base_url: String,
+    /// Name of the environment variable holding the API key (the key itself is never stored).
+    pub api_key_env: String,
+    pub model: String,
+    pub temperature: Option<f32>,
+    pub max_tokens: Option<u32>,
+    pub seed: Option<i64>,
+    /// Whole-request timeout (connect, send, wait, read body).
+    pub request_timeout: Duration,
+    /// Extra request headers; the values may be secrets and are never recorded.
+    pub extra_headers: Vec<(String, String)>,
+    pub retry: RetryPolicy,
+}
+
+impl std::fmt::Debug for ProviderConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key_env", &self.api_key_env)
+            .field("model", &self.model)
+            .field("temperature", &self.temperature)
+            .field("max_tokens", &self.max_tokens)
+            .field("seed", &self.seed)
+            .field("request_timeout", &self.request_timeout)
+            .field("extra_headers", &self.header_names())
+            .field("retry", &self.retry)
+            .finish()
+    }
+}
+
+impl ProviderConfig {
+    pub fn new(base_url: impl Into<String>, api_key_env: impl Into<String>, model: impl Into<String>) -> Self {
+        Self {
+            base_url: base_url.into(),
+            api_key_env: api_key_env.into(),
+            model: model.into(),
+            temperature: None,
+            max_tokens: None,
+            seed: None,
+            request_timeout: Duration::from_secs(120),
+            extra_headers: vec![],
+            retry: RetryPolicy::default(),
+        }
+    }
+
+    /// Header names only: what a record may say about the extra headers.
+    pub fn header_names(&self) -> Vec<String> {
+        self.extra_headers.iter().map(|(k, _)| k.clone()).collect()
+    }
+
+    /// The parameters a record carries: no key, no header values.
+    pub fn record_params(&self) -> Value {
+        json!({
+            "provider": PROVIDER,
+            "base_url": self.base_url,
+            "api_key_env": self.api_key_env,
+            "model": self.model,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+            "request_timeout_ms": self.request_timeout.as_millis() as u64,
+            "extra_header_names": self.header_names(),
+            "max_retries": self.retry.max_retries,
+            "base_delay_ms": self.retry.base_delay.as_millis() as u64,
+            "max_delay_ms": self.retry.max_delay.as_millis() as u64,
+            "retry_after_scale": self.retry.retry_after_scale,
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("the API key variable {0} is unset or empty; export it before running against a model")]
+    MissingKey(String),
+    #[error("extra header {0:?} is not a valid HTTP header: {1}")]
+    BadHeader(String, String),
+    #[error("could not build the HTTP client: {0}")]
+    Http(String),
+}
+
+/// An OpenAI-compatible chat-completions endpoint with its pinned parameters.
+#[derive(Clone)]
+pub struct OpenAiCompatible {
+    config: ProviderConfig,
+    /// async-openai's config: holds the key (as a `SecretString`) and the extra headers.
+    client_config: OpenAIConfig,
+    http: reqwest::Client,
+}
+
+impl std::fmt::Debug for OpenAiCompatible {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiCompatible").field("config", &self.config).field("api_key", &"<redacted>").finish()
+    }
+}
+
+impl OpenAiCompatible {
+    /// Reads the key from the environment variable `config.api_key_env` now; it is not read again.
+    pub fn new(config: ProviderConfig) -> Result<Self, SetupError> {
+        Self::with_key_source(config, |name| std::env::var(name).ok())
+    }
+
+    /// As [`Self::new`], looking the variable up with `lookup` instead of the process
+    /// environment (tests, which cannot set variables safely while other threads run).
+    pub fn with_key_source(config: ProviderConfig, lookup: impl FnOnce(&str) -> Option<String>) -> Result<Self, SetupError> {
+        install_crypto_provider();
+        let key = lookup(&config.api_key_env).filter(|k| !k.is_empty()).ok_or_else(|| SetupError::MissingKey(config.api_key_env.clone()))?;
+        // OpenAIConfig::new() reads OPENAI_* variables; pin every field so only our config counts.
+        let mut client_config = OpenAIConfig::new()
+            .with_api_base(config.base_url.trim_end_matches('/'))
+            .with_api_key(key)
+            .with_org_id("")
+            .with_project_id("");
+        for (name, value) in &config.extra_headers {
+            let header = reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|e| SetupError::BadHeader(name.clone(), e.to_string()))?;
+            client_config = client_config.with_header(header, value.as_str()).map_err(|e| SetupError::BadHeader(name.clone(), e.to_string()))?;
+        }
+        let http = reqwest::Client::builder().timeout(config.request_timeout).build().map_err(|e| SetupError::Http(e.to_string()))?;
+        Ok(Self { config, client_config, http })
+    }
+
+    pub fn config(&self) -> &ProviderConfig {
+        &self.config
+    }
+
+    /// The request body of one turn.
+    pub fn request_body(&self, messages: &[Value], tools: &[Value]) -> Value {
+        let mut body = json!({ "model": self.config.model, "messages": messages, "stream": false });
+        if !tools.is_empty() {
+            body["tools"] = Value::Array(tools.to_vec());
+            body["tool_choice"] = json!("auto");
+        }
+        if let Some(t) = self.config.temperature {
+            body["temperature"] = json!(t);
+        }
+        if let Some(m) = self.config.max_tokens {
+            body["max_tokens"] = json!(m);
+        }
+        if let Some(s) = self.config.seed {
+            body["seed"] = json!(s);
+        }
+        body
+    }
+
+    /// One turn: sends the request, retrying transient faults within the policy. Every attempt
+    /// that failed is appended to `events` (status, verbatim error text, the wait before the next).
+    pub async fn complete(&self, messages: &[Value], tools: &[Value], events: &mut Vec<Value>) -> Result<Completion, ProviderFailure> {
+        let body = self.request_body(messages, tools);
+        let mut retries = 0u32;
+        loop {
+            let started = Instant::now();
+            let outcome = self.attempt(&body).await;
+            let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+            match outcome {
+                AttemptOutcome::Answer(response, raw) => {
+                    if let Some(text) = response.limit_refusal() {
+                        events.push(json!({ "event": "provider_limit", "status": 200, "text": text }));
+                        return Err(ProviderFailure::Limit { detail: text, retries });
+                    }
+                    let usage = response.usage();
+                    return Ok(Completion { response, raw, usage, retries, latency_ms });
+                }
+                AttemptOutcome::Limit(detail) => {
+                    events.push(json!({ "event": "provider_limit", "error": detail }));
+                    return Err(ProviderFailure::Limit { detail, retries });
+                }
+                AttemptOutcome::Fatal(detail) => {
+                    events.push(json!({ "event": "provider_error", "retryable": false, "error": detail }));
+                    return Err(ProviderFailure::Exhausted { detail, retries });
+                }
+                AttemptOutcome::Transient { detail, retry_after } => {
+                    if retries >= self.config.retry.max_retries {
+                        events.push(json!({ "event": "provider_error", "retryable": true, "error": detail, "gave_up_after_retries": retries }));
+                        return Err(ProviderFailure::Exhausted { detail, retries });
+                    }
+                    let wait = self.config.retry.delay(retries, retry_after);
+                    events.push(json!({
+                        "event": "provider_retry",
+                        "retry": retries + 1,
+                        "error": detail,
+                        "retry_after_s": retry_after.map(|d| d.as_secs_f64()),
+                        "wait_ms": wait.as_secs_f64() * 1000.0,
+                    }));
+                    tokio::time::sleep(wait).await;
+                    retries += 1;
+                }
+            }
+        }
+    }
+
+    /// Exactly one HTTP request, classified.
+    async fn attempt(&self, body: &Value) -> AttemptOutcome {
+        let seen: Arc<Mutex<Option<(StatusCode, HeaderMap)>>> = Arc::default();
+        let service = {
+            let http = self.http.clone();
+            let seen = seen.clone();
+            tower::service_fn(move |factory: HttpRequestFactory| {
+                let http = http.clone();
+                let seen = seen.clone();
+                async move {
+                    let request = factory.build().await?;
+                    let response = http.execute(request).await.map_err(OpenAIError::Reqwest)?;
+                    *seen.lock().unwrap() = Some((response.status(), response.headers().clone()));
+                    Ok::<_, OpenAIError>(response)
+                }
+            })
+        };
+        let client = async_openai::Client::build(self.http.clone(), self.client_config.clone()).with_http_service(service);
+        let result: Result<Value, OpenAIError> = client.chat().create_byot(body).await;
+        let seen = seen.lock().unwrap().take();
+        classify(result, seen)
+    }
+}
+
+/// What a turn's request produced.
+#[derive(Debug, Clone)]
+pub struct Completion {
+    pub response: ChatResponse,
+    /// The response body as received, for the transcript.
+    pub raw: Value,
+    pub usage: Usage,
+    pub retries: u32,
+    /// Of the attempt that answered.
+    pub latency_ms: f64,
+}
+
+/// Why a turn got no answer. `detail` is the provider's text, verbatim where it sent one.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProviderFailure {
+    /// Transient faults past the retry bound, or a fault not worth retrying (400, 401, 404, …).
+    Exhausted { detail: String, retries: u32 },
+    /// A quota or session/usage limit: the run must stop.
+    Limit { detail: String, retries: u32 },
+}
+
+impl ProviderFailure {
+    pub fn retries(&self) -> u32 {
+        match self {
+            Self::Exhausted { retries, .. } | Self::Limit { retries, .. } => *retries,
+        }
+    }
+}
+
+#[derive(Debug)]
+enum AttemptOutcome {
+    Answer(ChatResponse, Value),
+    Transient { detail: String, retry_after: Option<Duration> },
+    Limit(String),
+    Fatal(String),
+}
+
+fn classify(result: Result<Value, OpenAIError>, seen: Option<(StatusCode, HeaderMap)>) -> AttemptOutcome {
+    let status = seen.as_ref().map(|(s, _)| *s);
+    let retry_after = seen.as_ref().and_then(|(_, h)| retry_after(h));
+    match result {
+        Ok(raw) => match serde_json::from_value::<ChatResponse>(raw.clone()) {
+            Ok(r) if !r.choices.is_empty() => AttemptOutcome::Answer(r, raw),
+            Ok(_) => AttemptOutcome::Transient { detail: format!("response has no choices: {raw}"), retry_after: None },
+            Err(e) => AttemptOutcome::Transient { detail: format!("response is not a chat completion ({e}): {raw}"), retry_after: None },
+        },
+        Err(OpenAIError::ApiError(api)) => {
+            let e = &api.api_error;
+            let mut detail = format!("HTTP {}: {}", api.status_code, e.message);
+            if e.r#type.is_some() || e.code.is_some() {
+                detail.push_str(&format!(" [type: {}, code: {}]", e.r#type.as_deref().unwrap_or("-"), e.code.as_deref().unwrap_or("-")));
+            }
+            let quota = [e.r#type.as_deref(), e.code.as_deref()].contains(&Some(INSUFFICIENT_QUOTA));
+            match api.status_code.as_u16() {
+                429 if quota => AttemptOutcome::Limit(detail),
+                s if is_transient_status(s) => AttemptOutcome::Transient { detail, retry_after },
+                _ => AttemptOutcome::Fatal(detail),
+            }
+        }
+        // A body that is not JSON: async-openai keeps it verbatim.
+        Err(OpenAIError::JSONDeserialize(e, body)) => {
+            let code = status.map(|s| s.as_u16()).unwrap_or(200);
+            let detail = format!("HTTP {code}: unparseable body ({e}): {body}");
+            if (200..300).contains(&code) || is_transient_status(code) {
+                AttemptOutcome::Transient { detail, retry_after }
+            } else {
+                AttemptOutcome::Fatal(detail)
+            }
+        }
+        Err(OpenAIError::Reqwest(e)) if e.is_builder() => AttemptOutcome::Fatal(error_chain(&e)),
+        Err(OpenAIError::Reqwest(e)) => {
+            let what = if e.is_timeout() { "request timed out" } else { "request failed" };
+            AttemptOutcome::Transient { detail: format!("{what}: {}", error_chain(&e)), retry_after: None }
+        }
+        Err(other) => AttemptOutcome::Fatal(error_chain(&other)),
+    }
+}
+
+fn is_transient_status(code: u16) -> bool {
+    code == 408 || code == 429 || (500..600).contains(&code)
+}
+
+/// `Retry-After` in seconds (the HTTP-date form is not honoured; backoff applies instead).
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let v = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim();
+    let secs: f64 = v.parse().ok()?;
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut source = e.source();
+    while let Some(inner) = source {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        source = inner.source();
+    }
+    s
+}
+
+/// A chat completion as real providers send it: everything optional that any of them omits.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ChatResponse {
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub choices: Vec<Choice>,
+    /// Kept raw and read field by field: one odd usage field must not lose the whole answer.
+    #[serde(default)]
+    pub usage: Option<Value>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Choice {
+    #[serde(default)]
+    pub message: Option<AssistantMessage>,
+    /// Free text: providers use values OpenAI does not (`"eos"`).
+    #[serde(default)]
+    pub finish_reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct AssistantMessage {
+    /// A string, or (some providers) an array of content parts.
+    #[serde(default)]
+    pub content: Option<Value>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub tool_calls: Vec<WireToolCall>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct WireToolCall {
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub function: WireFunction,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct WireFunction {
+    #[serde(default)]
+    pub name: String,
+    /// A JSON-encoded string per the API; some servers send the object itself.
+    #[serde(default)]
+    pub arguments: Value,
+}
+
+impl WireFunction {
+    /// The arguments as the model wrote them.
+    pub fn arguments_text(&self) -> String {
+        match &self.arguments {
+            Value::String(s) => s.clone(),
+            Value::Null => String::new(),
+            other => other.to_string(),
+        }
+    }
+}
+
+fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+impl ChatResponse {
+    /// The first choice's message (the only one we ask for).
+    pub fn message(&self) -> AssistantMessage {
+        self.choices.first().and_then(|c| c.message.clone()).unwrap_or_default()
+    }
+
+    pub fn finish_reason(&self) -> Option<String> {
+        self.choices.first().and_then(|c| c.finish_reason.clone())
+    }
+
+    /// Usage exactly as sent: a missing, null or non-integer field is `None`.
+    pub fn usage(&self) -> Usage {
+        let Some(u) = self.usage.as_ref().filter(|u| u.is_object()) else {
+            return Usage::default();
+        };
+        let int = |v: &Value| v.as_u64();
+        Usage {
+            prompt_tokens: u.get("prompt_tokens").and_then(int),
+            completion_tokens: u.get("completion_tokens").and_then(int),
+            cached_prompt_tokens: u.pointer("/prompt_tokens_details/cached_tokens").and_then(int),
+            reasoning_tokens: u.pointer("/completion_tokens_details/reasoning_tokens").and_then(int),
+            total_tokens: u.get("total_tokens").and_then(int),
+        }
+    }
+
+    /// The verbatim text when this answer is a quota or session-limit refusal.
+    fn limit_refusal(&self) -> Option<String> {
+        let m = self.message();
+        if !m.tool_calls.is_empty() {
+            return None;
+        }
+        let text = m.text()?;
+        let lower = text.to_lowercase();
+        LIMIT_PHRASES.iter().any(|p| lower.contains(p)).then_some(text)
+    }
+}
+
+impl AssistantMessage {
+    /// The text content, joining content parts; `None` when there is none.
+    pub fn text(&self) -> Option<String> {
+        match self.content.as_ref()? {
+            Value::String(s) => Some(s.clone()),
+            Value::Array(parts) => Some(parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("")),
+            Value::Null => None,
+            other => Some(other.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(v: Value) -> ChatResponse {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn tolerates_what_real_providers_send() {
+        let r = parse(json!({
+            "choices": [{ "message": { "role": "assistant", "content": "hi" }, "finish_reason": "eos" }],
+            "usage": { "prompt_tokens": 12, "completion_tokens": 3, "prompt_tokens_details": { "cached_tokens": null } }
+        }));
+        assert_eq!(r.finish_reason().as_deref(), Some("eos"));
+        assert_eq!(r.message().text().as_deref(), Some("hi"));
+        assert_eq!(
+            r.usage(),
+            Usage { prompt_tokens: Some(12), completion_tokens: Some(3), cached_prompt_tokens: None, reasoning_tokens: None, total_tokens: None }
+        );
+        let null_usage = parse(json!({ "choices": [{ "message": { "content": null, "tool_calls": null } }], "usage": null }));
+        assert_eq!(null_usage.usage(), Usage::default());
+        assert!(null_usage.message().tool_calls.is_empty());
+    }
+
+    #[test]
+    fn limit_phrases_only_count_without_tool_calls() {
+        let text = parse(json!({ "choices": [{ "message": { "content": "You have hit your Usage Limit. Try again later." } }] }));
+        assert!(text.limit_refusal().is_some());
+        let ordinary = parse(json!({ "choices": [{ "message": { "content": "Customer 7 is Acme." } }] }));
+        assert!(ordinary.limit_refusal().is_none());
+        let with_call = parse(json!({ "choices": [{ "message": { "content": "usage limit", "tool_calls": [{ "id": "a", "type": "function", "function": { "name": "f", "arguments": "{}" } }] } }] }));
+        assert!(with_call.limit_refusal().is_none());
+    }
+
+    #[test]
+    fn backoff_is_bounded_and_retry_after_is_scaled() {
+        let p = RetryPolicy { max_retries: 3, base_delay: Duration::from_millis(100), max_delay: Duration::from_millis(300), retry_after_scale: 0.5 };
+        for retry in 0..10 {
+            let d = p.delay(retry, None);
+            assert!(d <= Duration::from_millis(300));
+            assert!(d >= Duration::from_millis(50).min(Duration::from_millis(300)));
+        }
+        assert_eq!(p.delay(0, Some(Duration::from_millis(400))), Duration::from_millis(200));
+        assert_eq!(p.delay(0, Some(Duration::from_secs(10))), Duration::from_millis(300));
+    }
+
+    #[test]
+    fn retry_after_seconds_parse() {
+        let mut h = HeaderMap::new();
+        h.insert(reqwest::header::RETRY_AFTER, "2".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
+        h.insert(reqwest::header::RETRY_AFTER, "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap());
+        assert_eq!(retry_after(&h), None);
+    }
+}

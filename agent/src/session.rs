@@ -1,0 +1,286 @@
+//! The model-driven session: the agent loop between an OpenAI-compatible model and one arm's MCP
+//! server, until a final answer or the turn cap.
+//!
+//! One turn is one model request: `[system, user(task), …history]` with the arm's functions and
+//! `tool_choice: "auto"`. Tool calls in a response run in the order given, one `tool` message each;
+//! a response without tool calls is the final answer. What goes wrong is recorded, never hidden:
+//! arguments that are not a JSON object and functions never offered are refused (and flagged) with
+//! a message the model can act on; tool errors reach the model as text; a broken transport ends
+//! the session as invalid `mcp_transport`; the provider's faults end it as `provider_error` or
+//! `quota_or_session_limit` (which also raises the run-wide [`StopSignal`]).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use chrono::Utc;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::mcp::{self, LIST_RESOURCES, READ_RESOURCE, ServerConnection, Toolbox};
+use crate::provider::{OpenAiCompatible, PROVIDER, ProviderFailure, WireToolCall};
+use crate::record::{CallKind, InvalidReason, Offered, SessionOutcome, ToolCallRecord, TurnRecord, Validity};
+
+/// The one system prompt of every model session, both arms: it names no tool and no pattern.
+pub const SYSTEM_PROMPT: &str = "You are an assistant that completes the user's request using the functions available. \
+When you are done, reply with a short final answer for the user.";
+
+/// sha256 of [`SYSTEM_PROMPT`], hex; part of the experiment manifest.
+pub fn system_prompt_sha256() -> String {
+    hex::encode(Sha256::digest(SYSTEM_PROMPT.as_bytes()))
+}
+
+/// Run-wide stop: raised by the first session that meets a quota or session limit, checked by
+/// every session before it starts and before each of its turns.
+#[derive(Debug, Clone, Default)]
+pub struct StopSignal {
+    raised: Arc<AtomicBool>,
+    reason: Arc<OnceLock<String>>,
+}
+
+impl StopSignal {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Raises the signal; the first reason given is kept.
+    pub fn raise(&self, reason: impl Into<String>) {
+        let _ = self.reason.set(reason.into());
+        self.raised.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_raised(&self) -> bool {
+        self.raised.load(Ordering::SeqCst)
+    }
+
+    /// The provider's text that raised it.
+    pub fn reason(&self) -> Option<&str> {
+        self.reason.get().map(String::as_str)
+    }
+
+    fn detail(&self) -> String {
+        format!("run stopped before this session could finish: an earlier quota or session limit: {}", self.reason().unwrap_or("(no text)"))
+    }
+}
+
+/// A session's state while it runs; [`Session::finish`] turns it into the outcome.
+struct Session {
+    started_at: chrono::DateTime<Utc>,
+    turns: Vec<TurnRecord>,
+    tool_calls: Vec<ToolCallRecord>,
+    offered: Offered,
+    transcript: Vec<Value>,
+    provider_retries: u32,
+}
+
+impl Session {
+    fn finish(mut self, validity: Validity, final_answer: Option<String>, turn_cap_hit: bool) -> SessionOutcome {
+        self.transcript.push(json!({ "event": "end", "validity": validity, "turn_cap_hit": turn_cap_hit, "final_answer": final_answer }));
+        SessionOutcome {
+            provider: PROVIDER.into(),
+            validity,
+            turns: self.turns,
+            tool_calls: self.tool_calls,
+            final_answer,
+            turn_cap_hit,
+            offered: self.offered,
+            oracle: None,
+            provider_retries: self.provider_retries,
+            started_at: self.started_at,
+            ended_at: Utc::now(),
+            transcript: self.transcript,
+        }
+    }
+
+    fn invalid(self, reason: InvalidReason, detail: impl Into<String>) -> SessionOutcome {
+        self.finish(Validity::invalid(reason, detail), None, false)
+    }
+
+    fn message(&mut self, turn: u32, message: &Value) {
+        self.transcript.push(json!({ "event": "message", "turn": turn, "message": message }));
+    }
+}
+
+/// Runs one session of `task_text` against the server at `conn`, driven by `provider`.
+pub async fn run(conn: &ServerConnection, task_text: &str, system_prompt: &str, turn_cap: u32, provider: &OpenAiCompatible, stop: &StopSignal) -> SessionOutcome {
+    let mut s = Session {
+        started_at: Utc::now(),
+        turns: vec![],
+        tool_calls: vec![],
+        offered: Offered::default(),
+        transcript: vec![json!({ "event": "start", "params": provider.config().record_params(), "turn_cap": turn_cap })],
+        provider_retries: 0,
+    };
+    if stop.is_raised() {
+        let detail = stop.detail();
+        return s.invalid(InvalidReason::QuotaOrSessionLimit, detail);
+    }
+    let client = match mcp::connect(conn).await {
+        Ok(c) => c,
+        Err(e) => return s.invalid(InvalidReason::McpTransport, e.to_string()),
+    };
+    let toolbox = match Toolbox::from_server(&client).await {
+        Ok(t) => t,
+        Err(e) => {
+            let _ = client.cancel().await;
+            return s.invalid(InvalidReason::McpTransport, e.to_string());
+        }
+    };
+    s.offered = toolbox.offered.clone();
+    s.transcript.push(json!({ "event": "offered", "functions": toolbox.offered.functions, "definitions": toolbox.definitions }));
+    let outcome = converse(&mut s, &client, &toolbox, task_text, system_prompt, turn_cap, provider, stop).await;
+    let _ = client.cancel().await;
+    match outcome {
+        End::Answer(text) => s.finish(Validity::Valid, text, false),
+        End::TurnCap => s.finish(Validity::Valid, None, true),
+        End::Invalid(reason, detail) => s.invalid(reason, detail),
+    }
+}
+
+enum End {
+    Answer(Option<String>),
+    TurnCap,
+    Invalid(InvalidReason, String),
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn converse(
+    s: &mut Session,
+    client: &mcp::Client,
+    toolbox: &Toolbox,
+    task_text: &str,
+    system_prompt: &str,
+    turn_cap: u32,
+    provider: &OpenAiCompatible,
+    stop: &StopSignal,
+) -> End {
+    let mut messages = vec![json!({ "role": "system", "content": system_prompt }), json!({ "role": "user", "content": task_text })];
+    s.message(0, &messages[0]);
+    s.message(0, &messages[1]);
+    for turn in 1..=turn_cap {
+        if stop.is_raised() {
+            return End::Invalid(InvalidReason::QuotaOrSessionLimit, stop.detail());
+        }
+        let completion = match provider.complete(&messages, &toolbox.definitions, &mut s.transcript).await {
+            Ok(c) => c,
+            Err(failure) => {
+                s.provider_retries += failure.retries();
+                return match failure {
+                    ProviderFailure::Exhausted { detail, .. } => End::Invalid(InvalidReason::ProviderError, detail),
+                    ProviderFailure::Limit { detail, .. } => {
+                        stop.raise(detail.clone());
+                        End::Invalid(InvalidReason::QuotaOrSessionLimit, detail)
+                    }
+                };
+            }
+        };
+        s.provider_retries += completion.retries;
+        let reply = completion.response.message();
+        s.transcript.push(json!({ "event": "response", "turn": turn, "latency_ms": completion.latency_ms, "retries": completion.retries, "body": completion.raw }));
+        s.turns.push(TurnRecord {
+            index: turn,
+            usage: completion.usage.clone(),
+            retries: completion.retries,
+            latency_ms: completion.latency_ms,
+            finish_reason: completion.response.finish_reason(),
+            tool_calls: reply.tool_calls.len() as u32,
+        });
+        if reply.tool_calls.is_empty() {
+            let answer = json!({ "role": "assistant", "content": reply.text() });
+            s.message(turn, &answer);
+            return End::Answer(reply.text());
+        }
+        let calls: Vec<(String, &WireToolCall)> =
+            reply.tool_calls.iter().enumerate().map(|(i, c)| (c.id.clone().unwrap_or_else(|| format!("call_{turn}_{i}")), c)).collect();
+        let assistant = json!({
+            "role": "assistant",
+            "content": reply.text(),
+            "tool_calls": calls.iter().map(|(id, c)| json!({
+                "id": id,
+                "type": "function",
+                "function": { "name": c.function.name, "arguments": c.function.arguments_text() },
+            })).collect::<Vec<_>>(),
+        });
+        s.message(turn, &assistant);
+        messages.push(assistant);
+        for (id, call) in calls {
+            let tool_message = match run_call(s, client, toolbox, turn, &id, call).await {
+                Ok(text) => json!({ "role": "tool", "tool_call_id": id, "content": text }),
+                Err(e) => return End::Invalid(InvalidReason::McpTransport, e.to_string()),
+            };
+            s.message(turn, &tool_message);
+            messages.push(tool_message);
+        }
+    }
+    End::TurnCap
+}
+
+/// Executes (or refuses) one call and records it; returns the text for the `tool` message.
+async fn run_call(s: &mut Session, client: &mcp::Client, toolbox: &Toolbox, turn: u32, id: &str, call: &WireToolCall) -> Result<String, mcp::TransportError> {
+    let name = call.function.name.as_str();
+    let args_text = call.function.arguments_text();
+    let mut record = ToolCallRecord {
+        turn,
+        kind: kind_of(name),
+        name: name.to_owned(),
+        args_bytes: args_text.len(),
+        result_bytes: 0,
+        is_error: false,
+        invalid_arguments: false,
+        unknown_tool: false,
+        latency_ms: 0.0,
+    };
+    let parsed = serde_json::from_str::<Value>(&args_text);
+    let text = if !toolbox.offers(name) {
+        record.unknown_tool = true;
+        record.is_error = true;
+        format!("Error: there is no function named {name:?}. Call one of the functions you were given.")
+    } else if !matches!(parsed, Ok(Value::Object(_))) {
+        record.invalid_arguments = true;
+        record.is_error = true;
+        let why = match &parsed {
+            Err(e) => format!("they are not valid JSON ({e})"),
+            Ok(_) => "they are not a JSON object".to_owned(),
+        };
+        format!("Error: the arguments for {name} could not be used: {why}. The function was not called; send the arguments as a JSON object.")
+    } else {
+        let args = parsed.unwrap_or_default();
+        let result = mcp::execute(client, name, &args).await;
+        if let Err(e) = &result {
+            s.transcript.push(json!({ "event": "call", "turn": turn, "tool_call_id": id, "name": name, "arguments": args_text, "transport_error": e.to_string() }));
+        }
+        let result = result?;
+        record.kind = result.kind;
+        record.is_error = result.is_error;
+        record.latency_ms = result.latency_ms;
+        result.text
+    };
+    record.result_bytes = text.len();
+    s.transcript.push(json!({
+        "event": "call",
+        "turn": turn,
+        "tool_call_id": id,
+        "name": name,
+        "arguments": args_text,
+        "result": text,
+        "is_error": record.is_error,
+        "invalid_arguments": record.invalid_arguments,
+        "unknown_tool": record.unknown_tool,
+        "latency_ms": record.latency_ms,
+    }));
+    s.tool_calls.push(record);
+    Ok(text)
+}
+
+fn kind_of(name: &str) -> CallKind {
+    match name {
+        LIST_RESOURCES => CallKind::ListResources,
+        READ_RESOURCE => CallKind::ReadResource,
+        _ => CallKind::Tool,
+    }
+}
+
+/// The transcript as JSON Lines, one event per line. It holds what the model was sent and what
+/// came back, never the API key or header values (they are not in any event).
+pub fn transcript_jsonl(outcome: &SessionOutcome) -> String {
+    outcome.transcript.iter().map(|e| format!("{e}\n")).collect()
+}

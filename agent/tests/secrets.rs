@@ -1,0 +1,57 @@
+//! No secret reaches a file: the API key and secret header values are sent to the model but
+//! appear in no record, transcript or debug output the harness could write.
+
+mod common;
+
+use agent::StopSignal;
+use common::*;
+use serde_json::json;
+
+#[tokio::test]
+async fn no_written_artefact_contains_the_key_or_a_header_value() {
+    let server = wrapper_without_backend().await;
+    let fake = FakeModel::start(vec![
+        Reply::json(tool_calls(&[("a", "customers_get", r#"{"id": 1}"#), ("b", "nope", "{")], usage(10, 1))),
+        Reply::raw(500, "transient"),
+        Reply::json(text("done", usage(20, 1))),
+    ])
+    .await;
+    let p = provider(config(&fake.base_url));
+    let ok = run(&server.conn, &p, &StopSignal::new(), 10).await;
+    assert!(ok.validity.is_valid());
+    // The key and the header did go to the model: the search below would find them if leaked.
+    assert_eq!(fake.received()[0].header("authorization"), Some(format!("Bearer {KEY}").as_str()));
+    assert_eq!(fake.received()[0].header(SECRET_HEADER), Some(SECRET_HEADER_VALUE));
+
+    let failing = FakeModel::start((0..4).map(|_| Reply::raw(503, "overloaded")).collect()).await;
+    let failed = run(&server.conn, &provider(config(&failing.base_url)), &StopSignal::new(), 10).await;
+    assert!(!failed.validity.is_valid());
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut written = vec![];
+    for (stem, out) in [("ok", &ok), ("failed", &failed)] {
+        let record = json!({ "params": p.config().record_params(), "outcome": out });
+        written.push((format!("{stem}.json"), serde_json::to_string_pretty(&record).unwrap()));
+        written.push((format!("{stem}.transcript.jsonl"), agent::transcript_jsonl(out)));
+        written.push((format!("{stem}.debug.txt"), format!("{out:#?}")));
+    }
+    written.push(("provider.debug.txt".into(), format!("{p:?}\n{p:#?}\n{:?}", p.config())));
+    for (name, content) in &written {
+        std::fs::write(dir.path().join(name), content).unwrap();
+    }
+
+    let mut checked = 0;
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let content = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        assert!(!content.is_empty());
+        for secret in [KEY, SECRET_HEADER_VALUE] {
+            assert!(!content.contains(secret), "a written file contains a secret");
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 7);
+    // What may be recorded is: the variable's name and the header's name.
+    let debug = std::fs::read_to_string(dir.path().join("provider.debug.txt")).unwrap();
+    assert!(debug.contains(KEY_ENV) && debug.contains(SECRET_HEADER));
+    assert!(agent::transcript_jsonl(&ok).lines().all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()));
+}
