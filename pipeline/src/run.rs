@@ -520,6 +520,7 @@ fn harness_failure(detail: String) -> SessionOutcome {
         oracle: None,
         started_at: now,
         ended_at: now,
+        provider_retries: 0,
         transcript: vec![],
     }
 }
