@@ -226,21 +226,19 @@ async fn bench_suite(k: u32, jobs: &[u32]) -> anyhow::Result<Vec<Figure>> {
     let mut figures = Vec::new();
     for &j in jobs {
         let dir = tempfile::tempdir().context("a scratch results folder")?;
-        let args = crate::run::RunArgs {
-            mcp: vec![],
-            module: vec![],
-            all: true,
-            models: vec!["oracle".into()],
-            k,
-            exp_name: Some(format!("bench_suite_jobs{j}")),
-            tasks: vec![],
-            scale: None,
-            jobs: j,
-            base_url: None,
-            transport: servers::transport::Transport::Stdio,
-            results_dir: dir.path().to_owned(),
-            tasks_dir: None,
-        };
+        let args = crate::run::RunArgs::from_flags(&[
+            "--all",
+            "--models",
+            "oracle",
+            "--k",
+            &k.to_string(),
+            "--jobs",
+            &j.to_string(),
+            "--exp-name",
+            &format!("bench_suite_jobs{j}"),
+            "--results-dir",
+            &dir.path().display().to_string(),
+        ])?;
         let started = Instant::now();
         let summary = crate::run::run(args).await?;
         let wall = started.elapsed();

@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use agent::record::{InvalidReason, Validity};
 use agent::session_record::{HarnessTimings, ModelSpec, SCHEMA_VERSION, SessionRecord, Totals};
-use agent::{ServerConnection, SessionOutcome};
+use agent::{OpenAiCompatible, ProviderConfig, ServerConnection, SessionOutcome, StopSignal};
 use anyhow::{Context, bail};
 use backend::local::LocalBackend;
 use backend::{Cluster, WorldSpec};
@@ -52,9 +52,27 @@ pub struct RunArgs {
     /// Sessions run in parallel, each on its own isolated world.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub jobs: u32,
-    /// OpenAI-compatible base URL for model runs.
-    #[arg(long, env = "OPENAI_BASE_URL")]
+    /// OpenAI-compatible base URL for model runs (OpenAI, a gateway, vLLM, Ollama, llama.cpp…).
+    #[arg(long, env = "OPENAI_BASE_URL", default_value = "https://api.openai.com/v1")]
     pub base_url: Option<String>,
+    /// Name of the environment variable holding the API key (the key itself is never written).
+    #[arg(long, default_value = "OPENAI_API_KEY")]
+    pub api_key_env: String,
+    /// Sampling temperature, pinned for the whole experiment.
+    #[arg(long, default_value_t = 0.0)]
+    pub temperature: f32,
+    /// Most tokens per model response.
+    #[arg(long)]
+    pub max_tokens: Option<u32>,
+    /// Sampling seed, where the provider supports one.
+    #[arg(long)]
+    pub seed: Option<i64>,
+    /// Seconds before one model request times out (it is then retried, bounded).
+    #[arg(long, default_value_t = 120)]
+    pub request_timeout_secs: u64,
+    /// Extra HTTP header for the model provider, `NAME=VALUE` (repeatable; values are never written).
+    #[arg(long = "header", value_parser = parse_header)]
+    pub headers: Vec<(String, String)>,
     /// How the agent reaches the servers.
     #[arg(long, value_enum, default_value = "stdio")]
     pub transport: Transport,
@@ -64,6 +82,24 @@ pub struct RunArgs {
     /// Folder holding the tasks.
     #[arg(long, env = "MCPBENCH_TASKS_DIR")]
     pub tasks_dir: Option<PathBuf>,
+}
+
+impl RunArgs {
+    /// Parses run flags as the command line would (for callers inside the binary).
+    pub fn from_flags(flags: &[&str]) -> anyhow::Result<Self> {
+        #[derive(clap::Parser)]
+        struct Only {
+            #[command(flatten)]
+            run: RunArgs,
+        }
+        use clap::Parser;
+        Ok(Only::try_parse_from(std::iter::once("pipeline").chain(flags.iter().copied()))?.run)
+    }
+}
+
+fn parse_header(s: &str) -> Result<(String, String), String> {
+    let (name, value) = s.split_once('=').ok_or_else(|| format!("--header takes NAME=VALUE, got {s:?}"))?;
+    Ok((name.trim().to_owned(), value.to_owned()))
 }
 
 /// One session to run.
@@ -110,24 +146,44 @@ fn default_exp_name(servers: &[&ServerEntry], args: &RunArgs) -> String {
     format!("{}_k{}", names.join("+"), args.k)
 }
 
-/// Model specs, refusing before anything is spent when a model run has no way to reach a model.
-fn select_models(args: &RunArgs) -> anyhow::Result<Vec<ModelSpec>> {
+/// Model specs and their providers, refusing before anything is spent when a model cannot be
+/// reached (no key) or its parameters are not pinned.
+fn select_models(args: &RunArgs) -> anyhow::Result<Vec<(ModelSpec, Option<Arc<OpenAiCompatible>>)>> {
     if args.models.is_empty() {
         bail!(
-            "no model given: pass --models oracle to replay the oracle plans, or --models MODEL_ID (with --base-url and an API key in \
-             OPENAI_API_KEY) for a model-driven run"
+            "no model given: pass --models oracle to replay the oracle plans, or --models MODEL_ID for a model-driven run \
+             (with the API key in ${} and, for a gateway or a local server, --base-url URL)",
+            args.api_key_env
         );
     }
     let mut out = Vec::new();
     for m in &args.models {
         if m == "oracle" {
-            out.push(ModelSpec::oracle());
-        } else {
-            bail!(
-                "model-driven runs are not wired into the pipeline yet (model {m:?}); use --models oracle. \
-                 Nothing was started."
-            );
+            out.push((ModelSpec::oracle(), None));
+            continue;
         }
+        let base_url = args.base_url.clone().unwrap_or_default();
+        let mut config = ProviderConfig::new(base_url.clone(), args.api_key_env.clone(), m.clone());
+        config.temperature = Some(args.temperature);
+        config.max_tokens = args.max_tokens;
+        config.seed = args.seed;
+        config.request_timeout = std::time::Duration::from_secs(args.request_timeout_secs);
+        config.extra_headers = args.headers.clone();
+        let provider = OpenAiCompatible::new(config).map_err(|e| {
+            anyhow::anyhow!(
+                "{e}. Nothing was started. Set the key (export {}=…, or --api-key-env NAME), point --base-url at your \
+                 OpenAI-compatible server ({base_url} now), or use --models oracle",
+                args.api_key_env
+            )
+        })?;
+        let spec = ModelSpec {
+            id: m.clone(),
+            provider: "openai_compatible".into(),
+            temperature: Some(f64::from(args.temperature)),
+            max_tokens: args.max_tokens,
+            seed: args.seed.map(|s| s as u64),
+        };
+        out.push((spec, Some(Arc::new(provider))));
     }
     Ok(out)
 }
@@ -239,7 +295,10 @@ pub struct RunSummary {
 
 pub async fn run(args: RunArgs) -> anyhow::Result<RunSummary> {
     let servers = select_servers(&args)?;
-    let models = select_models(&args)?;
+    let selected = select_models(&args)?;
+    let models: Vec<ModelSpec> = selected.iter().map(|(m, _)| m.clone()).collect();
+    let providers: std::collections::BTreeMap<String, Arc<OpenAiCompatible>> =
+        selected.into_iter().filter_map(|(m, p)| p.map(|p| (m.id, p))).collect();
     let tasks_dir = args.tasks_dir.clone().unwrap_or_else(tasks::default_tasks_dir);
     let mut modules: Vec<&str> = Vec::new();
     for s in &servers {
@@ -318,6 +377,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<RunSummary> {
         transport: args.transport,
         serve_prefix: vec![std::env::current_exe()?.display().to_string(), "serve".to_owned()],
         total: pending.len(),
+        providers,
+        stop: StopSignal::new(),
         done: AtomicUsize::new(0),
         valid: AtomicUsize::new(0),
         passed: AtomicUsize::new(0),
@@ -342,6 +403,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<RunSummary> {
         }
     }
     main.shutdown().await?;
+    summary.stopped_early = context.stop.is_raised();
     if let Some(e) = first_error {
         return Err(e);
     }
@@ -363,6 +425,9 @@ struct RunContext {
     transport: Transport,
     serve_prefix: Vec<String>,
     total: usize,
+    providers: std::collections::BTreeMap<String, Arc<OpenAiCompatible>>,
+    /// Raised by a quota or session-limit answer: no further session starts.
+    stop: StopSignal,
     done: AtomicUsize,
     valid: AtomicUsize,
     passed: AtomicUsize,
@@ -391,6 +456,9 @@ async fn worker(
         None => (main_url, main_world),
     };
     loop {
+        if ctx.stop.is_raised() {
+            break;
+        }
         let Some(job) = queue.lock().expect("queue").pop_front() else { break };
         let (mut record, transcript, harness_ms) = run_one(&ctx, &job, &url, &world).await;
         let path = record_path(&ctx.exp_dir, &job);
@@ -446,10 +514,16 @@ async fn run_one(ctx: &RunContext, job: &Job, url: &str, world: &backend::World)
     let (outcome, http_server) = match &baseline {
         Ok(_) => {
             let (conn, http_server) = connection(ctx, job.server, url).await;
-            let plan = task.plan_for(job.server.name);
-            let outcome = match plan {
-                Some(plan) if job.model.is_oracle() => agent::oracle::run(&conn, &task.text, plan).await,
-                _ => harness_failure(format!("no oracle plan for {}", job.server.name)),
+            let outcome = if job.model.is_oracle() {
+                match task.plan_for(job.server.name) {
+                    Some(plan) => agent::oracle::run(&conn, &task.text, plan).await,
+                    None => harness_failure(format!("no oracle plan for {}", job.server.name)),
+                }
+            } else {
+                match ctx.providers.get(&job.model.id) {
+                    Some(provider) => agent::session::run(&conn, &task.text, agent::SYSTEM_PROMPT, task.meta.turn_cap, provider, &ctx.stop).await,
+                    None => harness_failure(format!("no provider for model {}", job.model.id)),
+                }
             };
             (outcome, http_server)
         }
@@ -483,7 +557,7 @@ async fn run_one(ctx: &RunContext, job: &Job, url: &str, world: &backend::World)
         arm_position: job.arm_position,
         model: job.model.clone(),
         manifest_sha256: ctx.manifests.get(job.server.name).cloned().unwrap_or_default(),
-        system_prompt_sha256: None,
+        system_prompt_sha256: (!job.model.is_oracle()).then(agent::system_prompt_sha256),
         git_commit: ctx.git_commit.clone(),
         git_dirty: ctx.git_dirty,
         world_seed: task.meta.seed,
