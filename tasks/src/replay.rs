@@ -53,6 +53,22 @@ pub enum ReplayError {
     Answer(String),
 }
 
+/// The record of a resource listing or read, and its result parsed as JSON when it is JSON.
+fn resource_record(kind: CallKind, name: String, text: String, is_error: bool, started: Instant) -> (CallRecord, Value) {
+    let parsed = serde_json::from_str(&text).unwrap_or_else(|_| Value::String(text.clone()));
+    let record = CallRecord {
+        kind,
+        name,
+        arguments: Value::Null,
+        args_bytes: 0,
+        result_bytes: text.len(),
+        result: text,
+        is_error,
+        latency_ms: started.elapsed().as_secs_f64() * 1000.0,
+    };
+    (record, parsed)
+}
+
 /// Runs `plan` against the server behind `peer`. Fails on the first step that does not go as
 /// the plan says (an unexpected error, an expected error that did not happen, a missing value).
 pub async fn replay(plan: &OraclePlan, peer: &Peer<RoleClient>) -> Result<ReplayReport, ReplayError> {
@@ -95,17 +111,7 @@ pub async fn replay(plan: &OraclePlan, peer: &Peer<RoleClient>) -> Result<Replay
                 Err(rmcp::ServiceError::McpError(e)) => (e.message.to_string(), true),
                 Err(source) => return Err(ReplayError::Protocol { step: n, name: "list resources".into(), source }),
             };
-            let record = CallRecord {
-                kind: CallKind::ListResources,
-                name: "list resources".into(),
-                arguments: Value::Null,
-                args_bytes: 0,
-                result_bytes: text.len(),
-                result: text.clone(),
-                is_error,
-                latency_ms: started.elapsed().as_secs_f64() * 1000.0,
-            };
-            (record, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+            resource_record(CallKind::ListResources, "list resources".into(), text, is_error, started)
         } else {
             let uri_template = step.read.clone().unwrap_or_default();
             let uri = interpolate(&uri_template, &vars).map_err(|problem| ReplayError::Step { step: n, name: uri_template.clone(), problem })?;
@@ -126,17 +132,7 @@ pub async fn replay(plan: &OraclePlan, peer: &Peer<RoleClient>) -> Result<Replay
                 Err(rmcp::ServiceError::McpError(e)) => (e.message.to_string(), true),
                 Err(source) => return Err(ReplayError::Protocol { step: n, name: uri, source }),
             };
-            let record = CallRecord {
-                kind: CallKind::ReadResource,
-                name: uri.clone(),
-                arguments: Value::Null,
-                args_bytes: 0,
-                result_bytes: text.len(),
-                result: text.clone(),
-                is_error,
-                latency_ms: started.elapsed().as_secs_f64() * 1000.0,
-            };
-            (record, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+            resource_record(CallKind::ReadResource, uri, text, is_error, started)
         };
         let name = record.name.clone();
         if record.is_error != step.expect_error {
