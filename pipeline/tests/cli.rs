@@ -1,0 +1,39 @@
+//! The machine-readable listings users and scripts rely on: their `--json` shapes.
+
+use std::process::Command;
+
+fn json_lines(args: &[&str]) -> Vec<serde_json::Value> {
+    let out = Command::new(env!("CARGO_BIN_EXE_pipeline")).args(args).current_dir(env!("CARGO_MANIFEST_DIR")).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+#[test]
+fn servers_json_lists_ten_servers_with_launch_commands() {
+    let rows = json_lines(&["servers", "--json", "--backend-url", "http://127.0.0.1:8080"]);
+    assert_eq!(rows.len(), 10);
+    for r in &rows {
+        for field in ["name", "module", "role", "paired", "tools", "manifest_sha256", "command"] {
+            assert!(!r[field].is_null(), "{field} missing in {r}");
+        }
+        let cmd: Vec<&str> = r["command"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        assert_eq!(&cmd[1..], ["serve", r["name"].as_str().unwrap(), "--transport", "stdio", "--backend-url", "http://127.0.0.1:8080"]);
+    }
+    let patterns = rows.iter().filter(|r| r["role"] == "pattern").count();
+    assert_eq!(patterns, 5);
+}
+
+#[test]
+fn list_json_has_forty_tasks_with_plan_lengths_per_arm() {
+    let rows = json_lines(&["list", "--json"]);
+    assert_eq!(rows.len(), 40);
+    for r in &rows {
+        assert!(r["turn_cap"].as_u64().unwrap() >= 1);
+        assert!(r["tags"].is_array());
+        let calls = r["oracle_calls"].as_object().unwrap();
+        assert_eq!(calls.len(), 2, "{r}");
+        assert!(calls.values().all(|c| c.as_u64().unwrap() >= 1));
+    }
+    let modules: std::collections::BTreeSet<&str> = rows.iter().map(|r| r["module"].as_str().unwrap()).collect();
+    assert_eq!(modules.len(), 5);
+}
