@@ -401,6 +401,19 @@ pub async fn check_cmd(args: CheckArgs) -> anyhow::Result<()> {
 /// `pipeline run SPEC`: check, then the run loop with exactly the spec's settings.
 pub async fn run_cmd(args: CheckArgs) -> anyhow::Result<()> {
     let (spec, manifest) = check_or_exit(&args).await?;
+    // Resuming is for the same spec only: sessions of another spec (or of a flag-started run)
+    // must never be mixed into this experiment's records.
+    let previous = exp_dir_of(&spec, &args.results_dir)?.join("manifest.json");
+    if let Ok(text) = std::fs::read_to_string(&previous) {
+        let before: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        let sha = before["check"]["spec_sha256"].as_str();
+        anyhow::ensure!(
+            sha == Some(manifest.spec_sha256.as_str()),
+            "{} holds sessions of {}; a spec run resumes only its own sessions. Nothing was started: give the spec a new experiment name",
+            previous.parent().map(|p| p.display().to_string()).unwrap_or_default(),
+            sha.map_or("a run started without this spec".to_owned(), |s| format!("another spec (sha256 {s})"))
+        );
+    }
     let models: BTreeSet<String> = spec.arms.iter().map(|a| format!("{:?}", a.effective_model(&spec.model))).collect();
     anyhow::ensure!(
         models.len() == 1,
@@ -457,6 +470,10 @@ pub async fn run_cmd(args: CheckArgs) -> anyhow::Result<()> {
     run_args.exact_tasks = true;
     run_args.build_dir = args.dirs.build_dir.clone();
     run_args.check = Some(serde_json::to_value(&manifest)?);
+    run_args.frozen = Some((
+        spec.hashes.tasks.iter().map(|(id, h)| (id.clone(), h.sha256.clone())).collect(),
+        spec.hashes.manifests.iter().map(|(name, m)| (name.clone(), m.sha256.clone())).collect(),
+    ));
     let summary = crate::run::run(run_args).await?;
     crate::run::print_summary(&summary);
     Ok(())

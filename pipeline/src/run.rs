@@ -91,6 +91,10 @@ pub struct RunArgs {
     /// Set by `pipeline run SPEC`: the gate results, copied into the experiment manifest.
     #[arg(skip)]
     pub check: Option<serde_json::Value>,
+    /// Set by `pipeline run SPEC`: the frozen sha256 per task id and per server; the run stops
+    /// before any session if an input changed between the check and the run.
+    #[arg(skip)]
+    pub frozen: Option<(std::collections::BTreeMap<String, String>, std::collections::BTreeMap<String, String>)>,
 }
 
 impl RunArgs {
@@ -323,6 +327,15 @@ pub async fn run(args: RunArgs) -> anyhow::Result<RunSummary> {
         }
         tasks_by_module.push((m.to_string(), ts.into_iter().map(Arc::new).collect::<Vec<_>>()));
     }
+    if let Some((frozen_tasks, _)) = &args.frozen {
+        for t in tasks_by_module.iter().flat_map(|(_, ts)| ts.iter()) {
+            anyhow::ensure!(
+                frozen_tasks.get(&t.id) == Some(&t.sha256),
+                "G3 frozen inputs: task {} changed between the check and the run; nothing was started",
+                t.key()
+            );
+        }
+    }
     let jobs = plan_jobs(&models, &tasks_by_module, &servers, args.k);
     if jobs.is_empty() {
         bail!("no task matches --tasks {:?}", args.tasks);
@@ -334,6 +347,14 @@ pub async fn run(args: RunArgs) -> anyhow::Result<RunSummary> {
     let mut manifests = std::collections::BTreeMap::new();
     for s in &servers {
         manifests.insert(s.name, servers::ToolManifest::of(s, "http://127.0.0.1:9").await?.sha256());
+    }
+    if let Some((_, frozen_manifests)) = &args.frozen {
+        for (name, sha) in &manifests {
+            anyhow::ensure!(
+                frozen_manifests.get(*name) == Some(sha),
+                "G3 frozen inputs: the tool manifest of {name} changed between the check and the run; nothing was started"
+            );
+        }
     }
     let manifest = ExperimentManifest {
         schema_version: SCHEMA_VERSION,

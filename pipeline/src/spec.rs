@@ -182,7 +182,20 @@ pub struct ArmManifest {
 
 impl Spec {
     pub fn parse(text: &str) -> anyhow::Result<Self> {
-        toml::from_str(text).map_err(|e| anyhow::anyhow!("{}", e.to_string().trim_end()))
+        let spec: Self = toml::from_str(text).map_err(|e| anyhow::anyhow!("{}", e.to_string().trim_end()))?;
+        spec.validate()?;
+        Ok(spec)
+    }
+
+    /// Value checks the types cannot express; each error names its field.
+    fn validate(&self) -> anyhow::Result<()> {
+        let e = &self.experiment;
+        anyhow::ensure!(!e.is_empty() && !e.contains('/') && !e.contains('\\') && !e.starts_with('.'), "experiment: must be a plain folder name, not {e:?}");
+        anyhow::ensure!((1..=1000).contains(&self.reps), "reps: must be 1 to 1000, not {}", self.reps);
+        anyhow::ensure!((1..=64).contains(&self.jobs), "jobs: must be 1 to 64, not {}", self.jobs);
+        anyhow::ensure!(!self.model.id.trim().is_empty(), "model.id: must not be empty");
+        anyhow::ensure!(self.arms.len() >= 2, "arms: an experiment compares two arms, the spec has {}", self.arms.len());
+        Ok(())
     }
 
     pub fn to_toml(&self) -> anyhow::Result<String> {

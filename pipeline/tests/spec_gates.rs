@@ -174,6 +174,19 @@ fn frozen_oracle_spec_passes_check_and_runs() {
     }
     let manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(env.exp_dir().join("manifest.json")).unwrap()).unwrap();
     assert_eq!(manifest["check"]["status"], "VALID", "the run manifest carries the gate results");
+
+    // The same spec resumes (nothing left to run); another spec may not add to these records.
+    let out = env.cmd("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && err.contains("4 already recorded, 0 to run"), "{err}");
+    let mut other = spec.clone();
+    other.insert("jobs".into(), toml::Value::Integer(2));
+    env.write_spec(&other);
+    let out = env.cmd("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("resumes only its own sessions") && err.contains("Nothing was started"), "{err}");
+    assert_eq!(records(&env.exp_dir()).len(), 4);
 }
 
 #[test]
@@ -186,6 +199,13 @@ fn unknown_spec_field_is_refused_by_name() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("temprature"), "the error names the field: {err}");
+    let mut spec = env.freeze(&["--models", "oracle"]);
+    spec.insert("reps".into(), toml::Value::Integer(0));
+    env.write_spec(&spec);
+    let out = env.cmd("check");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("reps"), "the error names the field: {err}");
     assert!(!env.exp_dir().exists());
 }
 
