@@ -5,9 +5,11 @@
 //! (`pipeline bench …`). Later issues add tasks, runs and reports.
 
 mod bench;
+mod check;
 mod list_cmd;
 mod run;
 mod servers_cmd;
+mod spec;
 
 use clap::{Parser, Subcommand};
 
@@ -35,6 +37,12 @@ enum Command {
     /// Benchmarks of the harness itself (figures, not pass/fail).
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Write an experiment spec (TOML) pinning the model, tasks, arms and the sha256 of every input.
+    Freeze(spec::FreezeArgs),
+    /// Run the gates G1–G7 against a spec and write its manifest; spends nothing.
+    Check(check::CheckArgs),
+    /// Check a spec, then run it (refuses, with zero sessions, when a gate fails).
+    Run(check::CheckArgs),
 }
 
 #[tokio::main]
@@ -52,5 +60,8 @@ async fn main() -> anyhow::Result<()> {
         Command::Serve(args) => servers_cmd::serve(args).await,
         Command::List(args) => list_cmd::run(args),
         Command::Bench(cmd) => bench::run(cmd).await,
+        Command::Freeze(args) => spec::freeze_cmd(args).await,
+        Command::Check(args) => check::check_cmd(args).await,
+        Command::Run(args) => check::run_cmd(args).await,
     }
 }

@@ -82,6 +82,19 @@ pub struct RunArgs {
     /// Folder holding the tasks.
     #[arg(long, env = "MCPBENCH_TASKS_DIR")]
     pub tasks_dir: Option<PathBuf>,
+    /// Set by `pipeline run SPEC`: `--tasks` are exact ids, not substrings.
+    #[arg(skip)]
+    pub exact_tasks: bool,
+    /// Set by `pipeline run SPEC`: the git work tree whose commit the records carry.
+    #[arg(skip)]
+    pub build_dir: Option<PathBuf>,
+    /// Set by `pipeline run SPEC`: the gate results, copied into the experiment manifest.
+    #[arg(skip)]
+    pub check: Option<serde_json::Value>,
+    /// Set by `pipeline run SPEC`: the frozen sha256 per task id and per server; the run stops
+    /// before any session if an input changed between the check and the run.
+    #[arg(skip)]
+    pub frozen: Option<(std::collections::BTreeMap<String, String>, std::collections::BTreeMap<String, String>)>,
 }
 
 impl RunArgs {
@@ -251,6 +264,9 @@ struct ExperimentManifest<'a> {
     jobs: u32,
     transport: Transport,
     created_at: chrono::DateTime<chrono::Utc>,
+    /// The spec check (gate results) this run was started from, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    check: Option<&'a serde_json::Value>,
 }
 
 #[derive(Debug, Serialize)]
@@ -268,14 +284,6 @@ struct ManifestTask {
     turn_cap: u32,
     seed: u64,
     scale: u32,
-}
-
-/// The commit the binary runs from, and whether the work tree differs from it.
-pub fn git_state() -> (Option<String>, Option<bool>) {
-    let run = |args: &[&str]| std::process::Command::new("git").args(args).output().ok().filter(|o| o.status.success());
-    let commit = run(&["rev-parse", "HEAD"]).map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
-    let dirty = run(&["status", "--porcelain", "--untracked-files=no"]).map(|o| !o.stdout.is_empty());
-    (commit, dirty)
 }
 
 /// Counts for the closing summary.
@@ -310,7 +318,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<RunSummary> {
     for m in &modules {
         let mut ts = tasks::load_module(&tasks_dir, m).with_context(|| format!("loading the tasks of {m}"))?;
         if !args.tasks.is_empty() {
-            ts.retain(|t| args.tasks.iter().any(|f| t.id.contains(f.as_str())));
+            ts.retain(|t| args.tasks.iter().any(|f| if args.exact_tasks { t.id == *f } else { t.id.contains(f.as_str()) }));
         }
         if let Some(scale) = args.scale {
             for t in &mut ts {
@@ -319,6 +327,15 @@ pub async fn run(args: RunArgs) -> anyhow::Result<RunSummary> {
         }
         tasks_by_module.push((m.to_string(), ts.into_iter().map(Arc::new).collect::<Vec<_>>()));
     }
+    if let Some((frozen_tasks, _)) = &args.frozen {
+        for t in tasks_by_module.iter().flat_map(|(_, ts)| ts.iter()) {
+            anyhow::ensure!(
+                frozen_tasks.get(&t.id) == Some(&t.sha256),
+                "G3 frozen inputs: task {} changed between the check and the run; nothing was started",
+                t.key()
+            );
+        }
+    }
     let jobs = plan_jobs(&models, &tasks_by_module, &servers, args.k);
     if jobs.is_empty() {
         bail!("no task matches --tasks {:?}", args.tasks);
@@ -326,10 +343,18 @@ pub async fn run(args: RunArgs) -> anyhow::Result<RunSummary> {
     let exp = args.exp_name.clone().unwrap_or_else(|| default_exp_name(&servers, &args));
     anyhow::ensure!(!exp.is_empty() && !exp.contains('/') && !exp.starts_with('.'), "--exp-name must be a plain folder name");
     let exp_dir = args.results_dir.join(&exp);
-    let (git_commit, git_dirty) = git_state();
+    let (git_commit, git_dirty) = crate::spec::git_state_at(args.build_dir.as_deref());
     let mut manifests = std::collections::BTreeMap::new();
     for s in &servers {
         manifests.insert(s.name, servers::ToolManifest::of(s, "http://127.0.0.1:9").await?.sha256());
+    }
+    if let Some((_, frozen_manifests)) = &args.frozen {
+        for (name, sha) in &manifests {
+            anyhow::ensure!(
+                frozen_manifests.get(*name) == Some(sha),
+                "G3 frozen inputs: the tool manifest of {name} changed between the check and the run; nothing was started"
+            );
+        }
     }
     let manifest = ExperimentManifest {
         schema_version: SCHEMA_VERSION,
@@ -351,6 +376,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<RunSummary> {
         jobs: args.jobs,
         transport: args.transport,
         created_at: chrono::Utc::now(),
+        check: args.check.as_ref(),
     };
     write_atomically(&exp_dir.join("manifest.json"), &serde_json::to_vec_pretty(&manifest)?)?;
 

@@ -1,0 +1,361 @@
+//! Experiment specs (DESIGN §9): a TOML file that pins the model and its parameters, the module
+//! and tasks, the reps, the arms, the declared treatment key(s), and the sha256 of every input.
+//! `pipeline freeze` writes one with the current hashes; `pipeline check SPEC` runs the gates
+//! against it (see `check.rs`); `pipeline run SPEC` checks, then runs.
+//!
+//! ```toml
+//! experiment = "tool_orchestrator_oracle_k1"
+//! module = "tool_orchestrator"
+//! tasks = ["lena_goes_on_leave"]      # optional; absent = every task of the module
+//! reps = 1
+//! jobs = 1
+//! transport = "stdio"
+//! treatment = ["server"]              # the keys in which arms may differ
+//! allow_dirty = false                 # true: a dirty build passes G2, recorded loudly
+//!
+//! [model]
+//! id = "oracle"                       # or a model id, with base_url, api_key_env, temperature, seed, max_tokens
+//!
+//! [[arms]]
+//! server = "orchestrator"             # optional per-arm overrides: model, base_url, api_key_env, temperature, max_tokens, seed
+//!
+//! [[arms]]
+//! server = "wrapper"
+//!
+//! [hashes]
+//! build = "<git commit>"
+//! system_prompt = "<sha256>"
+//!
+//! [hashes.tasks.lena_goes_on_leave]
+//! sha256 = "<sha256 of the task folder>"
+//! seed = 42
+//! scale = 1
+//!
+//! [hashes.manifests.orchestrator]
+//! sha256 = "<sha256 of the tool manifest>"
+//! tools = ["…"]
+//! resources = false
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use servers::registry;
+use servers::transport::Transport;
+
+/// One experiment, as declared.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    /// The folder under the results directory.
+    pub experiment: String,
+    pub module: String,
+    /// Task ids (exact); absent or empty = every task of the module.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<String>,
+    /// Repetitions of every task on every arm (k).
+    pub reps: u32,
+    pub jobs: u32,
+    pub transport: Transport,
+    /// The keys in which arms may differ (`server`, and any per-arm model key).
+    pub treatment: Vec<String>,
+    /// A dirty work tree passes G2 (the manifest then says so, loudly).
+    #[serde(default)]
+    pub allow_dirty: bool,
+    pub model: ModelParams,
+    pub arms: Vec<Arm>,
+    pub hashes: Hashes,
+}
+
+/// The model and its parameters, for every arm unless an arm overrides one.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ModelParams {
+    /// A model id, or `oracle` (replays the oracle plans; no provider, no parameters).
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// Name of the environment variable holding the API key (never the key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<i64>,
+}
+
+impl ModelParams {
+    pub fn is_oracle(&self) -> bool {
+        self.id == "oracle"
+    }
+}
+
+/// One arm: a server, and optional overrides of the model parameters.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Arm {
+    pub server: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<i64>,
+}
+
+/// The keys an arm can set, in the order G4 reports them.
+pub const ARM_KEYS: &[&str] = &["server", "model", "base_url", "api_key_env", "temperature", "max_tokens", "seed"];
+
+impl Arm {
+    /// The model this arm really uses: the experiment's, with this arm's overrides.
+    pub fn effective_model(&self, base: &ModelParams) -> ModelParams {
+        ModelParams {
+            id: self.model.clone().unwrap_or_else(|| base.id.clone()),
+            base_url: self.base_url.clone().or_else(|| base.base_url.clone()),
+            api_key_env: self.api_key_env.clone().or_else(|| base.api_key_env.clone()),
+            temperature: self.temperature.or(base.temperature),
+            max_tokens: self.max_tokens.or(base.max_tokens),
+            seed: self.seed.or(base.seed),
+        }
+    }
+
+    /// The value of `key` for this arm (effective), as comparable text.
+    pub fn key_value(&self, key: &str, base: &ModelParams) -> String {
+        let m = self.effective_model(base);
+        let show = |v: Option<String>| v.unwrap_or_else(|| "unset".into());
+        match key {
+            "server" => self.server.clone(),
+            "model" => m.id,
+            "base_url" => show(m.base_url),
+            "api_key_env" => show(m.api_key_env),
+            "temperature" => show(m.temperature.map(|t| t.to_string())),
+            "max_tokens" => show(m.max_tokens.map(|t| t.to_string())),
+            "seed" => show(m.seed.map(|t| t.to_string())),
+            _ => "unknown key".into(),
+        }
+    }
+}
+
+/// The sha256 of every input, as frozen.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Hashes {
+    /// The git commit of the build.
+    pub build: String,
+    /// sha256 of the agent's system prompt.
+    pub system_prompt: String,
+    /// Per task id: the folder hash and the world it runs on.
+    pub tasks: BTreeMap<String, TaskHash>,
+    /// Per server name: the tool manifest's hash and what it offers.
+    pub manifests: BTreeMap<String, ArmManifest>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TaskHash {
+    /// sha256 over every file of the task folder (names and bytes).
+    pub sha256: String,
+    pub seed: u64,
+    pub scale: u32,
+}
+
+/// An arm's frozen tool manifest: its hash, and the tool names G1 holds the agent to.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ArmManifest {
+    pub sha256: String,
+    /// The tool names the manifest lists; the agent must offer exactly these…
+    pub tools: Vec<String>,
+    /// …plus its two generic resource functions iff this is true.
+    pub resources: bool,
+}
+
+impl Spec {
+    pub fn parse(text: &str) -> anyhow::Result<Self> {
+        let spec: Self = toml::from_str(text).map_err(|e| anyhow::anyhow!("{}", e.to_string().trim_end()))?;
+        spec.validate()?;
+        Ok(spec)
+    }
+
+    /// Value checks the types cannot express; each error names its field.
+    fn validate(&self) -> anyhow::Result<()> {
+        let e = &self.experiment;
+        anyhow::ensure!(!e.is_empty() && !e.contains('/') && !e.contains('\\') && !e.starts_with('.'), "experiment: must be a plain folder name, not {e:?}");
+        anyhow::ensure!((1..=1000).contains(&self.reps), "reps: must be 1 to 1000, not {}", self.reps);
+        anyhow::ensure!((1..=64).contains(&self.jobs), "jobs: must be 1 to 64, not {}", self.jobs);
+        anyhow::ensure!(!self.model.id.trim().is_empty(), "model.id: must not be empty");
+        anyhow::ensure!(self.arms.len() >= 2, "arms: an experiment compares two arms, the spec has {}", self.arms.len());
+        Ok(())
+    }
+
+    pub fn to_toml(&self) -> anyhow::Result<String> {
+        Ok(toml::to_string(self)?)
+    }
+}
+
+/// Where inputs live: shared by `freeze`, `check` and `run`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct InputDirs {
+    /// Folder holding the tasks.
+    #[arg(long, env = "MCPBENCH_TASKS_DIR")]
+    pub tasks_dir: Option<PathBuf>,
+    /// The git work tree the build is checked against (G2). Default: the current directory.
+    #[arg(long, env = "MCPBENCH_BUILD_DIR")]
+    pub build_dir: Option<PathBuf>,
+}
+
+impl InputDirs {
+    pub fn tasks_dir(&self) -> PathBuf {
+        self.tasks_dir.clone().unwrap_or_else(tasks::default_tasks_dir)
+    }
+}
+
+/// `pipeline freeze`.
+#[derive(Debug, clap::Args)]
+pub struct FreezeArgs {
+    /// The pattern module (both its arms).
+    #[arg(long)]
+    pub module: String,
+    /// The model id, or `oracle`.
+    #[arg(long)]
+    pub models: String,
+    /// Repetitions of every task on every arm.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub k: u32,
+    /// Write the spec here (default: standard output).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Only these task ids (exact), comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub tasks: Vec<String>,
+    /// Experiment name. Default: `<module>_<model>_k<k>`.
+    #[arg(long)]
+    pub exp_name: Option<String>,
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub jobs: u32,
+    #[arg(long, value_enum, default_value = "stdio")]
+    pub transport: Transport,
+    /// OpenAI-compatible base URL (model runs only).
+    #[arg(long, env = "OPENAI_BASE_URL")]
+    pub base_url: Option<String>,
+    /// Name of the environment variable holding the API key (model runs only).
+    #[arg(long, default_value = "OPENAI_API_KEY")]
+    pub api_key_env: String,
+    #[arg(long)]
+    pub temperature: Option<f64>,
+    #[arg(long)]
+    pub max_tokens: Option<u32>,
+    #[arg(long)]
+    pub seed: Option<i64>,
+    /// Let a dirty build pass G2 (recorded loudly).
+    #[arg(long)]
+    pub allow_dirty: bool,
+    #[command(flatten)]
+    pub dirs: InputDirs,
+}
+
+/// The commit at `dir` (or the current directory) and whether its tracked files differ from it.
+pub fn git_state_at(dir: Option<&Path>) -> (Option<String>, Option<bool>) {
+    let run = |args: &[&str]| {
+        let mut c = std::process::Command::new("git");
+        if let Some(d) = dir {
+            c.arg("-C").arg(d);
+        }
+        c.args(args).output().ok().filter(|o| o.status.success())
+    };
+    let commit = run(&["rev-parse", "HEAD"]).map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+    let dirty = run(&["status", "--porcelain", "--untracked-files=no"]).map(|o| !o.stdout.is_empty());
+    (commit, dirty)
+}
+
+/// The tasks a spec selects, from the module's folder: exactly `ids` if given, else all.
+/// Ids that do not exist are returned as the second value.
+pub fn select_tasks(tasks_dir: &Path, module: &str, ids: &[String]) -> anyhow::Result<(Vec<tasks::Task>, Vec<String>)> {
+    let all = tasks::load_module(tasks_dir, module).with_context(|| format!("loading the tasks of {module}"))?;
+    if ids.is_empty() {
+        return Ok((all, vec![]));
+    }
+    let missing = ids.iter().filter(|id| !all.iter().any(|t| &t.id == *id)).cloned().collect();
+    Ok((all.into_iter().filter(|t| ids.contains(&t.id)).collect(), missing))
+}
+
+/// The spec for the current inputs.
+pub async fn freeze(args: &FreezeArgs) -> anyhow::Result<Spec> {
+    let (pattern, control) =
+        registry::arms(&args.module).with_context(|| format!("no module named {:?}; modules: {}", args.module, registry::modules().join(", ")))?;
+    let (tasks, missing) = select_tasks(&args.dirs.tasks_dir(), &args.module, &args.tasks)?;
+    anyhow::ensure!(missing.is_empty(), "no task {missing:?} in {}", args.module);
+    anyhow::ensure!(!tasks.is_empty(), "no tasks in {}", args.module);
+    let (commit, dirty) = git_state_at(args.dirs.build_dir.as_deref());
+    let commit = commit.context("the build is not a git work tree (G2 needs a commit; see --build-dir)")?;
+    if dirty == Some(true) {
+        eprintln!("warning: the work tree is dirty; the frozen commit {commit} is not what is built");
+    }
+    let mut manifests = BTreeMap::new();
+    for arm in [pattern, control] {
+        let m = servers::ToolManifest::of(arm, "http://127.0.0.1:9").await?;
+        manifests.insert(
+            arm.name.to_owned(),
+            ArmManifest { sha256: m.sha256(), tools: m.tool_names().into_iter().map(str::to_owned).collect(), resources: m.resources },
+        );
+    }
+    let oracle = args.models == "oracle";
+    let model = if oracle {
+        ModelParams { id: "oracle".into(), ..Default::default() }
+    } else {
+        ModelParams {
+            id: args.models.clone(),
+            base_url: Some(args.base_url.clone().unwrap_or_else(|| "https://api.openai.com/v1".into())),
+            api_key_env: Some(args.api_key_env.clone()),
+            temperature: args.temperature,
+            max_tokens: args.max_tokens,
+            seed: args.seed,
+        }
+    };
+    let model_slug: String = args.models.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' }).collect();
+    Ok(Spec {
+        experiment: args.exp_name.clone().unwrap_or_else(|| format!("{}_{model_slug}_k{}", args.module, args.k)),
+        module: args.module.clone(),
+        tasks: args.tasks.clone(),
+        reps: args.k,
+        jobs: args.jobs,
+        transport: args.transport,
+        treatment: vec!["server".into()],
+        allow_dirty: args.allow_dirty,
+        model,
+        arms: vec![Arm { server: pattern.name.into(), ..Default::default() }, Arm { server: control.name.into(), ..Default::default() }],
+        hashes: Hashes {
+            build: commit,
+            system_prompt: agent::system_prompt_sha256(),
+            tasks: tasks.iter().map(|t| (t.id.clone(), TaskHash { sha256: t.sha256.clone(), seed: t.meta.seed, scale: t.meta.scale })).collect(),
+            manifests,
+        },
+    })
+}
+
+pub async fn freeze_cmd(args: FreezeArgs) -> anyhow::Result<()> {
+    let spec = freeze(&args).await?;
+    let text = format!(
+        "# Experiment spec frozen by `pipeline freeze` at {}. `pipeline check` verifies it; `pipeline run` spends.\n{}",
+        chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        spec.to_toml()?
+    );
+    match &args.out {
+        Some(path) => {
+            crate::run::write_atomically(path, text.as_bytes())?;
+            eprintln!("spec {} written to {}", spec.experiment, path.display());
+        }
+        None => print!("{text}"),
+    }
+    Ok(())
+}
