@@ -405,6 +405,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<RunSummary> {
         total: pending.len(),
         providers,
         stop: StopSignal::new(),
+        progress: progress_bar(pending.len() as u64),
         done: AtomicUsize::new(0),
         valid: AtomicUsize::new(0),
         passed: AtomicUsize::new(0),
@@ -429,6 +430,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<RunSummary> {
         }
     }
     main.shutdown().await?;
+    if let Some(bar) = &context.progress {
+        bar.finish();
+    }
     summary.stopped_early = context.stop.is_raised();
     if let Some(e) = first_error {
         return Err(e);
@@ -454,6 +458,8 @@ struct RunContext {
     providers: std::collections::BTreeMap<String, Arc<OpenAiCompatible>>,
     /// Raised by a quota or session-limit answer: no further session starts.
     stop: StopSignal,
+    /// A progress bar on a terminal; plain log lines otherwise.
+    progress: Option<indicatif::ProgressBar>,
     done: AtomicUsize,
     valid: AtomicUsize,
     passed: AtomicUsize,
@@ -497,24 +503,43 @@ async fn worker(
         let valid = ctx.valid.fetch_add(usize::from(record.validity.is_valid()), Ordering::Relaxed) + usize::from(record.validity.is_valid());
         let passed_now = record.verifier.as_ref().is_some_and(|v| v.verdict == tasks::Verdict::Passed);
         let passed = ctx.passed.fetch_add(usize::from(passed_now), Ordering::Relaxed) + usize::from(passed_now);
-        eprintln!(
-            "[{done}/{}] {} {} rep {} on {}: {} ({} valid, {} passed, {:.1}s elapsed)",
-            ctx.total,
+        let elapsed = ctx.started.elapsed().as_secs_f64();
+        let eta = elapsed / done as f64 * (ctx.total - done) as f64;
+        let line = format!(
+            "{} {} rep {} on {}: {} · {valid} valid, {} invalid, {passed} passed",
             record.model.id,
             record.task,
             record.rep,
             record.server,
             verdict_word(&record),
-            valid,
-            passed,
-            ctx.started.elapsed().as_secs_f64()
+            done - valid
         );
+        match &ctx.progress {
+            Some(bar) => {
+                bar.set_message(line);
+                bar.inc(1);
+            }
+            None => eprintln!("[{done}/{}] {line} ({elapsed:.1}s elapsed, ~{eta:.0}s left)", ctx.total),
+        }
         results.lock().expect("results").push((record, harness_ms));
     }
     if let Some(b) = own {
         b.shutdown().await?;
     }
     Ok(())
+}
+
+/// A bar with done/total, elapsed and an estimate, when stderr is a terminal.
+fn progress_bar(total: u64) -> Option<indicatif::ProgressBar> {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new(total);
+    let style = indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} [{elapsed_precise}, ~{eta} left] {wide_msg}")
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    bar.set_style(style);
+    Some(bar)
 }
 
 fn verdict_word(r: &SessionRecord) -> String {
