@@ -75,11 +75,7 @@ fn rows(s: &Summary) -> Vec<Row> {
         let groups = s.oracle_floors.iter().map(|f| (f.module.clone(), None, None, [floor(&f.module, "pattern"), floor(&f.module, "control")])).collect();
         out.push(Row {
             label: "no model sessions — oracle floors only".into(),
-            panels: vec![
-                Panel { title: "success rate % (no model data)", groups: vec![] },
-                Panel { title: "turns (no model data)", groups: vec![] },
-                Panel { title: "input tokens — oracle floor (estimate)", groups },
-            ],
+            panels: vec![Panel { title: "oracle floor: estimated tokens per session (estimate, not a measurement)", groups }],
         });
     }
     out
@@ -91,7 +87,10 @@ pub fn bar_count(s: &Summary) -> usize {
 }
 
 fn size(s: &Summary) -> (u32, u32) {
-    (PANEL_W * 3, ROW_H * rows(s).len().max(1) as u32)
+    let rows = rows(s);
+    let groups = rows.iter().flat_map(|r| &r.panels).map(|p| p.groups.len()).max().unwrap_or(1);
+    let panel_w = PANEL_W.max(150 * groups as u32);
+    (panel_w * 3, ROW_H * rows.len().max(1) as u32)
 }
 
 pub fn render_svg(s: &Summary) -> Result<String> {
@@ -123,7 +122,7 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, s: &Summary) -> Resul
     let row_areas = root.split_evenly((rows.len(), 1));
     for (row, area) in rows.iter().zip(row_areas) {
         let area = area.titled(&row.label, ("sans-serif", 18)).map_err(err)?;
-        for (panel, pa) in row.panels.iter().zip(area.split_evenly((1, 3))) {
+        for (panel, pa) in row.panels.iter().zip(area.split_evenly((1, row.panels.len().max(1)))) {
             draw_panel(&pa, panel)?;
         }
     }
@@ -142,7 +141,8 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &Panel) -> R
             ymax = ymax.max(*v);
         }
     }
-    let ymax = if ymax <= 0.0 { 1.0 } else { ymax * 1.15 };
+    // Headroom so the legend (upper right) does not cover bars or markers.
+    let ymax = if ymax <= 0.0 { 1.0 } else { ymax * 1.4 };
     let mut chart = ChartBuilder::on(area)
         .caption(p.title, ("sans-serif", 14))
         .margin(8)
@@ -178,23 +178,27 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &Panel) -> R
             }))
             .map_err(err)?;
     }
-    let markers: Vec<(f64, f64)> = p
+    let markers: Vec<(f64, f64, usize)> = p
         .groups
         .iter()
         .enumerate()
         .flat_map(|(i, g)| {
             g.3.iter().enumerate().filter_map(move |(j, v)| {
                 let (x0, x1) = bar_at(i, j);
-                v.map(|v| ((x0 + x1) / 2.0, v))
+                v.map(|v| ((x0 + x1) / 2.0, v, j))
             })
         })
         .collect();
-    if !markers.is_empty() {
+    for (j, color, name) in [(0usize, PATTERN, "pattern oracle floor (estimate)"), (1, CONTROL, "control oracle floor (estimate)")] {
+        let arm: Vec<(f64, f64)> = markers.iter().filter(|m| m.2 == j).map(|m| (m.0, m.1)).collect();
+        if arm.is_empty() {
+            continue;
+        }
         chart
-            .draw_series(markers.iter().map(|&(x, y)| Cross::new((x, y), 7, BLACK.stroke_width(2))))
+            .draw_series(arm.iter().map(|&(x, y)| Cross::new((x, y), 7, color.stroke_width(3))))
             .map_err(err)?
-            .label("oracle floor (estimate)")
-            .legend(|(x, y)| Cross::new((x + 5, y), 5, BLACK.stroke_width(2)));
+            .label(name)
+            .legend(move |(x, y)| Cross::new((x + 5, y), 5, color.stroke_width(2)));
     }
     if p.groups.iter().any(|g| g.1.is_some() || g.2.is_some()) || !markers.is_empty() {
         chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).label_font(("sans-serif", 11)).draw().map_err(err)?;

@@ -129,6 +129,21 @@ pub fn render(s: &Summary) -> String {
     if !s.oracle_floors.is_empty() {
         writeln!(o, "## Oracle structural floors\n").unwrap();
         writeln!(o, "Scripted oracle plans, no model: the minimum calls and bytes each arm needs. Tokens are an **estimate** (bytes / 4), never a measurement, and are never mixed into model results.\n").unwrap();
+        writeln!(o, "| module | pattern server | control server | tasks | calls Σ pattern / control | est. tokens Σ pattern / control (estimate) | pattern − control (estimate) |").unwrap();
+        writeln!(o, "| --- | --- | --- | ---: | ---: | ---: | ---: |").unwrap();
+        for f in &s.oracle_floors {
+            let server = |role: &str| f.rows.iter().find(|r| r.role == role).map(|r| r.server.clone()).unwrap_or_else(|| "—".into());
+            let calls = |role: &str| -> f64 { f.rows.iter().filter(|r| r.role == role).filter_map(|r| r.calls).sum() };
+            let tok = |role: &str| f.total_estimated_tokens.get(role).copied();
+            let tasks: std::collections::BTreeSet<&str> = f.rows.iter().map(|r| r.task.as_str()).collect();
+            let delta = match (tok("pattern"), tok("control")) {
+                (Some(p), Some(c)) if c > 0 => format!("{} ({})", signed(p as f64 - c as f64), signed_pct((p as f64 - c as f64) / c as f64)),
+                _ => "—".into(),
+            };
+            let t = |x: Option<u64>| x.map(|v| v.to_string()).unwrap_or_else(|| "—".into());
+            writeln!(o, "| {} | {} | {} | {} | {} / {} | {} / {} | {} |", f.module, server("pattern"), server("control"), tasks.len(), num(calls("pattern")), num(calls("control")), t(tok("pattern")), t(tok("control")), delta).unwrap();
+        }
+        writeln!(o).unwrap();
         for f in &s.oracle_floors {
             writeln!(o, "### {}\n", f.module).unwrap();
             writeln!(o, "| task | role | server | valid/sessions | passed | calls | schema bytes | args bytes | result bytes | est. tokens (estimate) |").unwrap();

@@ -250,7 +250,15 @@ fn snapshots_of_markdown_and_json() {
             std::fs::write(&path, got).unwrap();
         }
         let want = std::fs::read_to_string(&path).unwrap_or_default();
-        assert_eq!(got, &want, "{name} changed; rerun with UPDATE_SNAPSHOTS=1 and review the diff");
+        if got != &want {
+            let first = got.lines().zip(want.lines()).position(|(a, b)| a != b).unwrap_or(got.lines().count().min(want.lines().count()));
+            panic!(
+                "{name} changed at line {}:\n  got:  {:?}\n  want: {:?}\nrerun with UPDATE_SNAPSHOTS=1 and review the diff",
+                first + 1,
+                got.lines().nth(first),
+                want.lines().nth(first)
+            );
+        }
     }
     // Attrition comes first.
     let attr = rep.markdown.find("## Attrition").unwrap();
