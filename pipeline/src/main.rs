@@ -2,8 +2,9 @@
 //!
 //! Today it serves the synthetic backend (`pipeline backend`), lists and runs the MCP servers
 //! (`pipeline servers`, `pipeline serve NAME`) and measures the harness's own costs
-//! (`pipeline bench …`). Later issues add tasks, runs and reports.
+//! (`pipeline bench …`), runs experiments and reports on them (`pipeline aggregate`).
 
+mod aggregate_cmd;
 mod bench;
 mod list_cmd;
 mod run;
@@ -35,6 +36,8 @@ enum Command {
     /// Benchmarks of the harness itself (figures, not pass/fail).
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Report on an experiment: attrition, metrics with intervals, verdicts, charts, HTML.
+    Aggregate(aggregate_cmd::AggregateArgs),
 }
 
 #[tokio::main]
@@ -52,5 +55,6 @@ async fn main() -> anyhow::Result<()> {
         Command::Serve(args) => servers_cmd::serve(args).await,
         Command::List(args) => list_cmd::run(args),
         Command::Bench(cmd) => bench::run(cmd).await,
+        Command::Aggregate(args) => aggregate_cmd::run(args),
     }
 }
