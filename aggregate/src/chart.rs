@@ -189,7 +189,16 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &Panel) -> R
             })
         })
         .collect();
-    for (j, color, name) in [(0usize, PATTERN, "pattern oracle floor (estimate)"), (1, CONTROL, "control oracle floor (estimate)")] {
+    // Over bars, arm-coloured crosses would vanish: draw them black at each arm's bar centre.
+    let has_bars = p.groups.iter().any(|g| g.1.is_some() || g.2.is_some());
+    for (j, arm_color, name) in [(0usize, PATTERN, "pattern oracle floor (estimate)"), (1, CONTROL, "control oracle floor (estimate)")] {
+        let color = if has_bars { BLACK } else { arm_color };
+        let name = if has_bars && j == 0 { "oracle floor (estimate), per arm" } else { name };
+        if has_bars && j == 1 && markers.iter().any(|m| m.2 == 0) {
+            // One legend entry is enough for black markers.
+            chart.draw_series(markers.iter().filter(|m| m.2 == 1).map(|&(x, y, _)| Cross::new((x, y), 7, color.stroke_width(3)))).map_err(err)?;
+            continue;
+        }
         let arm: Vec<(f64, f64)> = markers.iter().filter(|m| m.2 == j).map(|m| (m.0, m.1)).collect();
         if arm.is_empty() {
             continue;
@@ -201,7 +210,7 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &Panel) -> R
             .legend(move |(x, y)| Cross::new((x + 5, y), 5, color.stroke_width(2)));
     }
     if p.groups.iter().any(|g| g.1.is_some() || g.2.is_some()) || !markers.is_empty() {
-        chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).label_font(("sans-serif", 11)).draw().map_err(err)?;
+        chart.configure_series_labels().position(SeriesLabelPosition::UpperRight).background_style(WHITE.mix(0.8)).border_style(BLACK).label_font(("sans-serif", 11)).draw().map_err(err)?;
     }
     // Module names under each group.
     for (i, g) in p.groups.iter().enumerate() {
