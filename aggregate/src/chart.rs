@@ -33,10 +33,12 @@ struct Bar {
     ci: Option<Interval>,
 }
 
+/// One module's group: (name, pattern bar, control bar, oracle floor markers [pattern, control]).
+type Group = (String, Option<Bar>, Option<Bar>, [Option<f64>; 2]);
+
 struct Panel {
     title: &'static str,
-    /// Per module: (pattern, control, oracle floor markers (pattern, control)).
-    groups: Vec<(String, Option<Bar>, Option<Bar>, [Option<f64>; 2])>,
+    groups: Vec<Group>,
 }
 
 struct Row {

@@ -304,3 +304,12 @@ fn malformed_record_names_the_file() {
     let empty = tempfile::tempdir().unwrap();
     assert!(matches!(aggregate::report(empty.path(), None, &Options::default()), Err(aggregate::AggregateError::NoRecords { .. })));
 }
+
+#[test]
+fn the_example_price_table_parses() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("prices.example.toml");
+    let t = PriceTable::load(&path).unwrap();
+    assert!(t.models.contains_key("example-model-id"));
+    let bad = PriceTable::parse("[models.x]\ninput = -1.0\noutput = 1.0\n", Path::new("p.toml")).unwrap_err();
+    assert!(bad.to_string().contains("p.toml"), "{bad}");
+}
