@@ -2,8 +2,9 @@
 //!
 //! Today it serves the synthetic backend (`pipeline backend`), lists and runs the MCP servers
 //! (`pipeline servers`, `pipeline serve NAME`) and measures the harness's own costs
-//! (`pipeline bench …`). Later issues add tasks, runs and reports.
+//! (`pipeline bench …`), runs experiments and reports on them (`pipeline aggregate`).
 
+mod aggregate_cmd;
 mod bench;
 mod check;
 mod list_cmd;
@@ -43,6 +44,8 @@ enum Command {
     Check(check::CheckArgs),
     /// Check a spec, then run it (refuses, with zero sessions, when a gate fails).
     Run(check::CheckArgs),
+    /// Report on an experiment: attrition, metrics with intervals, verdicts, charts, HTML.
+    Aggregate(aggregate_cmd::AggregateArgs),
 }
 
 #[tokio::main]
@@ -63,5 +66,6 @@ async fn main() -> anyhow::Result<()> {
         Command::Freeze(args) => spec::freeze_cmd(args).await,
         Command::Check(args) => check::check_cmd(args).await,
         Command::Run(args) => check::run_cmd(args).await,
+        Command::Aggregate(args) => aggregate_cmd::run(args),
     }
 }

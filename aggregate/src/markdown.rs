@@ -1,0 +1,237 @@
+//! The Markdown report: attrition first, then per model and module the side-by-side table, the
+//! paired differences and the verdict, the per-task table, then the oracle floors.
+
+use std::fmt::Write;
+
+use crate::metrics::{ArmMetrics, Diff, Dist, ModuleReport, Summary, TaskArm};
+use crate::stats::Interval;
+
+pub(crate) fn num(x: f64) -> String {
+    if x.abs() >= 100.0 || x.fract() == 0.0 { format!("{x:.0}") } else { format!("{x:.1}") }
+}
+
+fn opt_num(x: Option<f64>) -> String {
+    x.map(num).unwrap_or_else(|| "—".into())
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+fn ci(i: Option<Interval>, f: fn(f64) -> String) -> String {
+    i.map(|i| format!(" [{}, {}]", f(i.lo), f(i.hi))).unwrap_or_default()
+}
+
+fn signed(x: f64) -> String {
+    if x > 0.0 { format!("+{}", num(x)) } else { num(x) }
+}
+
+fn signed_pct(x: f64) -> String {
+    if x > 0.0 { format!("+{:.1}%", x * 100.0) } else { format!("{:.1}%", x * 100.0) }
+}
+
+/// "median / mean [ci] (n, k null)".
+pub(crate) fn dist_cell(d: &Dist) -> String {
+    if d.n == 0 {
+        return if d.missing > 0 { format!("— ({} null)", d.missing) } else { "—".into() };
+    }
+    let mut s = format!("{} / {}{}", opt_num(d.median), opt_num(d.mean), ci(d.mean_ci95, num));
+    if d.missing > 0 {
+        write!(s, " ({} null)", d.missing).unwrap();
+    }
+    s
+}
+
+fn cost_cell(d: &Dist) -> String {
+    if d.n == 0 {
+        return if d.missing > 0 { format!("— ({} unpriced/null)", d.missing) } else { "—".into() };
+    }
+    let f = |x: f64| format!("${x:.4}");
+    let mut s = format!("{} / {}", d.median.map(f).unwrap_or_default(), d.mean.map(f).unwrap_or_default());
+    if d.missing > 0 {
+        write!(s, " ({} unpriced/null)", d.missing).unwrap();
+    }
+    s
+}
+
+fn diff_cell(d: &Option<Diff>, rate: bool) -> String {
+    let Some(d) = d else { return "—".into() };
+    let mut s = if rate {
+        format!("{}{}", signed_pct(d.mean), ci(d.ci95, signed_pct))
+    } else {
+        let mut s = format!("{}{}", signed(d.mean), ci(d.ci95, signed));
+        if let Some(r) = d.relative {
+            write!(s, " ({}{})", signed_pct(r), ci(d.relative_ci95, signed_pct)).unwrap();
+        }
+        s
+    };
+    write!(s, " · n={}", d.n).unwrap();
+    if d.missing > 0 {
+        write!(s, ", {} null", d.missing).unwrap();
+    }
+    s
+}
+
+fn invalid_list(m: &std::collections::BTreeMap<String, usize>) -> String {
+    if m.is_empty() { "—".into() } else { m.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join(", ") }
+}
+
+fn tri(b: Option<bool>) -> &'static str {
+    match b {
+        Some(true) => "yes",
+        Some(false) => "no",
+        None => "unknown",
+    }
+}
+
+fn task_arm(a: &TaskArm) -> String {
+    if a.k == 0 {
+        return "— | — | —".into();
+    }
+    let mut s = format!("{}/{} valid passed", a.passed, a.valid);
+    if a.could_not_score > 0 {
+        write!(s, ", {} could not score", a.could_not_score).unwrap();
+    }
+    if a.valid < a.k {
+        write!(s, " ({} invalid)", a.k - a.valid).unwrap();
+    }
+    format!("{s} | {} | {}", tri(a.pass_at_k), tri(a.pass_all_k))
+}
+
+fn arm_col(a: &Option<ArmMetrics>, f: impl Fn(&ArmMetrics) -> String) -> String {
+    a.as_ref().map(f).unwrap_or_else(|| "no sessions".into())
+}
+
+pub fn render(s: &Summary) -> String {
+    let mut o = String::new();
+    let exp = if s.experiments.is_empty() { "(none)".to_string() } else { s.experiments.join(", ") };
+    writeln!(o, "# mcp-pattern-bench report — {exp}\n").unwrap();
+
+    writeln!(o, "## Attrition (attempted vs valid sessions)\n").unwrap();
+    writeln!(o, "| model | module | server | role | attempted | valid | invalid (reason: count) |").unwrap();
+    writeln!(o, "| --- | --- | --- | --- | ---: | ---: | --- |").unwrap();
+    for r in &s.attrition {
+        let model = if r.provider == "oracle" { format!("{} (oracle floor)", r.model) } else { r.model.clone() };
+        writeln!(o, "| {model} | {} | {} | {} | {} | {} | {} |", r.module, r.server, r.role, r.attempted, r.valid, invalid_list(&r.invalid)).unwrap();
+    }
+    writeln!(o).unwrap();
+
+    if s.models.is_empty() {
+        writeln!(o, "No model sessions: nothing to compare (oracle floors below are structural, not model results).\n").unwrap();
+    }
+    for m in &s.models {
+        writeln!(o, "## Model `{}` ({})\n", m.model, m.provider).unwrap();
+        for module in &m.modules {
+            render_module(&mut o, module, s.prices_loaded);
+        }
+    }
+
+    if !s.oracle_floors.is_empty() {
+        writeln!(o, "## Oracle structural floors\n").unwrap();
+        writeln!(o, "Scripted oracle plans, no model: the minimum calls and bytes each arm needs. Tokens are an **estimate** (bytes / 4), never a measurement, and are never mixed into model results.\n").unwrap();
+        writeln!(o, "| module | pattern server | control server | tasks | calls Σ pattern / control | est. tokens Σ pattern / control (estimate) | pattern − control (estimate) |").unwrap();
+        writeln!(o, "| --- | --- | --- | ---: | ---: | ---: | ---: |").unwrap();
+        for f in &s.oracle_floors {
+            let server = |role: &str| f.rows.iter().find(|r| r.role == role).map(|r| r.server.clone()).unwrap_or_else(|| "—".into());
+            let calls = |role: &str| -> f64 { f.rows.iter().filter(|r| r.role == role).filter_map(|r| r.calls).sum() };
+            let tok = |role: &str| f.total_estimated_tokens.get(role).copied();
+            let tasks: std::collections::BTreeSet<&str> = f.rows.iter().map(|r| r.task.as_str()).collect();
+            let delta = match (tok("pattern"), tok("control")) {
+                (Some(p), Some(c)) if c > 0 => format!("{} ({})", signed(p as f64 - c as f64), signed_pct((p as f64 - c as f64) / c as f64)),
+                _ => "—".into(),
+            };
+            let t = |x: Option<u64>| x.map(|v| v.to_string()).unwrap_or_else(|| "—".into());
+            writeln!(o, "| {} | {} | {} | {} | {} / {} | {} / {} | {} |", f.module, server("pattern"), server("control"), tasks.len(), num(calls("pattern")), num(calls("control")), t(tok("pattern")), t(tok("control")), delta).unwrap();
+        }
+        writeln!(o).unwrap();
+        for f in &s.oracle_floors {
+            writeln!(o, "### {}\n", f.module).unwrap();
+            writeln!(o, "| task | role | server | valid/sessions | passed | calls | schema bytes | args bytes | result bytes | est. tokens (estimate) |").unwrap();
+            writeln!(o, "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |").unwrap();
+            for r in &f.rows {
+                writeln!(
+                    o,
+                    "| {} | {} | {} | {}/{} | {} | {} | {} | {} | {} | {} |",
+                    r.task,
+                    r.role,
+                    r.server,
+                    r.valid,
+                    r.sessions,
+                    r.passed,
+                    opt_num(r.calls),
+                    opt_num(r.schema_bytes),
+                    opt_num(r.args_bytes),
+                    opt_num(r.result_bytes),
+                    opt_num(r.estimated_tokens)
+                )
+                .unwrap();
+            }
+            let totals: Vec<String> = f.total_estimated_tokens.iter().map(|(role, t)| format!("{role} {t}")).collect();
+            writeln!(o, "\nEstimated tokens summed over tasks: {}.\n", if totals.is_empty() { "—".into() } else { totals.join(", ") }).unwrap();
+        }
+    }
+
+    writeln!(o, "## Method\n").unwrap();
+    writeln!(o, "- Success: {}; \"could not score\" counts as not passed and is shown apart from \"failed\".", s.method.success_interval).unwrap();
+    writeln!(o, "- Differences: {} ({} resamples, seed {}).", s.method.difference_interval, s.method.bootstrap_resamples, s.method.bootstrap_seed).unwrap();
+    writeln!(o, "- Distributions are over valid sessions, shown as median / mean [95% CI of the mean]; null usage is counted, never treated as 0.").unwrap();
+    writeln!(o, "- Verdict (needs ≥ {} valid pairs): {}", s.method.min_pairs_for_verdict, s.method.verdict_rules).unwrap();
+    writeln!(o, "- Power: {}", s.method.power_method).unwrap();
+    o
+}
+
+fn render_module(o: &mut String, m: &ModuleReport, prices_loaded: bool) {
+    writeln!(o, "### {} — verdict: **{}**\n", m.module, m.verdict.as_str()).unwrap();
+    writeln!(o, "{}.\n", m.verdict_reason).unwrap();
+    for n in &m.notices {
+        writeln!(o, "> {n}\n").unwrap();
+    }
+    let (p, c) = (&m.pattern, &m.control);
+    let title = |a: &Option<ArmMetrics>, r: &str| a.as_ref().map(|a| format!("{r}: {}", a.server)).unwrap_or_else(|| r.into());
+    writeln!(o, "| metric | {} | {} | paired difference (pattern − control) [95% CI] |", title(p, "pattern"), title(c, "control")).unwrap();
+    writeln!(o, "| --- | --- | --- | --- |").unwrap();
+    writeln!(o, "| valid / attempted | {} | {} | {} pairs used of {} |", arm_col(p, |a| format!("{}/{}", a.valid, a.attempted)), arm_col(c, |a| format!("{}/{}", a.valid, a.attempted)), m.paired.pairs_used, m.paired.pairs_seen).unwrap();
+    let success = |a: &ArmMetrics| match a.success.rate {
+        Some(r) => format!("{} ({}/{}){}", pct(r), a.success.successes, a.success.n, ci(a.success.wilson95, pct)),
+        None => "—".into(),
+    };
+    writeln!(o, "| success rate [Wilson 95%] | {} | {} | {} |", arm_col(p, success), arm_col(c, success), diff_cell(&m.paired.success, true)).unwrap();
+    let outcomes = |a: &ArmMetrics| format!("{} / {} / {}", a.passed, a.failed, a.could_not_score);
+    writeln!(o, "| passed / failed / could not score | {} | {} | |", arm_col(p, outcomes), arm_col(c, outcomes)).unwrap();
+    writeln!(o, "| turns (median / mean [CI]) | {} | {} | {} |", arm_col(p, |a| dist_cell(&a.turns)), arm_col(c, |a| dist_cell(&a.turns)), diff_cell(&m.paired.turns, false)).unwrap();
+    writeln!(o, "| input tokens (median / mean [CI]) | {} | {} | {} |", arm_col(p, |a| dist_cell(&a.input_tokens)), arm_col(c, |a| dist_cell(&a.input_tokens)), diff_cell(&m.paired.input_tokens, false)).unwrap();
+    writeln!(o, "| cached input tokens | {} | {} | |", arm_col(p, |a| dist_cell(&a.cached_input_tokens)), arm_col(c, |a| dist_cell(&a.cached_input_tokens))).unwrap();
+    writeln!(o, "| output tokens | {} | {} | {} |", arm_col(p, |a| dist_cell(&a.output_tokens)), arm_col(c, |a| dist_cell(&a.output_tokens)), diff_cell(&m.paired.output_tokens, false)).unwrap();
+    writeln!(o, "| tool calls (errors) | {} | {} | |", arm_col(p, |a| format!("{} ({})", a.tool_calls, a.tool_call_errors)), arm_col(c, |a| format!("{} ({})", a.tool_calls, a.tool_call_errors))).unwrap();
+    writeln!(o, "| turn-cap hits (valid failures) | {} | {} | |", arm_col(p, |a| a.turn_cap_hits.to_string()), arm_col(c, |a| a.turn_cap_hits.to_string())).unwrap();
+    if prices_loaded {
+        writeln!(o, "| cost per session, USD (median / mean) | {} | {} | |", arm_col(p, |a| cost_cell(&a.cost_usd)), arm_col(c, |a| cost_cell(&a.cost_usd))).unwrap();
+    }
+    writeln!(o).unwrap();
+    if m.paired.dropped.is_empty() {
+        writeln!(o, "Pairs dropped: none.\n").unwrap();
+    } else {
+        let list: Vec<String> = m.paired.dropped.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+        writeln!(o, "Pairs dropped: {} ({}).\n", m.paired.dropped_pairs.len(), list.join("; ")).unwrap();
+    }
+    match &m.power {
+        Some(pw) => writeln!(
+            o,
+            "Power (normal approximation): detecting a {:.0}% input-token difference ({} tokens) with 80% power at α = 0.05 needs ≈ {} pairs, i.e. {} reps per task over {} tasks (observed paired SD {}).\n",
+            pw.relative_difference * 100.0,
+            num(pw.delta_tokens),
+            pw.pairs_needed,
+            pw.reps_per_task_needed,
+            pw.tasks,
+            num(pw.paired_sd)
+        )
+        .unwrap(),
+        None => writeln!(o, "Power: not estimable (needs ≥ 2 pairs with input tokens in both arms and a non-zero control mean).\n").unwrap(),
+    }
+    writeln!(o, "| task | pattern: outcome | pattern pass@k | pattern pass^k | control: outcome | control pass@k | control pass^k |").unwrap();
+    writeln!(o, "| --- | --- | --- | --- | --- | --- | --- |").unwrap();
+    for t in &m.tasks {
+        writeln!(o, "| {} (k={}) | {} | {} |", t.task, t.pattern.k.max(t.control.k), task_arm(&t.pattern), task_arm(&t.control)).unwrap();
+    }
+    writeln!(o).unwrap();
+}

@@ -1,0 +1,315 @@
+//! A fixture experiment with known answers: null usage, invalid sessions of several reasons, an
+//! unpaired session, a could-not-score, two models and oracle floors.
+
+use std::path::Path;
+
+use agent::record::{Offered, OracleFloor, ToolCallRecord, Validity};
+use agent::session_record::{HarnessTimings, ModelSpec, SessionRecord, Totals};
+use agent::InvalidReason;
+use aggregate::metrics::Verdict;
+use aggregate::{Options, PriceTable};
+use tasks::{Outcome, Verdict as V};
+
+#[derive(Clone, Copy)]
+struct S {
+    verdict: Option<V>,
+    invalid: Option<InvalidReason>,
+    turns: usize,
+    input: Option<u64>,
+    cached: Option<u64>,
+    output: Option<u64>,
+}
+
+fn ok(v: V, input: u64, turns: usize) -> S {
+    S { verdict: Some(v), invalid: None, turns, input: Some(input), cached: Some(0), output: Some(10) }
+}
+
+fn bad(reason: InvalidReason) -> S {
+    S { verdict: None, invalid: Some(reason), turns: 1, input: Some(50), cached: Some(0), output: Some(5) }
+}
+
+fn model(id: &str) -> ModelSpec {
+    if id == "oracle" { ModelSpec::oracle() } else { ModelSpec { id: id.into(), provider: "openai_compatible".into(), temperature: Some(0.0), max_tokens: None, seed: None } }
+}
+
+fn record(m: &str, module: &str, role: &str, task: &str, rep: u32, s: S) -> SessionRecord {
+    let oracle = m == "oracle";
+    let t = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+    SessionRecord {
+        schema_version: 1,
+        experiment: "fixture".into(),
+        module: module.into(),
+        server: format!("{module}_{role}"),
+        role: role.into(),
+        task: task.into(),
+        task_sha256: "00".into(),
+        rep,
+        arm_position: 1,
+        model: model(m),
+        manifest_sha256: "00".into(),
+        system_prompt_sha256: None,
+        git_commit: None,
+        git_dirty: None,
+        world_seed: 1,
+        world_scale: 1,
+        started_at: t,
+        ended_at: t,
+        turn_cap: 20,
+        turn_cap_hit: false,
+        turns: s.turns,
+        turn_records: vec![],
+        totals: Totals { input_tokens: s.input, cached_input_tokens: s.cached, uncached_input_tokens: None, output_tokens: s.output, reasoning_tokens: None },
+        tool_calls: vec![ToolCallRecord {
+            turn: 1,
+            kind: agent::record::CallKind::Tool,
+            name: "x".into(),
+            args_bytes: 2,
+            result_bytes: 2,
+            is_error: task == "t2" && role == "control",
+            invalid_arguments: false,
+            unknown_tool: false,
+            latency_ms: 1.0,
+        }],
+        offered: Offered::default(),
+        final_answer: None,
+        verifier: s.verdict.map(|verdict| Outcome { verdict, reasons: if verdict == V::Passed { vec![] } else { vec!["no".into()] }, elapsed_ms: 1.0 }),
+        validity: match s.invalid {
+            None => Validity::Valid,
+            Some(r) => Validity::invalid(r, "boom"),
+        },
+        oracle: oracle.then(|| OracleFloor {
+            calls: if role == "pattern" { 2 } else { 5 },
+            schema_bytes: 400,
+            args_bytes: 40,
+            result_bytes: if role == "pattern" { 200 } else { 800 },
+            estimated_tokens: if role == "pattern" { 160 } else { 310 },
+            estimate_method: "bytes/4".into(),
+        }),
+        cost_usd: None,
+        harness: HarnessTimings::default(),
+    }
+}
+
+fn write(dir: &Path, r: &SessionRecord, transcript: bool) {
+    let sub = dir.join(format!("{}__{}", r.model.id, r.server));
+    std::fs::create_dir_all(&sub).unwrap();
+    let path = sub.join(format!("{}__rep{}.json", r.task, r.rep));
+    std::fs::write(&path, serde_json::to_vec_pretty(r).unwrap()).unwrap();
+    if transcript {
+        std::fs::write(path.with_extension("transcript.jsonl"), "{\"role\":\"user\",\"content\":\"<do the task> & report\"}\n").unwrap();
+    }
+}
+
+fn fixture(dir: &Path) {
+    use InvalidReason::*;
+    let a = "model-a";
+    let null_usage = S { verdict: Some(V::Failed), invalid: None, turns: 2, input: None, cached: None, output: None };
+    let no_cached = S { cached: None, ..ok(V::Passed, 110, 2) };
+    let cns = S { verdict: Some(V::CouldNotScore), ..ok(V::Passed, 90, 2) };
+    let rows: Vec<(&str, &str, &str, u32, S)> = vec![
+        // model-a pattern: 7 attempted, 1 invalid, 1 null usage, 1 could-not-score, t2 rep4 unpaired
+        (a, "pattern", "t1", 1, ok(V::Passed, 100, 2)),
+        (a, "pattern", "t1", 2, no_cached),
+        (a, "pattern", "t1", 3, ok(V::Passed, 120, 2)),
+        (a, "pattern", "t2", 1, ok(V::Passed, 130, 2)),
+        (a, "pattern", "t2", 2, null_usage),
+        (a, "pattern", "t2", 3, bad(ProviderError)),
+        (a, "pattern", "t2", 4, cns),
+        // model-a control: 6 attempted, 1 invalid
+        (a, "control", "t1", 1, ok(V::Passed, 200, 4)),
+        (a, "control", "t1", 2, bad(McpTransport)),
+        (a, "control", "t1", 3, ok(V::Passed, 210, 4)),
+        (a, "control", "t2", 1, ok(V::Passed, 220, 4)),
+        (a, "control", "t2", 2, ok(V::Passed, 230, 4)),
+        (a, "control", "t2", 3, ok(V::Passed, 240, 4)),
+        // model-b: never pooled with model-a
+        ("model-b", "pattern", "t1", 1, ok(V::Passed, 1000, 3)),
+        ("model-b", "pattern", "t1", 2, bad(HarnessError)),
+        ("model-b", "control", "t1", 1, ok(V::Failed, 2000, 5)),
+        ("model-b", "control", "t1", 2, ok(V::Passed, 2100, 5)),
+        // oracle floors
+        ("oracle", "pattern", "t1", 1, S { turns: 0, input: None, cached: None, output: None, ..ok(V::Passed, 0, 0) }),
+        ("oracle", "control", "t1", 1, S { turns: 0, input: None, cached: None, output: None, ..ok(V::Passed, 0, 0) }),
+    ];
+    for (m, role, task, rep, s) in rows {
+        write(dir, &record(m, "m1", role, task, rep, s), true);
+    }
+    std::fs::write(dir.join("manifest.json"), "{\"not\": \"a record\"}").unwrap();
+    std::fs::write(dir.join(".hidden.json"), "garbage").unwrap();
+}
+
+const PRICES: &str = "[models.\"model-a\"]\ninput = 1.0\ncached_input = 0.5\noutput = 2.0\n";
+
+fn build() -> (tempfile::TempDir, aggregate::Report) {
+    let dir = tempfile::tempdir().unwrap();
+    fixture(dir.path());
+    let prices = PriceTable::parse(PRICES, Path::new("prices.toml")).unwrap();
+    let rep = aggregate::report(dir.path(), Some(&prices), &Options::default()).unwrap();
+    (dir, rep)
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-9
+}
+
+#[test]
+fn metrics_have_the_known_answers() {
+    let (_dir, rep) = build();
+    let s = &rep.summary;
+    assert_eq!(s.models.len(), 2, "models are never pooled");
+    assert_eq!(s.attrition.len(), 6);
+    let a = &s.models[0];
+    assert_eq!(a.model, "model-a");
+    let m = &a.modules[0];
+    let p = m.pattern.as_ref().unwrap();
+    let c = m.control.as_ref().unwrap();
+    assert_eq!((p.attempted, p.valid), (7, 6));
+    assert_eq!(p.invalid.get("provider_error"), Some(&1));
+    assert_eq!((p.passed, p.failed, p.could_not_score), (4, 1, 1));
+    assert_eq!((p.success.successes, p.success.n), (4, 6));
+    assert_eq!((p.input_tokens.n, p.input_tokens.missing), (5, 1), "null usage is counted, not zero");
+    assert_eq!(p.input_tokens.median, Some(110.0));
+    assert_eq!(p.input_tokens.mean, Some(110.0));
+    assert_eq!((c.attempted, c.valid, c.passed), (6, 5, 5));
+    assert_eq!(c.invalid.get("mcp_transport"), Some(&1));
+    assert_eq!(c.tool_call_errors, 3);
+    // Cost: priced for model-a, null where cached or any usage is null.
+    assert_eq!((p.cost_usd.n, p.cost_usd.missing), (4, 2));
+    assert!(close(p.cost_usd.median.unwrap(), 130.0 / 1e6));
+    assert_eq!(s.models[1].modules[0].pattern.as_ref().unwrap().cost_usd.n, 0, "unpriced model → null, never 0");
+
+    // Pairs: 7 keys; t2 rep3 (pattern invalid), t1 rep2 (control invalid), t2 rep4 (no control).
+    let pr = &m.paired;
+    assert_eq!((pr.pairs_seen, pr.pairs_used), (7, 4));
+    assert_eq!(pr.dropped.get("pattern invalid (provider_error)"), Some(&1));
+    assert_eq!(pr.dropped.get("control invalid (mcp_transport)"), Some(&1));
+    assert_eq!(pr.dropped.get("control missing"), Some(&1));
+    let tok = pr.input_tokens.as_ref().unwrap();
+    assert_eq!((tok.n, tok.missing), (3, 1));
+    assert!(close(tok.mean, -280.0 / 3.0));
+    let ci = tok.ci95.unwrap();
+    assert!(ci.lo >= -100.0 && ci.hi <= -90.0 && ci.lo < ci.hi);
+    let suc = pr.success.as_ref().unwrap();
+    assert!(close(suc.mean, -0.25));
+    let turns = pr.turns.as_ref().unwrap();
+    assert_eq!((turns.mean, turns.ci95.unwrap().lo, turns.ci95.unwrap().hi), (-2.0, -2.0, -2.0));
+
+    assert_eq!(m.verdict, Verdict::Inconclusive, "4 pairs < 10");
+    assert!(!m.model_too_strong, "an invalid control session means 'every time' is unknown");
+    let pw = m.power.as_ref().unwrap();
+    assert_eq!(pw.tasks, 2);
+    assert!(pw.pairs_needed >= 2);
+
+    // Per-task pass@k / pass^k.
+    let t1 = &m.tasks[0];
+    assert_eq!((t1.pattern.k, t1.pattern.pass_at_k, t1.pattern.pass_all_k), (3, Some(true), Some(true)));
+    assert_eq!((t1.control.k, t1.control.pass_at_k, t1.control.pass_all_k), (3, Some(true), None));
+    let t2 = &m.tasks[1];
+    assert_eq!((t2.pattern.k, t2.pattern.passed, t2.pattern.could_not_score), (4, 1, 1));
+    assert_eq!((t2.pattern.pass_at_k, t2.pattern.pass_all_k), (Some(true), Some(false)));
+
+    // Model B: control passes 1/2, so not "too strong".
+    let b = &s.models[1].modules[0];
+    assert_eq!(b.pattern.as_ref().unwrap().invalid.get("harness_error"), Some(&1));
+
+    // Oracle floors kept apart.
+    assert_eq!(s.oracle_floors.len(), 1);
+    assert_eq!(s.oracle_floors[0].total_estimated_tokens.get("pattern"), Some(&160));
+    assert!(s.models.iter().all(|m| m.provider != "oracle"));
+}
+
+#[test]
+fn verdicts_follow_the_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    // 12 pairs: same success, pattern saves ~30% tokens → confirmed; module m2 regresses → negative.
+    for rep in 1..=6 {
+        for task in ["t1", "t2"] {
+            let j = rep as u64 * 7 + if task == "t1" { 0 } else { 3 };
+            write(dir.path(), &record("m", "m1", "pattern", task, rep, ok(V::Passed, 700 + j, 2)), false);
+            write(dir.path(), &record("m", "m1", "control", task, rep, ok(V::Passed, 1000 + 2 * j, 3)), false);
+            let pv = if rep <= 5 { V::Failed } else { V::Passed };
+            write(dir.path(), &record("m", "m2", "pattern", task, rep, ok(pv, 500, 2)), false);
+            write(dir.path(), &record("m", "m2", "control", task, rep, ok(V::Passed, 1000, 3)), false);
+        }
+    }
+    let rep = aggregate::report(dir.path(), None, &Options::default()).unwrap();
+    let ms = &rep.summary.models[0].modules;
+    assert_eq!(ms[0].verdict, Verdict::Confirmed, "{}", ms[0].verdict_reason);
+    assert!(ms[0].model_too_strong);
+    assert!(rep.markdown.contains("too strong"));
+    assert_eq!(ms[1].verdict, Verdict::Negative, "a token saving with a success regression is negative");
+}
+
+#[test]
+fn snapshots_of_markdown_and_json() {
+    let (_dir, rep) = build();
+    let snap = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots");
+    for (name, got) in [("fixture.md", &rep.markdown), ("fixture.json", &rep.json)] {
+        let path = snap.join(name);
+        if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+            std::fs::write(&path, got).unwrap();
+        }
+        let want = std::fs::read_to_string(&path).unwrap_or_default();
+        if got != &want {
+            let first = got.lines().zip(want.lines()).position(|(a, b)| a != b).unwrap_or(got.lines().count().min(want.lines().count()));
+            panic!(
+                "{name} changed at line {}:\n  got:  {:?}\n  want: {:?}\nrerun with UPDATE_SNAPSHOTS=1 and review the diff",
+                first + 1,
+                got.lines().nth(first),
+                want.lines().nth(first)
+            );
+        }
+    }
+    // Attrition comes first.
+    let attr = rep.markdown.find("## Attrition").unwrap();
+    let model = rep.markdown.find("## Model").unwrap();
+    assert!(attr < model);
+}
+
+#[test]
+fn charts_render() {
+    let (dir, rep) = build();
+    assert!(rep.svg.trim_start().starts_with("<svg") && rep.svg.contains("</svg>"));
+    let bars = aggregate::chart::bar_count(&rep.summary);
+    assert_eq!(bars, 2 * 3 * 2, "2 models × 3 panels × 2 arms");
+    assert!(rep.svg.matches("<rect").count() >= bars);
+    let w = rep.write(dir.path()).unwrap();
+    let png = std::fs::read(&w.png).unwrap();
+    assert!(png.len() > 1000);
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    // The written outputs do not break a re-read of the folder.
+    aggregate::report(dir.path(), None, &Options::default()).unwrap();
+}
+
+#[test]
+fn html_is_self_contained() {
+    let (_dir, rep) = build();
+    let h = &rep.html;
+    assert!(!h.contains("http://") && !h.contains("https://"));
+    assert!(!h.contains("<script") && !h.contains("<link"));
+    assert!(h.contains("<svg") && h.contains("<table>"));
+    assert!(h.contains("&lt;do the task&gt; &amp; report"), "transcripts inline and escaped");
+    assert_eq!(h.matches("<details>").count(), 19);
+}
+
+#[test]
+fn malformed_record_names_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    fixture(dir.path());
+    let bad = dir.path().join("model-a__m1_pattern/t9__rep1.json");
+    std::fs::write(&bad, "{\"experiment\": 1}").unwrap();
+    let e = aggregate::report(dir.path(), None, &Options::default()).unwrap_err();
+    assert!(matches!(e, aggregate::AggregateError::MalformedRecord { .. }));
+    assert!(e.to_string().contains("t9__rep1.json"), "{e}");
+    let empty = tempfile::tempdir().unwrap();
+    assert!(matches!(aggregate::report(empty.path(), None, &Options::default()), Err(aggregate::AggregateError::NoRecords { .. })));
+}
+
+#[test]
+fn the_example_price_table_parses() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("prices.example.toml");
+    let t = PriceTable::load(&path).unwrap();
+    assert!(t.models.contains_key("example-model-id"));
+    let bad = PriceTable::parse("[models.x]\ninput = -1.0\noutput = 1.0\n", Path::new("p.toml")).unwrap_err();
+    assert!(bad.to_string().contains("p.toml"), "{bad}");
+}
