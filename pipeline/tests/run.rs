@@ -68,6 +68,18 @@ fn oracle_run_writes_paired_records_and_resume_skips_them() {
     let log = String::from_utf8_lossy(&again.stderr);
     assert!(log.contains("32 already recorded, 0 to run"), "{log}");
     assert_eq!(records(&exp).len(), 32);
+
+    // The report reads only these records and puts attrition before anything else.
+    let report = pipeline().args(["aggregate", "--result-dir"]).arg(&exp).output().unwrap();
+    assert!(report.status.success(), "{}", String::from_utf8_lossy(&report.stderr));
+    let md = String::from_utf8_lossy(&report.stdout);
+    let attrition = md.find("Attrition").expect("an attrition section");
+    let floors = md.find("structural floors").expect("an oracle floors section");
+    assert!(attrition < floors, "attrition comes first");
+    for file in ["report.md", "summary.json", "chart.png", "chart.svg", "report.html"] {
+        assert!(exp.join(file).metadata().map(|m| m.len() > 0).unwrap_or(false), "{file} missing or empty");
+    }
+    assert_eq!(records(&exp).len(), 32, "summary.json is not mistaken for a session record");
 }
 
 #[test]
