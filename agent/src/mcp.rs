@@ -146,10 +146,7 @@ pub async fn execute(client: &Client, name: &str, arguments: &Value) -> Result<C
     let (kind, text, is_error) = match name {
         LIST_RESOURCES => match client.list_all_resources().await {
             Ok(list) => {
-                let items: Vec<Value> = list
-                    .iter()
-                    .map(|r| json!({ "uri": r.uri, "name": r.name, "title": r.title, "description": r.description }))
-                    .collect();
+                let items: Vec<Value> = list.iter().map(|r| json!({ "uri": r.uri, "name": r.name, "title": r.title, "description": r.description })).collect();
                 (CallKind::ListResources, Value::Array(items).to_string(), false)
             }
             Err(rmcp::ServiceError::McpError(e)) => (CallKind::ListResources, e.message.to_string(), true),

@@ -194,11 +194,7 @@ impl OpenAiCompatible {
         install_crypto_provider();
         let key = lookup(&config.api_key_env).filter(|k| !k.is_empty()).ok_or_else(|| SetupError::MissingKey(config.api_key_env.clone()))?;
         // OpenAIConfig::new() reads OPENAI_* variables; pin every field so only our config counts.
-        let mut client_config = OpenAIConfig::new()
-            .with_api_base(config.base_url.trim_end_matches('/'))
-            .with_api_key(key)
-            .with_org_id("")
-            .with_project_id("");
+        let mut client_config = OpenAIConfig::new().with_api_base(config.base_url.trim_end_matches('/')).with_api_key(key).with_org_id("").with_project_id("");
         for (name, value) in &config.extra_headers {
             let header = reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|e| SetupError::BadHeader(name.clone(), e.to_string()))?;
             client_config = client_config.with_header(header, value.as_str()).map_err(|e| SetupError::BadHeader(name.clone(), e.to_string()))?;
@@ -548,7 +544,9 @@ mod tests {
         assert!(text.limit_refusal().is_some());
         let ordinary = parse(json!({ "choices": [{ "message": { "content": "Customer 7 is Acme." } }] }));
         assert!(ordinary.limit_refusal().is_none());
-        let with_call = parse(json!({ "choices": [{ "message": { "content": "usage limit", "tool_calls": [{ "id": "a", "type": "function", "function": { "name": "f", "arguments": "{}" } }] } }] }));
+        let with_call = parse(
+            json!({ "choices": [{ "message": { "content": "usage limit", "tool_calls": [{ "id": "a", "type": "function", "function": { "name": "f", "arguments": "{}" } }] } }] }),
+        );
         assert!(with_call.limit_refusal().is_none());
     }
 

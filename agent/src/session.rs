@@ -101,7 +101,14 @@ impl Session {
 }
 
 /// Runs one session of `task_text` against the server at `conn`, driven by `provider`.
-pub async fn run(conn: &ServerConnection, task_text: &str, system_prompt: &str, turn_cap: u32, provider: &OpenAiCompatible, stop: &StopSignal) -> SessionOutcome {
+pub async fn run(
+    conn: &ServerConnection,
+    task_text: &str,
+    system_prompt: &str,
+    turn_cap: u32,
+    provider: &OpenAiCompatible,
+    stop: &StopSignal,
+) -> SessionOutcome {
     let mut s = Session {
         started_at: Utc::now(),
         turns: vec![],
@@ -175,7 +182,8 @@ async fn converse(
         };
         s.provider_retries += completion.retries;
         let reply = completion.response.message();
-        s.transcript.push(json!({ "event": "response", "turn": turn, "latency_ms": completion.latency_ms, "retries": completion.retries, "body": completion.raw }));
+        s.transcript
+            .push(json!({ "event": "response", "turn": turn, "latency_ms": completion.latency_ms, "retries": completion.retries, "body": completion.raw }));
         s.turns.push(TurnRecord {
             index: turn,
             usage: completion.usage.clone(),
@@ -246,7 +254,8 @@ async fn run_call(s: &mut Session, client: &mcp::Client, toolbox: &Toolbox, turn
         let args = parsed.unwrap_or_default();
         let result = mcp::execute(client, name, &args).await;
         if let Err(e) = &result {
-            s.transcript.push(json!({ "event": "call", "turn": turn, "tool_call_id": id, "name": name, "arguments": args_text, "transport_error": e.to_string() }));
+            s.transcript
+                .push(json!({ "event": "call", "turn": turn, "tool_call_id": id, "name": name, "arguments": args_text, "transport_error": e.to_string() }));
         }
         let result = result?;
         record.kind = result.kind;

@@ -37,7 +37,10 @@ async fn missing_and_partial_usage_stay_null() {
     assert_eq!(out.total(|u| u.prompt_tokens), None, "one turn without the field makes the total null");
     assert_eq!(out.total(|u| u.total_tokens), None);
     let record = serde_json::to_value(&out).unwrap();
-    assert_eq!(record["turns"][1]["usage"], json!({ "prompt_tokens": 40, "completion_tokens": null, "cached_prompt_tokens": null, "reasoning_tokens": null, "total_tokens": null }));
+    assert_eq!(
+        record["turns"][1]["usage"],
+        json!({ "prompt_tokens": 40, "completion_tokens": null, "cached_prompt_tokens": null, "reasoning_tokens": null, "total_tokens": null })
+    );
 }
 
 #[tokio::test]

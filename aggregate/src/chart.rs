@@ -52,7 +52,10 @@ fn rows(s: &Summary) -> Vec<Row> {
         let v: Vec<f64> = f.rows.iter().filter(|r| r.role == role).filter_map(|r| r.estimated_tokens).collect();
         crate::stats::mean(&v)
     };
-    let success = |a: &Option<ArmMetrics>| a.as_ref().and_then(|a| a.success.rate.map(|r| Bar { value: r * 100.0, ci: a.success.wilson95.map(|i| Interval { lo: i.lo * 100.0, hi: i.hi * 100.0 }) }));
+    let success = |a: &Option<ArmMetrics>| {
+        a.as_ref()
+            .and_then(|a| a.success.rate.map(|r| Bar { value: r * 100.0, ci: a.success.wilson95.map(|i| Interval { lo: i.lo * 100.0, hi: i.hi * 100.0 }) }))
+    };
     let turns = |a: &Option<ArmMetrics>| a.as_ref().and_then(|a| a.turns.mean.map(|m| Bar { value: m, ci: a.turns.mean_ci95 }));
     let tokens = |a: &Option<ArmMetrics>| a.as_ref().and_then(|a| a.input_tokens.mean.map(|m| Bar { value: m, ci: a.input_tokens.mean_ci95 }));
     let mut out: Vec<Row> = s
@@ -64,12 +67,23 @@ fn rows(s: &Summary) -> Vec<Row> {
                 groups: m
                     .modules
                     .iter()
-                    .map(|x| (x.module.clone(), f(&x.pattern), f(&x.control), if floors { [floor(&x.module, "pattern"), floor(&x.module, "control")] } else { [None, None] }))
+                    .map(|x| {
+                        (
+                            x.module.clone(),
+                            f(&x.pattern),
+                            f(&x.control),
+                            if floors { [floor(&x.module, "pattern"), floor(&x.module, "control")] } else { [None, None] },
+                        )
+                    })
                     .collect(),
             };
             Row {
                 label: format!("{} ({})", m.model, m.provider),
-                panels: vec![panel("success rate % [Wilson 95%]", &success, false), panel("turns, mean [95% CI]", &turns, false), panel("input tokens, mean [95% CI]", &tokens, true)],
+                panels: vec![
+                    panel("success rate % [Wilson 95%]", &success, false),
+                    panel("turns, mean [95% CI]", &turns, false),
+                    panel("input tokens, mean [95% CI]", &tokens, true),
+                ],
             }
         })
         .collect();
@@ -212,15 +226,20 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &Panel) -> R
             .legend(move |(x, y)| Cross::new((x + 5, y), 5, color.stroke_width(2)));
     }
     if p.groups.iter().any(|g| g.1.is_some() || g.2.is_some()) || !markers.is_empty() {
-        chart.configure_series_labels().position(SeriesLabelPosition::UpperRight).background_style(WHITE.mix(0.8)).border_style(BLACK).label_font(("sans-serif", 11)).draw().map_err(err)?;
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 11))
+            .draw()
+            .map_err(err)?;
     }
     // Module names under each group.
     for (i, g) in p.groups.iter().enumerate() {
         let (px, py) = chart.backend_coord(&(i as f64 + 0.5, 0.0));
-        let style = TextStyle::from(("sans-serif", 12).into_font()).pos(plotters::style::text_anchor::Pos::new(
-            plotters::style::text_anchor::HPos::Center,
-            plotters::style::text_anchor::VPos::Top,
-        ));
+        let style = TextStyle::from(("sans-serif", 12).into_font())
+            .pos(plotters::style::text_anchor::Pos::new(plotters::style::text_anchor::HPos::Center, plotters::style::text_anchor::VPos::Top));
         area.draw(&Text::new(g.0.clone(), (px - area.get_base_pixel().0, py - area.get_base_pixel().1 + 6), style)).map_err(err)?;
     }
     Ok(())

@@ -141,12 +141,26 @@ pub fn render(s: &Summary) -> String {
                 _ => "—".into(),
             };
             let t = |x: Option<u64>| x.map(|v| v.to_string()).unwrap_or_else(|| "—".into());
-            writeln!(o, "| {} | {} | {} | {} | {} / {} | {} / {} | {} |", f.module, server("pattern"), server("control"), tasks.len(), num(calls("pattern")), num(calls("control")), t(tok("pattern")), t(tok("control")), delta).unwrap();
+            writeln!(
+                o,
+                "| {} | {} | {} | {} | {} / {} | {} / {} | {} |",
+                f.module,
+                server("pattern"),
+                server("control"),
+                tasks.len(),
+                num(calls("pattern")),
+                num(calls("control")),
+                t(tok("pattern")),
+                t(tok("control")),
+                delta
+            )
+            .unwrap();
         }
         writeln!(o).unwrap();
         for f in &s.oracle_floors {
             writeln!(o, "### {}\n", f.module).unwrap();
-            writeln!(o, "| task | role | server | valid/sessions | passed | calls | schema bytes | args bytes | result bytes | est. tokens (estimate) |").unwrap();
+            writeln!(o, "| task | role | server | valid/sessions | passed | calls | schema bytes | args bytes | result bytes | est. tokens (estimate) |")
+                .unwrap();
             writeln!(o, "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |").unwrap();
             for r in &f.rows {
                 writeln!(
@@ -190,7 +204,15 @@ fn render_module(o: &mut String, m: &ModuleReport, prices_loaded: bool) {
     let title = |a: &Option<ArmMetrics>, r: &str| a.as_ref().map(|a| format!("{r}: {}", a.server)).unwrap_or_else(|| r.into());
     writeln!(o, "| metric | {} | {} | paired difference (pattern − control) [95% CI] |", title(p, "pattern"), title(c, "control")).unwrap();
     writeln!(o, "| --- | --- | --- | --- |").unwrap();
-    writeln!(o, "| valid / attempted | {} | {} | {} pairs used of {} |", arm_col(p, |a| format!("{}/{}", a.valid, a.attempted)), arm_col(c, |a| format!("{}/{}", a.valid, a.attempted)), m.paired.pairs_used, m.paired.pairs_seen).unwrap();
+    writeln!(
+        o,
+        "| valid / attempted | {} | {} | {} pairs used of {} |",
+        arm_col(p, |a| format!("{}/{}", a.valid, a.attempted)),
+        arm_col(c, |a| format!("{}/{}", a.valid, a.attempted)),
+        m.paired.pairs_used,
+        m.paired.pairs_seen
+    )
+    .unwrap();
     let success = |a: &ArmMetrics| match a.success.rate {
         Some(r) => format!("{} ({}/{}){}", pct(r), a.success.successes, a.success.n, ci(a.success.wilson95, pct)),
         None => "—".into(),
@@ -198,14 +220,44 @@ fn render_module(o: &mut String, m: &ModuleReport, prices_loaded: bool) {
     writeln!(o, "| success rate [Wilson 95%] | {} | {} | {} |", arm_col(p, success), arm_col(c, success), diff_cell(&m.paired.success, true)).unwrap();
     let outcomes = |a: &ArmMetrics| format!("{} / {} / {}", a.passed, a.failed, a.could_not_score);
     writeln!(o, "| passed / failed / could not score | {} | {} | |", arm_col(p, outcomes), arm_col(c, outcomes)).unwrap();
-    writeln!(o, "| turns (median / mean [CI]) | {} | {} | {} |", arm_col(p, |a| dist_cell(&a.turns)), arm_col(c, |a| dist_cell(&a.turns)), diff_cell(&m.paired.turns, false)).unwrap();
-    writeln!(o, "| input tokens (median / mean [CI]) | {} | {} | {} |", arm_col(p, |a| dist_cell(&a.input_tokens)), arm_col(c, |a| dist_cell(&a.input_tokens)), diff_cell(&m.paired.input_tokens, false)).unwrap();
-    writeln!(o, "| cached input tokens | {} | {} | |", arm_col(p, |a| dist_cell(&a.cached_input_tokens)), arm_col(c, |a| dist_cell(&a.cached_input_tokens))).unwrap();
-    writeln!(o, "| output tokens | {} | {} | {} |", arm_col(p, |a| dist_cell(&a.output_tokens)), arm_col(c, |a| dist_cell(&a.output_tokens)), diff_cell(&m.paired.output_tokens, false)).unwrap();
-    writeln!(o, "| tool calls (errors) | {} | {} | |", arm_col(p, |a| format!("{} ({})", a.tool_calls, a.tool_call_errors)), arm_col(c, |a| format!("{} ({})", a.tool_calls, a.tool_call_errors))).unwrap();
-    writeln!(o, "| turn-cap hits (valid failures) | {} | {} | |", arm_col(p, |a| a.turn_cap_hits.to_string()), arm_col(c, |a| a.turn_cap_hits.to_string())).unwrap();
+    writeln!(
+        o,
+        "| turns (median / mean [CI]) | {} | {} | {} |",
+        arm_col(p, |a| dist_cell(&a.turns)),
+        arm_col(c, |a| dist_cell(&a.turns)),
+        diff_cell(&m.paired.turns, false)
+    )
+    .unwrap();
+    writeln!(
+        o,
+        "| input tokens (median / mean [CI]) | {} | {} | {} |",
+        arm_col(p, |a| dist_cell(&a.input_tokens)),
+        arm_col(c, |a| dist_cell(&a.input_tokens)),
+        diff_cell(&m.paired.input_tokens, false)
+    )
+    .unwrap();
+    writeln!(o, "| cached input tokens | {} | {} | |", arm_col(p, |a| dist_cell(&a.cached_input_tokens)), arm_col(c, |a| dist_cell(&a.cached_input_tokens)))
+        .unwrap();
+    writeln!(
+        o,
+        "| output tokens | {} | {} | {} |",
+        arm_col(p, |a| dist_cell(&a.output_tokens)),
+        arm_col(c, |a| dist_cell(&a.output_tokens)),
+        diff_cell(&m.paired.output_tokens, false)
+    )
+    .unwrap();
+    writeln!(
+        o,
+        "| tool calls (errors) | {} | {} | |",
+        arm_col(p, |a| format!("{} ({})", a.tool_calls, a.tool_call_errors)),
+        arm_col(c, |a| format!("{} ({})", a.tool_calls, a.tool_call_errors))
+    )
+    .unwrap();
+    writeln!(o, "| turn-cap hits (valid failures) | {} | {} | |", arm_col(p, |a| a.turn_cap_hits.to_string()), arm_col(c, |a| a.turn_cap_hits.to_string()))
+        .unwrap();
     if prices_loaded {
-        writeln!(o, "| cost per session, USD (median / mean) | {} | {} | |", arm_col(p, |a| cost_cell(&a.cost_usd)), arm_col(c, |a| cost_cell(&a.cost_usd))).unwrap();
+        writeln!(o, "| cost per session, USD (median / mean) | {} | {} | |", arm_col(p, |a| cost_cell(&a.cost_usd)), arm_col(c, |a| cost_cell(&a.cost_usd)))
+            .unwrap();
     }
     writeln!(o).unwrap();
     if m.paired.dropped.is_empty() {

@@ -260,7 +260,9 @@ pub struct OracleRow {
 fn invalid_reason(r: &SessionRecord) -> Option<String> {
     match &r.validity {
         agent::Validity::Valid => None,
-        agent::Validity::Invalid { reason, .. } => Some(serde_json::to_value(reason).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_else(|| format!("{reason:?}"))),
+        agent::Validity::Invalid { reason, .. } => {
+            Some(serde_json::to_value(reason).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_else(|| format!("{reason:?}")))
+        }
     }
 }
 
@@ -284,9 +286,8 @@ pub fn summarise(sessions: &[Loaded], prices: Option<&PriceTable>, opts: &Option
     let mut attr: BTreeMap<(String, String, String, String, String), AttritionRow> = BTreeMap::new();
     for s in sessions {
         let r = &s.record;
-        let row = attr
-            .entry((r.model.id.clone(), r.model.provider.clone(), r.module.clone(), r.server.clone(), r.role.clone()))
-            .or_insert_with(|| AttritionRow {
+        let row =
+            attr.entry((r.model.id.clone(), r.model.provider.clone(), r.module.clone(), r.server.clone(), r.role.clone())).or_insert_with(|| AttritionRow {
                 model: r.model.id.clone(),
                 provider: r.model.provider.clone(),
                 module: r.module.clone(),
@@ -383,7 +384,12 @@ fn arm_metrics(recs: &[&SessionRecord], model: &str, prices: Option<&PriceTable>
         failed: count(TaskVerdict::Failed),
         could_not_score,
         turn_cap_hits: valid.iter().filter(|r| r.turn_cap_hit).count(),
-        success: Rate { successes: passed_n, n: valid.len(), rate: (!valid.is_empty()).then(|| passed_n as f64 / valid.len() as f64), wilson95: stats::wilson(passed_n, valid.len()) },
+        success: Rate {
+            successes: passed_n,
+            n: valid.len(),
+            rate: (!valid.is_empty()).then(|| passed_n as f64 / valid.len() as f64),
+            wilson95: stats::wilson(passed_n, valid.len()),
+        },
         turns: dist(valid.iter().map(|r| Some(r.turns as f64)), opts),
         input_tokens: u(|r| r.totals.input_tokens),
         cached_input_tokens: u(|r| r.totals.cached_input_tokens),
@@ -435,8 +441,20 @@ fn task_arm(recs: &[&SessionRecord]) -> TaskArm {
         passed: passed_n,
         failed,
         could_not_score: valid.len() - passed_n - failed,
-        pass_at_k: if passed_n > 0 { Some(true) } else if all_valid && k > 0 { Some(false) } else { None },
-        pass_all_k: if passed_n < valid.len() { Some(false) } else if all_valid && k > 0 { Some(true) } else { None },
+        pass_at_k: if passed_n > 0 {
+            Some(true)
+        } else if all_valid && k > 0 {
+            Some(false)
+        } else {
+            None
+        },
+        pass_all_k: if passed_n < valid.len() {
+            Some(false)
+        } else if all_valid && k > 0 {
+            Some(true)
+        } else {
+            None
+        },
     }
 }
 
@@ -525,12 +543,7 @@ fn module_report(model: &str, module: &str, recs: &[&SessionRecord], prices: Opt
         })
     });
 
-    let tasks = task_set
-        .iter()
-        .map(|t| {
-            TaskRow { task: t.to_string(), pattern: task_arm(&of_task(&pat, t)), control: task_arm(&of_task(&ctl, t)) }
-        })
-        .collect();
+    let tasks = task_set.iter().map(|t| TaskRow { task: t.to_string(), pattern: task_arm(&of_task(&pat, t)), control: task_arm(&of_task(&ctl, t)) }).collect();
 
     ModuleReport { module: module.into(), pattern, control, paired, verdict, verdict_reason, model_too_strong, power, notices, tasks }
 }

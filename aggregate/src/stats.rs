@@ -74,9 +74,7 @@ pub fn bootstrap_mean_ci(xs: &[f64], resamples: usize, seed: u64) -> Option<Inte
     }
     let mut rng = SplitMix64::new(seed);
     let n = xs.len();
-    let mut means: Vec<f64> = (0..resamples)
-        .map(|_| (0..n).map(|_| xs[rng.below(n)]).sum::<f64>() / n as f64)
-        .collect();
+    let mut means: Vec<f64> = (0..resamples).map(|_| (0..n).map(|_| xs[rng.below(n)]).sum::<f64>() / n as f64).collect();
     means.sort_by(f64::total_cmp);
     Some(Interval { lo: quantile_sorted(&means, 0.025), hi: quantile_sorted(&means, 0.975) })
 }

@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
+use agent::InvalidReason;
 use agent::record::{Offered, OracleFloor, ToolCallRecord, Validity};
 use agent::session_record::{HarnessTimings, ModelSpec, SessionRecord, Totals};
-use agent::InvalidReason;
 use aggregate::metrics::Verdict;
 use aggregate::{Options, PriceTable};
 use tasks::{Outcome, Verdict as V};
@@ -29,7 +29,11 @@ fn bad(reason: InvalidReason) -> S {
 }
 
 fn model(id: &str) -> ModelSpec {
-    if id == "oracle" { ModelSpec::oracle() } else { ModelSpec { id: id.into(), provider: "openai_compatible".into(), temperature: Some(0.0), max_tokens: None, seed: None } }
+    if id == "oracle" {
+        ModelSpec::oracle()
+    } else {
+        ModelSpec { id: id.into(), provider: "openai_compatible".into(), temperature: Some(0.0), max_tokens: None, seed: None }
+    }
 }
 
 fn record(m: &str, module: &str, role: &str, task: &str, rep: u32, s: S) -> SessionRecord {

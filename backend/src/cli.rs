@@ -63,9 +63,8 @@ async fn serve_on(source: &PostgresSource, opts: ServeOpts) -> anyhow::Result<()
     let cluster = Cluster::connect(&source.admin_url()).await.context("connecting to Postgres")?;
     let spec = WorldSpec { seed: opts.seed, scale: opts.scale };
     let world = World::create(cluster.clone(), &opts.world, spec).await.context("creating the world database")?;
-    let listener = tokio::net::TcpListener::bind(SocketAddr::new(opts.host, opts.port))
-        .await
-        .with_context(|| format!("binding {}:{}", opts.host, opts.port))?;
+    let listener =
+        tokio::net::TcpListener::bind(SocketAddr::new(opts.host, opts.port)).await.with_context(|| format!("binding {}:{}", opts.host, opts.port))?;
     let addr = listener.local_addr()?;
     // One line on stdout a script can wait for; logs go to stderr.
     println!("backend listening on http://{addr} (seed {}, scale {})", spec.seed, spec.scale);

@@ -38,9 +38,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("application/json"));
         if !is_json {
-            return Err(ApiError::UnsupportedMediaType(
-                "request body must be JSON with `Content-Type: application/json`".into(),
-            ));
+            return Err(ApiError::UnsupportedMediaType("request body must be JSON with `Content-Type: application/json`".into()));
         }
         let bytes = axum::body::Bytes::from_request(req, state).await.map_err(|e| {
             if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {

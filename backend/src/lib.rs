@@ -75,9 +75,7 @@ pub fn app(state: AppState) -> Router {
     routes
         .route("/openapi.json", axum::routing::get(move || async move { axum::Json(doc.as_ref().clone()) }))
         .fallback(|| async { ApiError::NotFound("no such route; see GET /openapi.json".into()) })
-        .method_not_allowed_fallback(|| async {
-            ApiError::MethodNotAllowed("method not allowed on this route; see GET /openapi.json".into())
-        })
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed("method not allowed on this route; see GET /openapi.json".into()) })
         .layer(DefaultBodyLimit::max(extract::MAX_BODY_BYTES))
         .with_state(state)
 }
@@ -88,8 +86,5 @@ pub async fn serve(
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, app(state).into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(shutdown)
-        .await
+    axum::serve(listener, app(state).into_make_service_with_connect_info::<SocketAddr>()).with_graceful_shutdown(shutdown).await
 }
-

@@ -76,21 +76,38 @@ const REGIONS: &[&str] = &["eu-west", "us-east", "us-west", "ap-south", "sa-east
 const TIERS: &[&str] = &["free", "standard", "enterprise"];
 
 const COMPANY_A: &[&str] = &[
-    "Blue", "Silver", "Granite", "Harbor", "Summit", "Lumen", "Cedar", "Vertex", "Orbit", "Pioneer", "Maple", "Falcon",
-    "Quartz", "Meridian", "Aurora", "Copper", "Redwood", "Beacon", "Nimbus", "Atlas", "Keystone", "Sterling", "Willow",
-    "Cobalt",
+    "Blue", "Silver", "Granite", "Harbor", "Summit", "Lumen", "Cedar", "Vertex", "Orbit", "Pioneer", "Maple", "Falcon", "Quartz", "Meridian", "Aurora",
+    "Copper", "Redwood", "Beacon", "Nimbus", "Atlas", "Keystone", "Sterling", "Willow", "Cobalt",
 ];
 const COMPANY_B: &[&str] = &[
-    "Analytics", "Foods", "Logistics", "Health", "Media", "Robotics", "Energy", "Textiles", "Labs", "Finance", "Outfitters",
-    "Studios", "Systems", "Pharma", "Travel", "Insurance", "Farms", "Motors", "Networks", "Apparel",
+    "Analytics",
+    "Foods",
+    "Logistics",
+    "Health",
+    "Media",
+    "Robotics",
+    "Energy",
+    "Textiles",
+    "Labs",
+    "Finance",
+    "Outfitters",
+    "Studios",
+    "Systems",
+    "Pharma",
+    "Travel",
+    "Insurance",
+    "Farms",
+    "Motors",
+    "Networks",
+    "Apparel",
 ];
 const FIRST: &[&str] = &[
-    "Ana", "Ben", "Chloe", "Dmitri", "Elena", "Farah", "George", "Hana", "Ivan", "Julia", "Kenji", "Laila", "Mateo", "Nora",
-    "Omar", "Paula", "Quinn", "Rosa", "Samir", "Tara", "Uma", "Victor", "Wen", "Yusuf", "Zoe",
+    "Ana", "Ben", "Chloe", "Dmitri", "Elena", "Farah", "George", "Hana", "Ivan", "Julia", "Kenji", "Laila", "Mateo", "Nora", "Omar", "Paula", "Quinn", "Rosa",
+    "Samir", "Tara", "Uma", "Victor", "Wen", "Yusuf", "Zoe",
 ];
 const LAST: &[&str] = &[
-    "Andersen", "Brooks", "Costa", "Dubois", "Eriksen", "Fujita", "Garcia", "Horvat", "Iqbal", "Jensen", "Kowalski", "Larsen",
-    "Moreau", "Nakamura", "Okafor", "Petrov", "Quist", "Rossi", "Silva", "Tanaka", "Ueda", "Varga", "Wright", "Yilmaz",
+    "Andersen", "Brooks", "Costa", "Dubois", "Eriksen", "Fujita", "Garcia", "Horvat", "Iqbal", "Jensen", "Kowalski", "Larsen", "Moreau", "Nakamura", "Okafor",
+    "Petrov", "Quist", "Rossi", "Silva", "Tanaka", "Ueda", "Varga", "Wright", "Yilmaz",
 ];
 
 pub const SERVICES: &[(&str, &str)] = &[
@@ -113,14 +130,36 @@ pub const SERVICES: &[(&str, &str)] = &[
 ];
 
 const COMPONENTS: &[&str] = &[
-    "Checkout page", "Invoice export", "Password reset", "Order history", "Search results", "Mobile login",
-    "Webhook delivery", "CSV import", "Billing portal", "Shipping label", "Email digest", "Admin dashboard",
-    "API token page", "Refund flow", "Product catalog sync", "SSO integration",
+    "Checkout page",
+    "Invoice export",
+    "Password reset",
+    "Order history",
+    "Search results",
+    "Mobile login",
+    "Webhook delivery",
+    "CSV import",
+    "Billing portal",
+    "Shipping label",
+    "Email digest",
+    "Admin dashboard",
+    "API token page",
+    "Refund flow",
+    "Product catalog sync",
+    "SSO integration",
 ];
 const SYMPTOMS: &[&str] = &[
-    "times out on submit", "shows a blank screen", "returns HTTP 500 intermittently", "is missing the VAT number",
-    "sends duplicate emails", "is slow for large accounts", "rejects valid input", "shows the wrong currency",
-    "fails after the latest release", "loses unsaved changes", "ignores the language setting", "double-charges on retry",
+    "times out on submit",
+    "shows a blank screen",
+    "returns HTTP 500 intermittently",
+    "is missing the VAT number",
+    "sends duplicate emails",
+    "is slow for large accounts",
+    "rejects valid input",
+    "shows the wrong currency",
+    "fails after the latest release",
+    "loses unsaved changes",
+    "ignores the language setting",
+    "double-charges on retry",
 ];
 const DETAILS: &[&str] = &[
     "The customer reports it started this week and affects several of their users.",
@@ -133,20 +172,40 @@ const DETAILS: &[&str] = &[
     "A workaround exists (manual export) but it takes the customer hours each day.",
 ];
 const CR_TITLES: &[&str] = &[
-    "Add retry with backoff to the HTTP client", "Fix race in cache invalidation", "Bump dependencies",
-    "Paginate the admin list endpoint", "Remove dead feature flag", "Add metrics for queue depth",
-    "Validate currency codes on input", "Refactor config loading", "Speed up the nightly export",
-    "Handle empty carts gracefully", "Log request ids in errors", "Tighten CORS settings",
+    "Add retry with backoff to the HTTP client",
+    "Fix race in cache invalidation",
+    "Bump dependencies",
+    "Paginate the admin list endpoint",
+    "Remove dead feature flag",
+    "Add metrics for queue depth",
+    "Validate currency codes on input",
+    "Refactor config loading",
+    "Speed up the nightly export",
+    "Handle empty carts gracefully",
+    "Log request ids in errors",
+    "Tighten CORS settings",
 ];
 const PATHS: &[&str] = &[
-    "src/main.rs", "src/http/client.rs", "src/cache.rs", "src/config.rs", "src/api/handlers.rs", "src/db/queries.rs",
-    "README.md", "src/queue/worker.rs", "tests/integration.rs", "src/auth/session.rs",
+    "src/main.rs",
+    "src/http/client.rs",
+    "src/cache.rs",
+    "src/config.rs",
+    "src/api/handlers.rs",
+    "src/db/queries.rs",
+    "README.md",
+    "src/queue/worker.rs",
+    "tests/integration.rs",
+    "src/auth/session.rs",
 ];
 const COMMENTS: &[&str] = &[
-    "This allocation happens on every request; can we hoist it?", "Missing a test for the error path.",
-    "Nit: the name does not say what it returns.", "Is this lock held across an await?",
-    "Please document why the timeout is 30 s.", "This changes the public API; needs a changelog entry.",
-    "Could this overflow for very large inputs?", "Looks good, minor style comment only.",
+    "This allocation happens on every request; can we hoist it?",
+    "Missing a test for the error path.",
+    "Nit: the name does not say what it returns.",
+    "Is this lock held across an await?",
+    "Please document why the timeout is 30 s.",
+    "This changes the public API; needs a changelog entry.",
+    "Could this overflow for very large inputs?",
+    "Looks good, minor style comment only.",
 ];
 const RUNBOOK_TOPICS: &[(&str, &str)] = &[
     ("high-latency", "High latency"),
@@ -499,10 +558,7 @@ fn runbooks(w: &mut World, rng: &mut Rng, scale: i64) {
                 }
                 k += 1;
                 let slug = if round == 0 { format!("{service}-{topic}") } else { format!("{service}-{topic}-{round}") };
-                let steps = (0..rng.range(3, 7))
-                    .map(|i| format!("{}. {}", i + 1, rng.pick(RUNBOOK_STEPS)))
-                    .collect::<Vec<_>>()
-                    .join("\n");
+                let steps = (0..rng.range(3, 7)).map(|i| format!("{}. {}", i + 1, rng.pick(RUNBOOK_STEPS))).collect::<Vec<_>>().join("\n");
                 w.runbooks.push(Runbook {
                     slug,
                     title: format!("{}: {}", capitalise(service), topic_title.to_lowercase()),
@@ -571,8 +627,13 @@ pub async fn insert(conn: &mut PgConnection, w: &World) -> Result<(), sqlx::Erro
         .execute(&mut *conn).await?;
     let u = &w.users;
     sqlx::query("INSERT INTO users (id, name, email, team, on_call) SELECT * FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[], $5::bool[])")
-        .bind(ids(u.len())).bind(col!(u, name)).bind(col!(u, email)).bind(col!(u, team)).bind(col!(u, on_call))
-        .execute(&mut *conn).await?;
+        .bind(ids(u.len()))
+        .bind(col!(u, name))
+        .bind(col!(u, email))
+        .bind(col!(u, team))
+        .bind(col!(u, on_call))
+        .execute(&mut *conn)
+        .await?;
     let t = &w.tickets;
     sqlx::query("INSERT INTO tickets (id, title, description, status, priority, customer_id, assignee_id, created_at, updated_at) SELECT i, ti, d, s, p, c, a, ts, ts FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::timestamptz[]) AS x(i, ti, d, s, p, c, a, ts)")
         .bind(ids(t.len())).bind(col!(t, title)).bind(col!(t, description)).bind(col!(t, status)).bind(col!(t, priority)).bind(col!(t, customer_id)).bind(col!(t, assignee_id)).bind(col!(t, created_at))
@@ -582,13 +643,24 @@ pub async fn insert(conn: &mut PgConnection, w: &World) -> Result<(), sqlx::Erro
         .bind(ids(n.len())).bind(col!(n, user_id)).bind(col!(n, ticket_id)).bind(col!(n, message)).bind(col!(n, read)).bind(col!(n, created_at))
         .execute(&mut *conn).await?;
     let r = &w.repos;
-    sqlx::query("INSERT INTO repos (id, owner, name, description, default_branch) SELECT * FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[])")
-        .bind(ids(r.len())).bind(col!(r, owner)).bind(col!(r, name)).bind(col!(r, description)).bind(col!(r, default_branch))
-        .execute(&mut *conn).await?;
+    sqlx::query(
+        "INSERT INTO repos (id, owner, name, description, default_branch) SELECT * FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[])",
+    )
+    .bind(ids(r.len()))
+    .bind(col!(r, owner))
+    .bind(col!(r, name))
+    .bind(col!(r, description))
+    .bind(col!(r, default_branch))
+    .execute(&mut *conn)
+    .await?;
     let s = &w.services;
     sqlx::query("INSERT INTO services (id, name, team, repo_id) SELECT * FROM UNNEST($1::bigint[], $2::text[], $3::text[], $4::bigint[])")
-        .bind(ids(s.len())).bind(col!(s, name)).bind(col!(s, team)).bind(col!(s, repo_id))
-        .execute(&mut *conn).await?;
+        .bind(ids(s.len()))
+        .bind(col!(s, name))
+        .bind(col!(s, team))
+        .bind(col!(s, repo_id))
+        .execute(&mut *conn)
+        .await?;
     let cr = &w.change_requests;
     sqlx::query("INSERT INTO change_requests (id, repo_id, number, title, description, author_id, status, created_at) SELECT * FROM UNNEST($1::bigint[], $2::bigint[], $3::int[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::timestamptz[])")
         .bind(ids(cr.len())).bind(col!(cr, repo_id)).bind(col!(cr, number)).bind(col!(cr, title)).bind(col!(cr, description)).bind(col!(cr, author_id)).bind(col!(cr, status)).bind(col!(cr, created_at))
@@ -610,20 +682,16 @@ pub async fn insert(conn: &mut PgConnection, w: &World) -> Result<(), sqlx::Erro
         .bind(ids(d.len())).bind(col!(d, service_id)).bind(col!(d, version)).bind(col!(d, environment)).bind(col!(d, status)).bind(col!(d, deployed_by)).bind(col!(d, started_at))
         .execute(&mut *conn).await?;
     for table in TABLES {
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT setval(pg_get_serial_sequence('{table}', 'id'), GREATEST((SELECT max(id) FROM {table}), 1))"
-        )))
-        .execute(&mut *conn)
-        .await?;
+        sqlx::query(sqlx::AssertSqlSafe(format!("SELECT setval(pg_get_serial_sequence('{table}', 'id'), GREATEST((SELECT max(id) FROM {table}), 1))")))
+            .execute(&mut *conn)
+            .await?;
     }
     Ok(())
 }
 
 /// Every table of the world, in dependency order.
-pub const TABLES: &[&str] = &[
-    "customers", "users", "tickets", "notifications", "repos", "services", "change_requests", "reviews",
-    "review_comments", "runbooks", "deploys",
-];
+pub const TABLES: &[&str] =
+    &["customers", "users", "tickets", "notifications", "repos", "services", "change_requests", "reviews", "review_comments", "runbooks", "deploys"];
 
 #[cfg(test)]
 mod tests {

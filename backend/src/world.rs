@@ -15,7 +15,6 @@ use sha2::{Digest, Sha256};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection, PgPool};
 
-
 use crate::seed::{self, MAX_SCALE, WorldSpec};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
@@ -104,11 +103,8 @@ impl Cluster {
         {
             // A pool rather than a bare connection: `Migrator::run` on `&mut PgConnection` makes
             // the future non-`Send` (sqlx's higher-ranked `Acquire` bound).
-            let db = PgPoolOptions::new()
-                .max_connections(1)
-                .connect_with(self.options_for(&building))
-                .await
-                .map_err(db_err("connecting to the new template"))?;
+            let db =
+                PgPoolOptions::new().max_connections(1).connect_with(self.options_for(&building)).await.map_err(db_err("connecting to the new template"))?;
             MIGRATOR.run(&db).await?;
             let world = seed::generate(spec);
             let mut tx = db.begin().await.map_err(db_err("seeding"))?;
@@ -171,11 +167,7 @@ fn check_world_name(name: &str) -> Result<(), WorldError> {
 }
 
 async fn database_exists(conn: &mut sqlx::PgConnection, name: &str) -> Result<bool, WorldError> {
-    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
-        .bind(name)
-        .fetch_one(conn)
-        .await
-        .map_err(db_err("looking up a database"))
+    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)").bind(name).fetch_one(conn).await.map_err(db_err("looking up a database"))
 }
 
 /// Runs one statement built from identifiers this module generated and checked.
@@ -330,12 +322,10 @@ pub async fn canonical_dump_hash(pool: &PgPool) -> Result<String, WorldError> {
     sqlx::query("SET LOCAL TimeZone = 'UTC'").execute(&mut *tx).await.map_err(db_err("dumping"))?;
     let mut h = Sha256::new();
     for table in seed::TABLES {
-        let json: String = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-            "SELECT coalesce(json_agg(t ORDER BY t.id), '[]'::json)::text FROM {table} t"
-        )))
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(db_err(format!("dumping {table}")))?;
+        let json: String = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT coalesce(json_agg(t ORDER BY t.id), '[]'::json)::text FROM {table} t")))
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db_err(format!("dumping {table}")))?;
         h.update(table.as_bytes());
         h.update([0]);
         h.update(json.as_bytes());
@@ -353,10 +343,7 @@ pub async fn canonical_dump_hash_owned(pool: PgPool) -> Result<String, WorldErro
 /// Rows of an arbitrary read query as JSON values (one per row). For tests and verifiers that
 /// read state; `sql` must return a single json column.
 pub async fn query_json(pool: &PgPool, sql: &str) -> Result<Vec<serde_json::Value>, WorldError> {
-    sqlx::query_scalar::<_, serde_json::Value>(sqlx::AssertSqlSafe(sql.to_owned()))
-        .fetch_all(pool)
-        .await
-        .map_err(db_err("running a read query"))
+    sqlx::query_scalar::<_, serde_json::Value>(sqlx::AssertSqlSafe(sql.to_owned())).fetch_all(pool).await.map_err(db_err("running a read query"))
 }
 
 /// Runs read queries in one READ ONLY transaction (a query that tries to write fails) and

@@ -53,7 +53,9 @@ async fn bad_input_is_a_named_4xx_and_changes_nothing() {
         case(
             Method::POST,
             "/change_requests/1/reviews",
-            Some(json!({"reviewer_id": 1, "verdict": "approve", "comments": [{"path": "a", "line": 1, "body": "ok"}, {"path": "b", "line": 0, "body": "bad"}]})),
+            Some(
+                json!({"reviewer_id": 1, "verdict": "approve", "comments": [{"path": "a", "line": 1, "body": "ok"}, {"path": "b", "line": 0, "body": "bad"}]}),
+            ),
             422,
             Some("comments[1].line"),
         ),

@@ -35,8 +35,7 @@ async fn every_resource_lists_gets_and_writes() {
     let (_, all) = b.get("/tickets").await;
     let (_, last) = b.get(&format!("/tickets?offset={}", all["total"].as_i64().unwrap() - 1)).await;
     assert_eq!(last["data"].as_array().unwrap().len(), 1);
-    let (s, created) =
-        b.post("/tickets", json!({"title": "Printer on fire", "priority": "urgent", "customer_id": 1, "assignee_id": 2})).await;
+    let (s, created) = b.post("/tickets", json!({"title": "Printer on fire", "priority": "urgent", "customer_id": 1, "assignee_id": 2})).await;
     assert_eq!(s, 201, "{created}");
     assert_eq!((created["status"].as_str(), created["version"].as_i64()), (Some("open"), Some(1)));
     let id = created["id"].as_i64().unwrap();

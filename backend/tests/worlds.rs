@@ -19,10 +19,7 @@ async fn seeding_is_deterministic_across_builds() {
         let cluster = Cluster::connect(&source.admin_url()).await.unwrap();
         let a = World::create(cluster.clone(), &unique_world(), spec).await.unwrap();
         let b = World::create(cluster.clone(), &unique_world(), WorldSpec { seed: 8, scale: 1 }).await.unwrap();
-        hashes.push((
-            backend::world::canonical_dump_hash(&a.pool()).await.unwrap(),
-            backend::world::canonical_dump_hash(&b.pool()).await.unwrap(),
-        ));
+        hashes.push((backend::world::canonical_dump_hash(&a.pool()).await.unwrap(), backend::world::canonical_dump_hash(&b.pool()).await.unwrap()));
         a.destroy().await.unwrap();
         b.destroy().await.unwrap();
         cluster.close().await;
@@ -74,9 +71,12 @@ async fn parallel_worlds_are_isolated() {
     .await
     .unwrap();
     // Each world takes a different write, concurrently.
-    futures_util::future::try_join_all(worlds.iter().enumerate().map(|(i, w)| async move {
-        sqlx::query("UPDATE tickets SET title = $1 WHERE id = 1").bind(format!("world {i}")).execute(&w.pool()).await
-    }))
+    futures_util::future::try_join_all(
+        worlds
+            .iter()
+            .enumerate()
+            .map(|(i, w)| async move { sqlx::query("UPDATE tickets SET title = $1 WHERE id = 1").bind(format!("world {i}")).execute(&w.pool()).await }),
+    )
     .await
     .unwrap();
     for (i, w) in worlds.iter().enumerate() {
@@ -85,8 +85,7 @@ async fn parallel_worlds_are_isolated() {
     }
     // Resetting all of them at once is fine too.
     futures_util::future::try_join_all(worlds.iter().map(|w| w.reset(spec))).await.unwrap();
-    let fresh: Vec<String> =
-        futures_util::future::try_join_all(worlds.iter().map(|w| backend::world::canonical_dump_hash_owned(w.pool()))).await.unwrap();
+    let fresh: Vec<String> = futures_util::future::try_join_all(worlds.iter().map(|w| backend::world::canonical_dump_hash_owned(w.pool()))).await.unwrap();
     assert!(fresh.windows(2).all(|p| p[0] == p[1]));
     for w in &worlds {
         w.destroy().await.unwrap();

@@ -109,28 +109,16 @@ pub enum Error {
     },
 
     #[error("initdb failed ({status}) for {dir}:\n{output}")]
-    InitDb {
-        status: ExitStatus,
-        dir: PathBuf,
-        output: String,
-    },
+    InitDb { status: ExitStatus, dir: PathBuf, output: String },
 
     #[error("postgres exited during startup ({status}); server log {log}:\n{log_tail}")]
-    ServerExited {
-        status: ExitStatus,
-        log: PathBuf,
-        log_tail: String,
-    },
+    ServerExited { status: ExitStatus, log: PathBuf, log_tail: String },
 
     #[error(
         "postgres did not become ready within {timeout:?} (slow or overloaded machine? raise \
          Options::ready_timeout); server log {log}:\n{log_tail}"
     )]
-    NotReady {
-        timeout: Duration,
-        log: PathBuf,
-        log_tail: String,
-    },
+    NotReady { timeout: Duration, log: PathBuf, log_tail: String },
 
     #[error("the embedded-pg keeper thread {0}")]
     Keeper(&'static str),
@@ -138,17 +126,11 @@ pub enum Error {
 
 impl Error {
     fn io(context: impl fmt::Display, source: io::Error) -> Self {
-        Error::Io {
-            context: context.to_string(),
-            source,
-        }
+        Error::Io { context: context.to_string(), source }
     }
 
     fn sys(context: impl fmt::Display, source: nix::Error) -> Self {
-        Error::Sys {
-            context: context.to_string(),
-            source,
-        }
+        Error::Sys { context: context.to_string(), source }
     }
 }
 
@@ -257,9 +239,7 @@ impl RunAs {
             return Ok(RunAs { ids: None });
         }
         match User::from_name("postgres") {
-            Ok(Some(user)) => Ok(RunAs {
-                ids: Some((user.uid, user.gid)),
-            }),
+            Ok(Some(user)) => Ok(RunAs { ids: Some((user.uid, user.gid)) }),
             Ok(None) => Err(Error::NoPostgresUser),
             Err(e) => Err(Error::sys("looking up the `postgres` system user", e)),
         }
@@ -273,8 +253,7 @@ impl RunAs {
 
     fn hand_over(&self, path: &Path) -> Result<(), Error> {
         if let Some((uid, gid)) = self.ids {
-            nix::unistd::chown(path, Some(uid), Some(gid))
-                .map_err(|e| Error::sys(format!("chown {} to postgres", path.display()), e))?;
+            nix::unistd::chown(path, Some(uid), Some(gid)).map_err(|e| Error::sys(format!("chown {} to postgres", path.display()), e))?;
         }
         Ok(())
     }
@@ -292,9 +271,9 @@ impl EmbeddedPostgres {
     pub fn start_with(options: Options) -> Result<Self, Error> {
         let started = Instant::now();
         let bin_dir = match &options.bin_dir {
-            Some(dir) => check_bin_dir(dir).ok_or_else(|| Error::NoBinaries {
-                searched: format!("; the configured directory {} lacks them", dir.display()),
-            })?,
+            Some(dir) => {
+                check_bin_dir(dir).ok_or_else(|| Error::NoBinaries { searched: format!("; the configured directory {} lacks them", dir.display()) })?
+            }
             None => binaries_available()?,
         };
         let run_as = RunAs::detect()?;
@@ -308,21 +287,12 @@ impl EmbeddedPostgres {
         // From here on, a failure must not leave the directory behind.
         let guard = DirGuard(Some(dir.clone()));
         let socket_dir = dir.join(SOCKET_SUBDIR);
-        let socket_file_len = socket_dir
-            .join(format!(".s.PGSQL.{}", options.port))
-            .as_os_str()
-            .len();
+        let socket_file_len = socket_dir.join(format!(".s.PGSQL.{}", options.port)).as_os_str().len();
         if socket_file_len > MAX_SOCKET_PATH {
-            return Err(Error::SocketPathTooLong {
-                path: socket_dir,
-                len: socket_file_len,
-            });
+            return Err(Error::SocketPathTooLong { path: socket_dir, len: socket_file_len });
         }
         let data_dir = dir.join(DATA_SUBDIR);
-        fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&socket_dir)
-            .map_err(|e| Error::io(format!("creating {}", socket_dir.display()), e))?;
+        fs::DirBuilder::new().mode(0o700).create(&socket_dir).map_err(|e| Error::io(format!("creating {}", socket_dir.display()), e))?;
         run_as.hand_over(&dir)?;
         run_as.hand_over(&socket_dir)?;
 
@@ -330,12 +300,7 @@ impl EmbeddedPostgres {
 
         let log_path = dir.join(LOG_FILE);
         let mut cmd = Command::new(bin_dir.join("postgres"));
-        cmd.arg("-D")
-            .arg(&data_dir)
-            .arg("-k")
-            .arg(&socket_dir)
-            .arg("-p")
-            .arg(options.port.to_string());
+        cmd.arg("-D").arg(&data_dir).arg("-k").arg(&socket_dir).arg("-p").arg(options.port.to_string());
         let defaults = [
             ("listen_addresses", ""),
             ("fsync", "off"),
@@ -344,19 +309,13 @@ impl EmbeddedPostgres {
             ("max_connections", "300"),
             ("dynamic_shared_memory_type", "mmap"),
         ];
-        let extra = options
-            .settings
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()));
+        let extra = options.settings.iter().map(|(k, v)| (k.as_str(), v.as_str()));
         for (name, value) in defaults.into_iter().chain(extra) {
             cmd.arg("-c").arg(format!("{name}={value}"));
         }
         prepare_server_command(&mut cmd, &dir, run_as);
-        let log = fs::File::create(&log_path)
-            .map_err(|e| Error::io(format!("creating {}", log_path.display()), e))?;
-        let log_err = log
-            .try_clone()
-            .map_err(|e| Error::io("duplicating the log file handle", e))?;
+        let log = fs::File::create(&log_path).map_err(|e| Error::io(format!("creating {}", log_path.display()), e))?;
+        let log_err = log.try_clone().map_err(|e| Error::io("duplicating the log file handle", e))?;
         cmd.stdin(Stdio::null()).stdout(log).stderr(log_err);
         // Ctrl-C in a terminal goes to the foreground process group; keep the
         // server out of it so only we get it and can shut down in order.
@@ -395,13 +354,7 @@ impl EmbeddedPostgres {
             elapsed_ms = started.elapsed().as_millis() as u64,
             "embedded postgres ready"
         );
-        Ok(EmbeddedPostgres {
-            dir,
-            socket_dir,
-            port: options.port,
-            pid,
-            keeper: Some(Keeper { stop_tx, thread }),
-        })
+        Ok(EmbeddedPostgres { dir, socket_dir, port: options.port, pid, keeper: Some(Keeper { stop_tx, thread }) })
     }
 
     /// A connection URL over the unix socket, e.g.
@@ -479,9 +432,7 @@ impl Drop for EmbeddedPostgres {
 pub fn binaries_available() -> Result<PathBuf, Error> {
     if let Some(dir) = std::env::var_os(BIN_ENV).filter(|v| !v.is_empty()) {
         let dir = PathBuf::from(dir);
-        return check_bin_dir(&dir).ok_or_else(|| Error::NoBinaries {
-            searched: format!("; {BIN_ENV}={} lacks them", dir.display()),
-        });
+        return check_bin_dir(&dir).ok_or_else(|| Error::NoBinaries { searched: format!("; {BIN_ENV}={} lacks them", dir.display()) });
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
     if let Some(dir) = std::env::split_paths(&path).find_map(|d| check_bin_dir(&d)) {
@@ -492,51 +443,29 @@ pub fn binaries_available() -> Result<PathBuf, Error> {
         .flatten()
         .flatten()
         .filter_map(|entry| {
-            let version = entry
-                .file_name()
-                .to_str()?
-                .split('.')
-                .map(|part| part.parse::<u64>().ok())
-                .collect::<Option<Vec<_>>>()?;
+            let version = entry.file_name().to_str()?.split('.').map(|part| part.parse::<u64>().ok()).collect::<Option<Vec<_>>>()?;
             Some((version, entry.path().join("bin")))
         })
         .collect();
     versioned.sort();
-    versioned
-        .into_iter()
-        .rev()
-        .find_map(|(_, dir)| check_bin_dir(&dir))
-        .ok_or_else(|| Error::NoBinaries {
-            searched: String::new(),
-        })
+    versioned.into_iter().rev().find_map(|(_, dir)| check_bin_dir(&dir)).ok_or_else(|| Error::NoBinaries { searched: String::new() })
 }
 
 fn check_bin_dir(dir: &Path) -> Option<PathBuf> {
-    let executable = |name: &str| {
-        fs::metadata(dir.join(name))
-            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-            .unwrap_or(false)
-    };
+    let executable = |name: &str| fs::metadata(dir.join(name)).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false);
     (executable("initdb") && executable("postgres")).then(|| dir.to_path_buf())
 }
 
 fn default_base_dir() -> PathBuf {
     let shm = Path::new("/dev/shm");
-    if shm.is_dir() && nix::unistd::access(shm, nix::unistd::AccessFlags::W_OK).is_ok() {
-        shm.to_path_buf()
-    } else {
-        std::env::temp_dir()
-    }
+    if shm.is_dir() && nix::unistd::access(shm, nix::unistd::AccessFlags::W_OK).is_ok() { shm.to_path_buf() } else { std::env::temp_dir() }
 }
 
 fn create_unique_dir(base: &Path) -> Result<PathBuf, Error> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let pid = std::process::id();
     loop {
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let dir = base.join(format!("{DIR_PREFIX}{pid}-{n}{nanos:08x}"));
         match fs::DirBuilder::new().mode(0o700).create(&dir) {
@@ -577,48 +506,23 @@ fn remove_dir(dir: &Path) -> Result<(), Error> {
 fn init_db(bin_dir: &Path, dir: &Path, data_dir: &Path, run_as: RunAs) -> Result<(), Error> {
     let started = Instant::now();
     let mut cmd = Command::new(bin_dir.join("initdb"));
-    cmd.arg("-D").arg(data_dir).args([
-        "-U",
-        SUPERUSER,
-        "-A",
-        "trust",
-        "-E",
-        "UTF8",
-        "--locale=C",
-        "-N",
-    ]);
+    cmd.arg("-D").arg(data_dir).args(["-U", SUPERUSER, "-A", "trust", "-E", "UTF8", "--locale=C", "-N"]);
     prepare_server_command(&mut cmd, dir, run_as);
     // If we die mid-initdb, there is no point in it finishing.
     set_parent_death_signal(&mut cmd, Signal::SIGTERM);
     let output = cmd.stdin(Stdio::null()).output().map_err(|e| {
         let who = match run_as.ids {
-            Some(_) => {
-                " as the `postgres` user (every directory above it must be searchable by that user)"
-            }
+            Some(_) => " as the `postgres` user (every directory above it must be searchable by that user)",
             None => "",
         };
-        Error::io(
-            format!(
-                "running {} in {}{who}",
-                bin_dir.join("initdb").display(),
-                dir.display()
-            ),
-            e,
-        )
+        Error::io(format!("running {} in {}{who}", bin_dir.join("initdb").display(), dir.display()), e)
     })?;
     if !output.status.success() {
         let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
         text.push_str(&String::from_utf8_lossy(&output.stderr));
-        return Err(Error::InitDb {
-            status: output.status,
-            dir: data_dir.to_path_buf(),
-            output: text,
-        });
+        return Err(Error::InitDb { status: output.status, dir: data_dir.to_path_buf(), output: text });
     }
-    tracing::debug!(
-        elapsed_ms = started.elapsed().as_millis() as u64,
-        "initdb done"
-    );
+    tracing::debug!(elapsed_ms = started.elapsed().as_millis() as u64, "initdb done");
     Ok(())
 }
 
@@ -629,13 +533,7 @@ fn prepare_server_command(cmd: &mut Command, dir: &Path, run_as: RunAs) {
     cmd.current_dir(dir);
     // Stray libpq/server variables from the caller's environment must not
     // redirect or reconfigure the cluster; the command line says it all.
-    for var in [
-        "PGDATA",
-        "PGPORT",
-        "PGHOST",
-        "PGOPTIONS",
-        "PGCLIENTENCODING",
-    ] {
+    for var in ["PGDATA", "PGPORT", "PGHOST", "PGOPTIONS", "PGCLIENTENCODING"] {
         cmd.env_remove(var);
     }
     cmd.env("LC_ALL", "C");
@@ -677,18 +575,11 @@ struct KeeperContext {
 /// Body of the keeper thread. The postgres child's parent-death signal is tied
 /// to the thread that forked it, so this thread spawns the child, owns it, and
 /// lives until the child has been reaped.
-fn keeper_main(
-    mut ctx: KeeperContext,
-    ready_tx: mpsc::Sender<Result<u32, Error>>,
-    stop_rx: mpsc::Receiver<()>,
-) {
+fn keeper_main(mut ctx: KeeperContext, ready_tx: mpsc::Sender<Result<u32, Error>>, stop_rx: mpsc::Receiver<()>) {
     let mut child = match ctx.cmd.spawn() {
         Ok(child) => child,
         Err(e) => {
-            let _ = ready_tx.send(Err(Error::io(
-                format!("starting {}", ctx.cmd.get_program().to_string_lossy()),
-                e,
-            )));
+            let _ = ready_tx.send(Err(Error::io(format!("starting {}", ctx.cmd.get_program().to_string_lossy()), e)));
             return;
         }
     };
@@ -706,16 +597,8 @@ fn keeper_main(
             terminate(&mut child, ctx.stop_timeout);
             // Read the log only after the server is gone so it holds the full story.
             let e = match e {
-                Error::NotReady { timeout, .. } => Error::NotReady {
-                    timeout,
-                    log: ctx.log_path.clone(),
-                    log_tail: log_tail(&ctx.log_path),
-                },
-                Error::ServerExited { status, .. } => Error::ServerExited {
-                    status,
-                    log: ctx.log_path.clone(),
-                    log_tail: log_tail(&ctx.log_path),
-                },
+                Error::NotReady { timeout, .. } => Error::NotReady { timeout, log: ctx.log_path.clone(), log_tail: log_tail(&ctx.log_path) },
+                Error::ServerExited { status, .. } => Error::ServerExited { status, log: ctx.log_path.clone(), log_tail: log_tail(&ctx.log_path) },
                 other => other,
             };
             let _ = ready_tx.send(Err(e));
@@ -732,29 +615,15 @@ fn wait_ready(child: &mut Child, ctx: &KeeperContext) -> Result<(), Error> {
     let pid_file = ctx.data_dir.join("postmaster.pid");
     let mut pause = Duration::from_millis(2);
     loop {
-        if let Some(status) = child
-            .try_wait()
-            .map_err(|e| Error::io("checking on the postgres process", e))?
-        {
-            return Err(Error::ServerExited {
-                status,
-                log: PathBuf::new(),
-                log_tail: String::new(),
-            });
+        if let Some(status) = child.try_wait().map_err(|e| Error::io("checking on the postgres process", e))? {
+            return Err(Error::ServerExited { status, log: PathBuf::new(), log_tail: String::new() });
         }
         if postmaster_ready(&pid_file, child.id()) && ctx.socket_file.exists() {
-            tracing::debug!(
-                elapsed_ms = started.elapsed().as_millis() as u64,
-                "postgres accepting connections"
-            );
+            tracing::debug!(elapsed_ms = started.elapsed().as_millis() as u64, "postgres accepting connections");
             return Ok(());
         }
         if started.elapsed() >= ctx.ready_timeout {
-            return Err(Error::NotReady {
-                timeout: ctx.ready_timeout,
-                log: PathBuf::new(),
-                log_tail: String::new(),
-            });
+            return Err(Error::NotReady { timeout: ctx.ready_timeout, log: PathBuf::new(), log_tail: String::new() });
         }
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(25));
@@ -769,8 +638,7 @@ fn postmaster_ready(pid_file: &Path, pid: u32) -> bool {
         return false;
     };
     let lines: Vec<&str> = text.lines().collect();
-    lines.first().map(|l| l.trim()) == Some(pid.to_string().as_str())
-        && lines.get(7).map(|l| l.trim()) == Some("ready")
+    lines.first().map(|l| l.trim()) == Some(pid.to_string().as_str()) && lines.get(7).map(|l| l.trim()) == Some("ready")
 }
 
 /// Fast shutdown, escalating only if the server does not exit in time.
@@ -863,10 +731,7 @@ pub fn process_alive(pid: u32) -> bool {
     // Field 3 of /proc/PID/stat is the state; the comm before it may contain
     // spaces and parentheses, so split after the last ')'.
     match fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_none_or(|state| state != "Z" && state != "X"),
+        Ok(stat) => stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next()).is_none_or(|state| state != "Z" && state != "X"),
         Err(_) => true,
     }
 }
@@ -883,11 +748,8 @@ fn sweep_stale(base: &Path) {
     let me = std::process::id();
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(owner) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(DIR_PREFIX))
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|pid| pid.parse::<u32>().ok())
+        let Some(owner) =
+            name.to_str().and_then(|n| n.strip_prefix(DIR_PREFIX)).and_then(|rest| rest.split('-').next()).and_then(|pid| pid.parse::<u32>().ok())
         else {
             continue;
         };
@@ -896,9 +758,7 @@ fn sweep_stale(base: &Path) {
         }
         let dir = entry.path();
         let data_dir = dir.join(DATA_SUBDIR);
-        let postmaster = fs::read_to_string(data_dir.join("postmaster.pid"))
-            .ok()
-            .and_then(|text| text.lines().next()?.trim().parse::<u32>().ok());
+        let postmaster = fs::read_to_string(data_dir.join("postmaster.pid")).ok().and_then(|text| text.lines().next()?.trim().parse::<u32>().ok());
         if let Some(pm) = postmaster
             && process_alive(pm)
         {
@@ -964,9 +824,7 @@ mod tests {
 
     #[test]
     fn no_binaries_message_is_actionable() {
-        let e = Error::NoBinaries {
-            searched: String::new(),
-        };
+        let e = Error::NoBinaries { searched: String::new() };
         let msg = e.to_string();
         assert!(msg.contains("DATABASE_URL is unset"));
         assert!(msg.contains("`docker compose up -d`"));

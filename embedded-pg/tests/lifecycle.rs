@@ -40,17 +40,8 @@ fn two_clusters_are_independent() {
     assert_ne!(a.data_dir(), b.data_dir());
     psql_query(&[&a.url("postgres")], "create table only_in_a (x int)");
     psql_query(&[&a.url("postgres")], "create database bench");
-    assert_eq!(
-        psql_query(&[&a.url("bench")], "select current_database()"),
-        "bench"
-    );
-    assert_eq!(
-        psql_query(
-            &[&b.url("postgres")],
-            "select count(*) from pg_tables where tablename = 'only_in_a'"
-        ),
-        "0"
-    );
+    assert_eq!(psql_query(&[&a.url("bench")], "select current_database()"), "bench");
+    assert_eq!(psql_query(&[&b.url("postgres")], "select count(*) from pg_tables where tablename = 'only_in_a'"), "0");
     let (a_pid, a_dir) = (a.pid(), a.data_dir().to_path_buf());
     a.stop().expect("stop a");
     // b keeps serving after a is gone.
@@ -63,29 +54,18 @@ fn two_clusters_are_independent() {
 
 #[test]
 fn settings_reach_the_server() {
-    let pg =
-        EmbeddedPostgres::start_with(Options::default().setting("work_mem", "7MB")).expect("start");
+    let pg = EmbeddedPostgres::start_with(Options::default().setting("work_mem", "7MB")).expect("start");
     assert_eq!(psql_query(&[&pg.url("postgres")], "show work_mem"), "7MB");
     assert_eq!(psql_query(&[&pg.url("postgres")], "show fsync"), "off");
-    assert_eq!(
-        psql_query(&[&pg.url("postgres")], "show dynamic_shared_memory_type"),
-        "mmap"
-    );
+    assert_eq!(psql_query(&[&pg.url("postgres")], "show dynamic_shared_memory_type"), "mmap");
     pg.stop().expect("stop");
 }
 
 #[test]
 fn server_failure_reports_the_log_and_cleans_up() {
-    let base = tempfile::Builder::new()
-        .prefix("epg-")
-        .tempdir_in("/tmp")
-        .unwrap();
-    let err = EmbeddedPostgres::start_with(
-        Options::default()
-            .base_dir(base.path())
-            .setting("shared_buffers", "not-a-size"),
-    )
-    .expect_err("a bad setting must fail");
+    let base = tempfile::Builder::new().prefix("epg-").tempdir_in("/tmp").unwrap();
+    let err =
+        EmbeddedPostgres::start_with(Options::default().base_dir(base.path()).setting("shared_buffers", "not-a-size")).expect_err("a bad setting must fail");
     let msg = err.to_string();
     assert!(matches!(err, Error::ServerExited { .. }), "{msg}");
     assert!(msg.contains("shared_buffers"), "log tail missing: {msg}");
@@ -97,8 +77,7 @@ fn server_failure_reports_the_log_and_cleans_up() {
 fn empty_bin_dir_is_an_actionable_error() {
     let empty = tempfile::tempdir().unwrap();
     let started = Instant::now();
-    let err = EmbeddedPostgres::start_with(Options::default().bin_dir(empty.path()))
-        .expect_err("no binaries");
+    let err = EmbeddedPostgres::start_with(Options::default().bin_dir(empty.path())).expect_err("no binaries");
     assert!(started.elapsed() < Duration::from_secs(10));
     let msg = err.to_string();
     assert!(matches!(err, Error::NoBinaries { .. }), "{msg}");
@@ -117,8 +96,7 @@ fn long_base_dir_is_rejected_clearly() {
     let base = tempfile::tempdir().unwrap();
     let long = base.path().join("x".repeat(100));
     std::fs::create_dir_all(&long).unwrap();
-    let err = EmbeddedPostgres::start_with(Options::default().base_dir(&long))
-        .expect_err("socket path too long");
+    let err = EmbeddedPostgres::start_with(Options::default().base_dir(&long)).expect_err("socket path too long");
     assert!(matches!(err, Error::SocketPathTooLong { .. }), "{err}");
     assert_eq!(std::fs::read_dir(&long).unwrap().count(), 0);
 }

@@ -45,16 +45,9 @@ fn start_probe(mode: &str) -> Probe {
             panic!("the probe printed nothing within {PATIENCE:?}");
         }
     };
-    let rest = line
-        .trim()
-        .strip_prefix("READY pid=")
-        .unwrap_or_else(|| panic!("unexpected probe output {line:?}"));
+    let rest = line.trim().strip_prefix("READY pid=").unwrap_or_else(|| panic!("unexpected probe output {line:?}"));
     let (pid, dir) = rest.split_once(" dir=").expect("dir= in READY line");
-    Probe {
-        child,
-        postmaster: pid.parse().expect("postmaster pid"),
-        dir: PathBuf::from(dir),
-    }
+    Probe { child, postmaster: pid.parse().expect("postmaster pid"), dir: PathBuf::from(dir) }
 }
 
 fn wait_exit(child: &mut Child) -> ExitStatus {
@@ -112,26 +105,15 @@ fn probe_sigkill_server_dies_and_dir_is_swept() {
     let mut probe = start_probe("wait");
     kill(Pid::from_raw(probe.child.id() as i32), Signal::SIGKILL).unwrap();
     let status = wait_exit(&mut probe.child);
-    assert_eq!(
-        std::os::unix::process::ExitStatusExt::signal(&status),
-        Some(9)
-    );
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(9));
     // PDEATHSIG (SIGINT) makes the orphaned postmaster shut down by itself.
     // It is reparented to init, which may leave a zombie for a while, so
     // "dead" here means not running rather than ESRCH.
-    assert!(
-        wait_until(PATIENCE, || !process_alive(probe.postmaster)),
-        "postmaster {} outlived its SIGKILLed parent",
-        probe.postmaster
-    );
+    assert!(wait_until(PATIENCE, || !process_alive(probe.postmaster)), "postmaster {} outlived its SIGKILLed parent", probe.postmaster);
     // The next start (here, or in any concurrently running test) sweeps it.
     let pg = EmbeddedPostgres::start().expect("start");
     // Bounded wait: a concurrent test's sweep may be midway through removing it.
-    assert!(
-        wait_until(PATIENCE, || !probe.dir.exists()),
-        "{} was not swept",
-        probe.dir.display()
-    );
+    assert!(wait_until(PATIENCE, || !probe.dir.exists()), "{} was not swept", probe.dir.display());
     pg.stop().expect("stop");
     before.assert_no_leaks(probe.postmaster);
 }
@@ -140,20 +122,13 @@ fn probe_sigkill_server_dies_and_dir_is_swept() {
 fn missing_binaries_env_override_fails_fast() {
     let empty = tempfile::tempdir().unwrap();
     let started = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_embedded_pg_probe"))
-        .arg("exit")
-        .env(embedded_pg::BIN_ENV, empty.path())
-        .output()
-        .expect("running the probe");
+    let out = Command::new(env!("CARGO_BIN_EXE_embedded_pg_probe")).arg("exit").env(embedded_pg::BIN_ENV, empty.path()).output().expect("running the probe");
     let elapsed = started.elapsed();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(3), "{stdout}");
     assert!(stdout.starts_with("ERROR "), "{stdout}");
     assert!(stdout.contains("docker compose up -d"), "{stdout}");
     assert!(stdout.contains("DATABASE_URL"), "{stdout}");
-    assert!(
-        stdout.contains(&empty.path().display().to_string()),
-        "{stdout}"
-    );
+    assert!(stdout.contains(&empty.path().display().to_string()), "{stdout}");
     assert!(elapsed < Duration::from_secs(20), "took {elapsed:?}");
 }

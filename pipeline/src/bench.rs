@@ -268,10 +268,7 @@ async fn bench_embedded(n: usize) -> anyhow::Result<Vec<Figure>> {
         tokio::task::spawn_blocking(move || pg.stop()).await??;
         stops.push(stopping.elapsed());
     }
-    Ok(vec![
-        Figure::from_samples("embedded.cold_start", &starts, Some(3000.0)),
-        Figure::from_samples("embedded.stop", &stops, None),
-    ])
+    Ok(vec![Figure::from_samples("embedded.cold_start", &starts, Some(3000.0)), Figure::from_samples("embedded.stop", &stops, None)])
 }
 
 #[cfg(test)]

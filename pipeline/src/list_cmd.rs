@@ -46,7 +46,13 @@ pub fn run(args: ListArgs) -> anyhow::Result<()> {
         let (pattern, control) = servers::registry::arms(module).context("registry")?;
         let mine: Vec<_> = all.iter().filter(|t| t.module == module).collect();
         println!("{module}: pattern {} · control {} · {} tasks", pattern.name, control.name, mine.len());
-        println!("  {:<42} {:>4} {:>9} {:>9}  tags", "task", "cap", pattern.name.chars().take(9).collect::<String>(), control.name.chars().take(9).collect::<String>());
+        println!(
+            "  {:<42} {:>4} {:>9} {:>9}  tags",
+            "task",
+            "cap",
+            pattern.name.chars().take(9).collect::<String>(),
+            control.name.chars().take(9).collect::<String>()
+        );
         for t in mine {
             let calls = |s: &str| t.plan_for(s).map_or("-".to_owned(), |p| p.len().to_string());
             println!("  {:<42} {:>4} {:>9} {:>9}  {}", t.id, t.meta.turn_cap, calls(pattern.name), calls(control.name), t.meta.tags.join(", "));

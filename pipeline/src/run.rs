@@ -305,8 +305,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<RunSummary> {
     let servers = select_servers(&args)?;
     let selected = select_models(&args)?;
     let models: Vec<ModelSpec> = selected.iter().map(|(m, _)| m.clone()).collect();
-    let providers: std::collections::BTreeMap<String, Arc<OpenAiCompatible>> =
-        selected.into_iter().filter_map(|(m, p)| p.map(|p| (m.id, p))).collect();
+    let providers: std::collections::BTreeMap<String, Arc<OpenAiCompatible>> = selected.into_iter().filter_map(|(m, p)| p.map(|p| (m.id, p))).collect();
     let tasks_dir = args.tasks_dir.clone().unwrap_or_else(tasks::default_tasks_dir);
     let mut modules: Vec<&str> = Vec::new();
     for s in &servers {

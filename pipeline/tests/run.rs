@@ -44,7 +44,8 @@ fn oracle_run_writes_paired_records_and_resume_skips_them() {
         assert!(r["totals"]["input_tokens"].is_null(), "the oracle has no usage, and it is not zero");
         assert!(r["oracle"]["estimate_method"].as_str().unwrap().starts_with("estimate"));
         assert_eq!(r["manifest_sha256"].as_str().unwrap().len(), 64);
-        let transcript = exp.join(format!("oracle__{}", r["server"].as_str().unwrap())).join(format!("{}__rep{}.transcript.jsonl", r["task"].as_str().unwrap(), r["rep"]));
+        let transcript =
+            exp.join(format!("oracle__{}", r["server"].as_str().unwrap())).join(format!("{}__rep{}.transcript.jsonl", r["task"].as_str().unwrap(), r["rep"]));
         assert!(transcript.is_file(), "no transcript beside {}", transcript.display());
     }
     // Each (task, rep) pair has both arms, one first and one second, alternating between pairs.

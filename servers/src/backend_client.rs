@@ -44,11 +44,8 @@ impl CallError {
 
 impl BackendClient {
     pub fn new(base: impl Into<String>) -> Self {
-        let http = reqwest::Client::builder()
-            .timeout(REQUEST_TIMEOUT)
-            .connect_timeout(Duration::from_secs(2))
-            .build()
-            .expect("a plain HTTP client always builds");
+        let http =
+            reqwest::Client::builder().timeout(REQUEST_TIMEOUT).connect_timeout(Duration::from_secs(2)).build().expect("a plain HTTP client always builds");
         Self { http, base: base.into().trim_end_matches('/').to_owned() }
     }
 
@@ -72,13 +69,7 @@ impl BackendClient {
         self.send(Method::DELETE, path, None::<&()>, None::<&()>).await
     }
 
-    async fn send(
-        &self,
-        method: Method,
-        path: &str,
-        query: Option<&impl Serialize>,
-        body: Option<&impl Serialize>,
-    ) -> Result<Value, CallError> {
+    async fn send(&self, method: Method, path: &str, query: Option<&impl Serialize>, body: Option<&impl Serialize>) -> Result<Value, CallError> {
         let url = format!("{}{path}", self.base);
         let mut req = self.http.request(method, &url);
         if let Some(q) = query {

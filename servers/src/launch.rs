@@ -60,11 +60,7 @@ impl<S: BenchServer> Launch for Launcher<S> {
     }
 
     fn http_router(&self, backend: BackendClient, config: StreamableHttpServerConfig) -> axum::Router {
-        let service = StreamableHttpService::new(
-            move || Ok(S::new(backend.clone())),
-            Arc::new(LocalSessionManager::default()),
-            config,
-        );
+        let service = StreamableHttpService::new(move || Ok(S::new(backend.clone())), Arc::new(LocalSessionManager::default()), config);
         axum::Router::new().nest_service("/mcp", service)
     }
 

@@ -29,11 +29,8 @@ fn id_of(v: &Value) -> i64 {
 
 /// A title that several seed tickets share, and their ids.
 async fn repeated_title(b: &backend::local::LocalBackend) -> (String, Vec<i64>) {
-    let row = sql(
-        b,
-        "SELECT title, array_agg(id ORDER BY id) AS ids FROM tickets GROUP BY title HAVING count(*) BETWEEN 2 AND 10 ORDER BY title LIMIT 1",
-    )
-    .await;
+    let row =
+        sql(b, "SELECT title, array_agg(id ORDER BY id) AS ids FROM tickets GROUP BY title HAVING count(*) BETWEEN 2 AND 10 ORDER BY title LIMIT 1").await;
     let ids = row["ids"].as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).collect();
     (row["title"].as_str().unwrap().to_owned(), ids)
 }
@@ -68,8 +65,7 @@ async fn every_tool_of_both_arms_works_over_both_transports() {
         assert_eq!(r["assigned_tickets_by_status"]["closed"], assigned["n"], "{r}");
 
         let t = ok_json(
-            &call(&c.client, "open_ticket", json!({"title": format!("Adapter {via:?}"), "customer": "Northwind Trading Co", "assignee": "Marcus Chen"}))
-                .await,
+            &call(&c.client, "open_ticket", json!({"title": format!("Adapter {via:?}"), "customer": "Northwind Trading Co", "assignee": "Marcus Chen"})).await,
         );
         assert_eq!(t["customer"], json!({"id": 2, "name": "Northwind Trading Co"}));
         assert_eq!(t["assignee"], json!({"id": 2, "name": "Marcus Chen"}));
@@ -145,7 +141,14 @@ async fn repeated_ticket_title_lists_candidates_and_id_then_works() {
         assert!(e.contains(&format!("#{id} {title} (")), "#{id} missing: {e}");
     }
     // Each candidate names its customer and status.
-    let first = sql(&b, &format!("SELECT coalesce(c.name, 'no customer') AS customer, t.status FROM tickets t LEFT JOIN customers c ON c.id = t.customer_id WHERE t.id = {}", ids[0])).await;
+    let first = sql(
+        &b,
+        &format!(
+            "SELECT coalesce(c.name, 'no customer') AS customer, t.status FROM tickets t LEFT JOIN customers c ON c.id = t.customer_id WHERE t.id = {}",
+            ids[0]
+        ),
+    )
+    .await;
     assert!(e.contains(&format!("#{} {title} ({}, {})", ids[0], first["customer"].as_str().unwrap(), first["status"].as_str().unwrap())), "{e}");
 
     let versions = format!("SELECT sum(version) AS v FROM tickets WHERE id IN ({})", ids.iter().map(i64::to_string).collect::<Vec<_>>().join(","));
@@ -181,7 +184,9 @@ async fn same_business_operation_same_final_state() {
     w.close().await;
 
     let a = connect("domain_adapter", b.url(), Via::Stdio).await;
-    let t = ok_json(&call(&a.client, "open_ticket", json!({"title": "Export fails for EU accounts", "priority": "high", "customer": "Northwind Trading Co"})).await);
+    let t = ok_json(
+        &call(&a.client, "open_ticket", json!({"title": "Export fails for EU accounts", "priority": "high", "customer": "Northwind Trading Co"})).await,
+    );
     let id2 = id_of(&t);
     // The title now exists twice (once per arm): by title it is ambiguous, by #id it is not.
     let e = err_text(&call(&a.client, "update_ticket", json!({"ticket": "Export fails for EU accounts", "assignee": "Marcus Chen"})).await);

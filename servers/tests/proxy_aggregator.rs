@@ -219,10 +219,7 @@ async fn unknown_backends_operations_and_bad_arguments_are_explained() {
     let b = common::backend().await;
     let p = connect("proxy_aggregator", b.url(), Via::Http).await;
     let c = &p.client;
-    for e in [
-        err_text(&call(c, "describe_backend", json!({"backend": "tickets"})).await),
-        err_text(&op(c, "tickets", "list", json!({})).await),
-    ] {
+    for e in [err_text(&call(c, "describe_backend", json!({"backend": "tickets"})).await), err_text(&op(c, "tickets", "list", json!({})).await)] {
         assert!(e.contains("unknown backend `tickets`") && e.contains("repos, runbooks, deploys"), "{e}");
     }
     let e = err_text(&op(c, "deploys", "find_repo", json!({"name": "x"})).await);

@@ -226,11 +226,7 @@ async fn unknown_uris_are_mcp_errors() {
             "file:///etc/passwd",
         ] {
             let e = read_err(&c.client, uri).await;
-            assert!(
-                e.code == ErrorCode::RESOURCE_NOT_FOUND || e.code == ErrorCode::INVALID_PARAMS,
-                "{via:?} {uri}: {:?}",
-                e.code
-            );
+            assert!(e.code == ErrorCode::RESOURCE_NOT_FOUND || e.code == ErrorCode::INVALID_PARAMS, "{via:?} {uri}: {:?}", e.code);
             assert_eq!(e.message, format!("resource not found: {uri}"), "{via:?}");
         }
         c.close().await;

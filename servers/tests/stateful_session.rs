@@ -96,8 +96,12 @@ async fn every_tool_of_both_arms_works_over_both_transports() {
         assert_eq!(ok_json(&call(&c.client, "change_requests_list", json!({"repo_id": 1, "limit": 1})).await)["data"][0]["repo_id"], 1);
         assert_eq!(ok_json(&call(&c.client, "change_requests_get", json!({"id": 1})).await)["id"], 1);
         let cm = ok_json(
-            &call(&c.client, "change_requests_comments_create", json!({"id": 1, "author_id": 2, "path": "README.md", "line": 1, "body": format!("typo {via:?}")}))
-                .await,
+            &call(
+                &c.client,
+                "change_requests_comments_create",
+                json!({"id": 1, "author_id": 2, "path": "README.md", "line": 1, "body": format!("typo {via:?}")}),
+            )
+            .await,
         );
         assert!(cm["review_id"].is_null());
         let r = ok_json(
@@ -125,7 +129,8 @@ async fn every_tool_of_both_arms_works_over_both_transports() {
         expected.sort_unstable();
         assert_eq!(tools, expected, "{via:?}");
         for tool in reads {
-            let args = if (tool.starts_with("change_requests_") && tool != "change_requests_list") || tool.ends_with("_get") { json!({"id": 2}) } else { json!({}) };
+            let args =
+                if (tool.starts_with("change_requests_") && tool != "change_requests_list") || tool.ends_with("_get") { json!({"id": 2}) } else { json!({}) };
             ok_json(&call(&c.client, tool, args).await);
         }
         let s = ok_json(&call(&c.client, "start_review", json!({"change_request_id": 2, "reviewer_id": 4})).await);
@@ -233,7 +238,8 @@ async fn drafts_are_isolated_between_sessions() {
 
     let a = connect("session_server", b.url(), Via::Stdio).await;
     let z = connect("session_server", b.url(), Via::Stdio).await;
-    let (url, server) = serve_http(servers::registry::find("session_server").unwrap().launcher.http_router(BackendClient::new(b.url()), Default::default())).await;
+    let (url, server) =
+        serve_http(servers::registry::find("session_server").unwrap().launcher.http_router(BackendClient::new(b.url()), Default::default())).await;
     let (ha, hz) = (http_client(&url).await, http_client(&url).await);
 
     for (one, other) in [(&a.client, &z.client), (&ha, &hz)] {
@@ -336,7 +342,10 @@ async fn bad_input_is_caught_early_and_a_failed_submit_keeps_the_draft() {
         let r = ok_json(&call(&c.client, "submit_review", json!({"draft": d, "verdict": "approve", "summary": "short"})).await);
         assert_eq!(r["comments"].as_array().unwrap().len(), 2);
         let after = sql(&b, count_reviews()).await;
-        assert_eq!((after["reviews"].as_i64(), after["comments"].as_i64()), (before["reviews"].as_i64().map(|n| n + 1), before["comments"].as_i64().map(|n| n + 2)));
+        assert_eq!(
+            (after["reviews"].as_i64(), after["comments"].as_i64()),
+            (before["reviews"].as_i64().map(|n| n + 1), before["comments"].as_i64().map(|n| n + 2))
+        );
         c.close().await;
     }
     b.shutdown().await.unwrap();
@@ -359,9 +368,7 @@ async fn stateless_http_requests_cannot_open_drafts() {
         )
         .await
         .expect("a 2026-07-28 client starts");
-    let call = |tool: &str, args: Value| {
-        client.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args.as_object().cloned().unwrap()))
-    };
+    let call = |tool: &str, args: Value| client.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args.as_object().cloned().unwrap()));
     let r = call("change_requests_get", json!({"id": 10})).await.unwrap();
     assert_ne!(r.is_error, Some(true), "read tools work statelessly");
     let r = call("start_review", json!({"change_request_id": 10, "reviewer_id": 3})).await.unwrap();

@@ -36,8 +36,12 @@ async fn every_tool_of_both_arms_works_over_both_transports() {
         let tools: Vec<String> = c.client.list_all_tools().await.unwrap().into_iter().map(|t| t.name.to_string()).collect();
         assert!(tools.contains(&"create_assigned_ticket".to_owned()) && !tools.contains(&"tickets_create".to_owned()), "{tools:?}");
         let r = ok_json(
-            &call(&c.client, "create_assigned_ticket", json!({"title": format!("Orchestrated {via:?}"), "priority": "high", "customer_id": 3, "assignee_id": 5}))
-                .await,
+            &call(
+                &c.client,
+                "create_assigned_ticket",
+                json!({"title": format!("Orchestrated {via:?}"), "priority": "high", "customer_id": 3, "assignee_id": 5}),
+            )
+            .await,
         );
         let id = r["ticket"]["id"].as_i64().unwrap();
         assert_eq!(r["notification"]["user_id"], 5);
@@ -66,8 +70,12 @@ async fn orchestrated_sequence_equals_the_four_control_calls() {
 
     let o = connect("orchestrator", b.url(), common::Via::Stdio).await;
     let r = ok_json(
-        &call(&o.client, "create_assigned_ticket", json!({"title": "Same outcome", "priority": "urgent", "customer_id": 2, "assignee_id": 6, "message": "Please take this one"}))
-            .await,
+        &call(
+            &o.client,
+            "create_assigned_ticket",
+            json!({"title": "Same outcome", "priority": "urgent", "customer_id": 2, "assignee_id": 6, "message": "Please take this one"}),
+        )
+        .await,
     );
     let id2 = r["ticket"]["id"].as_i64().unwrap();
     o.close().await;
@@ -96,9 +104,7 @@ async fn failed_sequence_leaves_nothing_half_done() {
     let e = err_text(&call(&o.client, "create_assigned_ticket", json!({"title": "x", "customer_id": 999999, "assignee_id": 1})).await);
     assert!(e.contains("customer 999999"), "{e}");
     // An invalid notification text fails the last step (over 1000 characters): the ticket goes.
-    let e = err_text(
-        &call(&o.client, "create_assigned_ticket", json!({"title": "x", "customer_id": 1, "assignee_id": 1, "message": "m".repeat(1001)})).await,
-    );
+    let e = err_text(&call(&o.client, "create_assigned_ticket", json!({"title": "x", "customer_id": 1, "assignee_id": 1, "message": "m".repeat(1001)})).await);
     assert!(e.contains("notifying") && e.contains("removed again"), "{e}");
     assert_eq!(sql(&b, count).await, before);
     o.close().await;

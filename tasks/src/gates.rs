@@ -4,8 +4,8 @@
 
 use rmcp::ServiceExt;
 use rmcp::transport::TokioChildProcess;
-use servers::registry::{self, ServerEntry};
 use servers::ToolManifest;
+use servers::registry::{self, ServerEntry};
 
 use crate::load::Task;
 use crate::replay::replay;

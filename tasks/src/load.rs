@@ -137,8 +137,8 @@ pub fn load_task(module: &str, dir: &Path) -> Result<Task, LoadError> {
     if id.is_empty() || !id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') {
         return Err(LoadError::Folder { path: dir.to_owned(), problem: "a task id must be lowercase letters, digits and _".into() });
     }
-    let (pattern, control) = servers::registry::arms(module)
-        .ok_or_else(|| LoadError::Folder { path: dir.to_owned(), problem: format!("{module:?} is not a registered module") })?;
+    let (pattern, control) =
+        servers::registry::arms(module).ok_or_else(|| LoadError::Folder { path: dir.to_owned(), problem: format!("{module:?} is not a registered module") })?;
     let text_path = dir.join("task.md");
     let text = read(&text_path)?.trim().to_owned();
     if text.is_empty() {

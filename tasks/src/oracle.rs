@@ -159,7 +159,10 @@ mod tests {
     #[test]
     fn placeholders_keep_types_or_interpolate() {
         let vars: BTreeMap<String, Value> = [("id".to_owned(), json!(7)), ("name".to_owned(), json!("Ana"))].into();
-        assert_eq!(substitute(&json!({"a": "${id}", "b": "#${id} for ${name}", "c": [1, "${name}"]}), &vars).unwrap(), json!({"a": 7, "b": "#7 for Ana", "c": [1, "Ana"]}));
+        assert_eq!(
+            substitute(&json!({"a": "${id}", "b": "#${id} for ${name}", "c": [1, "${name}"]}), &vars).unwrap(),
+            json!({"a": 7, "b": "#7 for Ana", "c": [1, "Ana"]})
+        );
         assert!(substitute(&json!("${nope}"), &vars).unwrap_err().contains("nope"));
     }
 

@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+use rmcp::RoleClient;
 use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams, ResourceContents};
 use rmcp::service::Peer;
-use rmcp::RoleClient;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -81,10 +81,11 @@ pub async fn replay(plan: &OraclePlan, peer: &Peer<RoleClient>) -> Result<Replay
             let raw = serde_json::to_value(step.args.clone().unwrap_or_default()).unwrap_or(Value::Null);
             let args = substitute(&raw, &vars).map_err(|problem| ReplayError::Step { step: n, name: tool.clone(), problem })?;
             let object = args.as_object().cloned().unwrap_or_default();
-            let result = peer
-                .call_tool(CallToolRequestParams::new(tool.clone()).with_arguments(object))
-                .await
-                .map_err(|source| ReplayError::Protocol { step: n, name: tool.clone(), source })?;
+            let result = peer.call_tool(CallToolRequestParams::new(tool.clone()).with_arguments(object)).await.map_err(|source| ReplayError::Protocol {
+                step: n,
+                name: tool.clone(),
+                source,
+            })?;
             let text: String = result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.as_str())).collect::<Vec<_>>().join("\n");
             let is_error = result.is_error == Some(true);
             let parsed = serde_json::from_str(&text).unwrap_or_else(|_| Value::String(text.clone()));

@@ -141,7 +141,8 @@ async fn chat_completions(State(state): State<FakeState>, headers: HeaderMap, bo
 
 /// A chat completion asking for `calls` as (id, name, arguments-as-sent).
 pub fn tool_calls(calls: &[(&str, &str, &str)], usage: Value) -> Value {
-    let calls: Vec<Value> = calls.iter().map(|(id, name, args)| json!({ "id": id, "type": "function", "function": { "name": name, "arguments": args } })).collect();
+    let calls: Vec<Value> =
+        calls.iter().map(|(id, name, args)| json!({ "id": id, "type": "function", "function": { "name": name, "arguments": args } })).collect();
     json!({
         "id": "chatcmpl-test", "object": "chat.completion", "created": 1_700_000_000, "model": "fake-model",
         "choices": [{ "index": 0, "message": { "role": "assistant", "content": null, "tool_calls": calls }, "finish_reason": "tool_calls" }],

@@ -6,8 +6,8 @@ use std::time::Instant;
 
 use axum::Json;
 use axum::extract::{ConnectInfo, FromRequestParts, State};
-use axum::http::request::Parts;
 use axum::http::HeaderMap;
+use axum::http::request::Parts;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -40,12 +40,7 @@ pub struct ResetResponse {
 /// Restore the freshly seeded state (drops every write since).
 #[utoipa::path(post, path = "/admin/reset", tag = "admin", request_body = ResetRequest,
     responses((status = 200, body = ResetResponse), (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
-async fn reset(
-    State(state): State<AppState>,
-    Peer(peer): Peer,
-    headers: HeaderMap,
-    ApiJson(r): ApiJson<ResetRequest>,
-) -> ApiResult<Json<ResetResponse>> {
+async fn reset(State(state): State<AppState>, Peer(peer): Peer, headers: HeaderMap, ApiJson(r): ApiJson<ResetRequest>) -> ApiResult<Json<ResetResponse>> {
     authorize(&state, peer, &headers)?;
     let current = state.world.spec();
     let spec = WorldSpec { seed: r.seed.unwrap_or(current.seed), scale: r.scale.unwrap_or(current.scale) };

@@ -152,10 +152,7 @@ async fn update_deploy(State(state): State<AppState>, ApiPath(id): ApiPath<i64>,
     let DeployTransition::RolledBack = p.status;
     let pool = state.pool();
     let row: Option<Deploy> =
-        sqlx::query_as("UPDATE deploys SET status = 'rolled_back' WHERE id = $1 AND status = 'succeeded' RETURNING *")
-            .bind(id)
-            .fetch_optional(&pool)
-            .await?;
+        sqlx::query_as("UPDATE deploys SET status = 'rolled_back' WHERE id = $1 AND status = 'succeeded' RETURNING *").bind(id).fetch_optional(&pool).await?;
     if let Some(row) = row {
         return Ok(Json(row));
     }

@@ -67,10 +67,7 @@ impl Window {
     pub fn from_query(limit: Option<i64>, offset: Option<i64>) -> ApiResult<Self> {
         let limit = limit.unwrap_or(DEFAULT_LIMIT);
         if !(1..=MAX_LIMIT).contains(&limit) {
-            return Err(ApiError::BadRequest {
-                field: Some("limit".into()),
-                message: format!("limit must be between 1 and {MAX_LIMIT}, got {limit}"),
-            });
+            return Err(ApiError::BadRequest { field: Some("limit".into()), message: format!("limit must be between 1 and {MAX_LIMIT}, got {limit}") });
         }
         let offset = offset.unwrap_or(0);
         if offset < 0 {

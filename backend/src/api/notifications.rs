@@ -14,9 +14,7 @@ use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(list_notifications, create_notification))
-        .routes(routes!(get_notification, update_notification))
+    OpenApiRouter::new().routes(routes!(list_notifications, create_notification)).routes(routes!(get_notification, update_notification))
 }
 
 pub const MESSAGE_MAX: usize = 1000;
@@ -100,14 +98,12 @@ async fn create_notification(State(state): State<AppState>, ApiJson(n): ApiJson<
     if let Some(t) = n.ticket_id {
         check_ref(&pool, Table::Tickets, "ticket_id", t).await?;
     }
-    let row: Notification = sqlx::query_as(
-        "INSERT INTO notifications (user_id, ticket_id, message, created_at) VALUES ($1, $2, $3, now()) RETURNING *",
-    )
-    .bind(n.user_id)
-    .bind(n.ticket_id)
-    .bind(&n.message)
-    .fetch_one(&pool)
-    .await?;
+    let row: Notification = sqlx::query_as("INSERT INTO notifications (user_id, ticket_id, message, created_at) VALUES ($1, $2, $3, now()) RETURNING *")
+        .bind(n.user_id)
+        .bind(n.ticket_id)
+        .bind(&n.message)
+        .fetch_one(&pool)
+        .await?;
     Ok((StatusCode::CREATED, Json(row)))
 }
 
@@ -120,7 +116,11 @@ pub struct NotificationPatch {
 /// Mark a notification read or unread.
 #[utoipa::path(patch, path = "/notifications/{id}", tag = "notifications", request_body = NotificationPatch, params(("id" = i64, Path)),
     responses((status = 200, body = Notification), (status = 404, body = ErrorBody)))]
-async fn update_notification(State(state): State<AppState>, ApiPath(id): ApiPath<i64>, ApiJson(p): ApiJson<NotificationPatch>) -> ApiResult<Json<Notification>> {
+async fn update_notification(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(p): ApiJson<NotificationPatch>,
+) -> ApiResult<Json<Notification>> {
     sqlx::query_as("UPDATE notifications SET read = $2 WHERE id = $1 RETURNING *")
         .bind(id)
         .bind(p.read)

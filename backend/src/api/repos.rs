@@ -12,11 +12,7 @@ use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::extract::{ApiPath, ApiQuery};
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(list_repos))
-        .routes(routes!(get_repo))
-        .routes(routes!(list_services))
-        .routes(routes!(get_service))
+    OpenApiRouter::new().routes(routes!(list_repos)).routes(routes!(get_repo)).routes(routes!(list_services)).routes(routes!(get_service))
 }
 
 #[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
@@ -72,12 +68,7 @@ async fn list_repos(State(state): State<AppState>, ApiQuery(q): ApiQuery<RepoQue
 #[utoipa::path(get, path = "/repos/{id}", tag = "repos", params(("id" = i64, Path)),
     responses((status = 200, body = Repo), (status = 404, body = ErrorBody)))]
 async fn get_repo(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) -> ApiResult<Json<Repo>> {
-    sqlx::query_as("SELECT * FROM repos WHERE id = $1")
-        .bind(id)
-        .fetch_optional(&state.pool())
-        .await?
-        .map(Json)
-        .ok_or_else(|| ApiError::not_found("repo", id))
+    sqlx::query_as("SELECT * FROM repos WHERE id = $1").bind(id).fetch_optional(&state.pool()).await?.map(Json).ok_or_else(|| ApiError::not_found("repo", id))
 }
 
 #[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]

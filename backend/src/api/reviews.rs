@@ -129,14 +129,13 @@ async fn list_comments(State(state): State<AppState>, ApiPath(id): ApiPath<i64>,
     let window = Window::from_query(q.limit, q.offset)?;
     let pool = state.pool();
     require_change_request(&pool, id).await?;
-    let rows: Vec<ReviewComment> = sqlx::query_as(
-        "SELECT *, count(*) OVER () AS total FROM review_comments WHERE change_request_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3",
-    )
-    .bind(id)
-    .bind(window.limit)
-    .bind(window.offset)
-    .fetch_all(&pool)
-    .await?;
+    let rows: Vec<ReviewComment> =
+        sqlx::query_as("SELECT *, count(*) OVER () AS total FROM review_comments WHERE change_request_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3")
+            .bind(id)
+            .bind(window.limit)
+            .bind(window.offset)
+            .fetch_all(&pool)
+            .await?;
     Ok(Json(page_of(rows, window)))
 }
 
@@ -174,7 +173,11 @@ pub struct NewComment {
 /// Add a standalone review comment to a change request.
 #[utoipa::path(post, path = "/change_requests/{id}/comments", tag = "change_requests", params(("id" = i64, Path)), request_body = NewComment,
     responses((status = 201, body = ReviewComment), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
-async fn create_comment(State(state): State<AppState>, ApiPath(id): ApiPath<i64>, ApiJson(c): ApiJson<NewComment>) -> ApiResult<(StatusCode, Json<ReviewComment>)> {
+async fn create_comment(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(c): ApiJson<NewComment>,
+) -> ApiResult<(StatusCode, Json<ReviewComment>)> {
     c.comment.validate("")?;
     let pool = state.pool();
     require_change_request(&pool, id).await?;
@@ -215,14 +218,13 @@ async fn list_reviews(State(state): State<AppState>, ApiPath(id): ApiPath<i64>, 
     let window = Window::from_query(q.limit, q.offset)?;
     let pool = state.pool();
     require_change_request(&pool, id).await?;
-    let rows: Vec<Review> = sqlx::query_as(
-        "SELECT *, count(*) OVER () AS total FROM reviews WHERE change_request_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3",
-    )
-    .bind(id)
-    .bind(window.limit)
-    .bind(window.offset)
-    .fetch_all(&pool)
-    .await?;
+    let rows: Vec<Review> =
+        sqlx::query_as("SELECT *, count(*) OVER () AS total FROM reviews WHERE change_request_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3")
+            .bind(id)
+            .bind(window.limit)
+            .bind(window.offset)
+            .fetch_all(&pool)
+            .await?;
     Ok(Json(page_of(rows, window)))
 }
 
@@ -266,7 +268,11 @@ pub struct SubmittedReview {
 /// Submit a review with its line comments, all at once.
 #[utoipa::path(post, path = "/change_requests/{id}/reviews", tag = "change_requests", params(("id" = i64, Path)), request_body = NewReview,
     responses((status = 201, body = SubmittedReview), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
-async fn create_review(State(state): State<AppState>, ApiPath(id): ApiPath<i64>, ApiJson(r): ApiJson<NewReview>) -> ApiResult<(StatusCode, Json<SubmittedReview>)> {
+async fn create_review(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(r): ApiJson<NewReview>,
+) -> ApiResult<(StatusCode, Json<SubmittedReview>)> {
     check_len("body", &r.body, BODY_MAX)?;
     if r.comments.len() > MAX_REVIEW_COMMENTS {
         return Err(ApiError::invalid("comments", format!("at most {MAX_REVIEW_COMMENTS} comments per review, got {}", r.comments.len())));
@@ -278,15 +284,14 @@ async fn create_review(State(state): State<AppState>, ApiPath(id): ApiPath<i64>,
     require_change_request(&pool, id).await?;
     check_ref(&pool, Table::Users, "reviewer_id", r.reviewer_id).await?;
     let mut tx = pool.begin().await?;
-    let review: Review = sqlx::query_as(
-        "INSERT INTO reviews (change_request_id, reviewer_id, verdict, body, created_at) VALUES ($1, $2, $3, $4, now()) RETURNING *",
-    )
-    .bind(id)
-    .bind(r.reviewer_id)
-    .bind(r.verdict.as_str())
-    .bind(&r.body)
-    .fetch_one(&mut *tx)
-    .await?;
+    let review: Review =
+        sqlx::query_as("INSERT INTO reviews (change_request_id, reviewer_id, verdict, body, created_at) VALUES ($1, $2, $3, $4, now()) RETURNING *")
+            .bind(id)
+            .bind(r.reviewer_id)
+            .bind(r.verdict.as_str())
+            .bind(&r.body)
+            .fetch_one(&mut *tx)
+            .await?;
     let comments: Vec<ReviewComment> = sqlx::query_as(
         "INSERT INTO review_comments (change_request_id, review_id, author_id, path, line, body, created_at)
          SELECT $1, $2, $3, p, l, b, now() FROM UNNEST($4::text[], $5::int[], $6::text[]) WITH ORDINALITY AS x(p, l, b, n)

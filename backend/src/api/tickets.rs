@@ -170,10 +170,8 @@ async fn get_ticket(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) ->
 }
 
 async fn fetch(pool: &sqlx::PgPool, id: i64) -> ApiResult<Option<Ticket>> {
-    let row: Option<TicketRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM tickets WHERE id = $1")))
-        .bind(id)
-        .fetch_optional(pool)
-        .await?;
+    let row: Option<TicketRow> =
+        sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM tickets WHERE id = $1"))).bind(id).fetch_optional(pool).await?;
     Ok(row.map(Ticket::from))
 }
 
@@ -338,8 +336,7 @@ async fn delete_ticket(State(state): State<AppState>, ApiPath(id): ApiPath<i64>)
 fn if_match(headers: &HeaderMap) -> ApiResult<Option<i32>> {
     let Some(value) = headers.get(axum::http::header::IF_MATCH) else { return Ok(None) };
     let text = value.to_str().unwrap_or("").trim().trim_matches('"');
-    text.parse::<i32>().map(Some).map_err(|_| ApiError::BadRequest {
-        field: Some("If-Match".into()),
-        message: format!("If-Match must be a ticket version number, got {text:?}"),
-    })
+    text.parse::<i32>()
+        .map(Some)
+        .map_err(|_| ApiError::BadRequest { field: Some("If-Match".into()), message: format!("If-Match must be a ticket version number, got {text:?}") })
 }

@@ -67,12 +67,7 @@ async fn list_users(State(state): State<AppState>, ApiQuery(q): ApiQuery<UserQue
 #[utoipa::path(get, path = "/users/{id}", tag = "users", params(("id" = i64, Path)),
     responses((status = 200, body = User), (status = 404, body = ErrorBody)))]
 async fn get_user(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) -> ApiResult<Json<User>> {
-    sqlx::query_as("SELECT * FROM users WHERE id = $1")
-        .bind(id)
-        .fetch_optional(&state.pool())
-        .await?
-        .map(Json)
-        .ok_or_else(|| ApiError::not_found("user", id))
+    sqlx::query_as("SELECT * FROM users WHERE id = $1").bind(id).fetch_optional(&state.pool()).await?.map(Json).ok_or_else(|| ApiError::not_found("user", id))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

@@ -16,39 +16,22 @@ use embedded_pg::process_alive;
 pub const PATIENCE: Duration = Duration::from_secs(60);
 
 pub fn psql() -> PathBuf {
-    let on_path = std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|d| d.join("psql"))
-            .find(|p| p.is_file())
-    });
+    let on_path = std::env::var_os("PATH").and_then(|path| std::env::split_paths(&path).map(|d| d.join("psql")).find(|p| p.is_file()));
     on_path.unwrap_or_else(|| PathBuf::from("/usr/bin/psql"))
 }
 
 /// Runs one SQL statement through psql with the given connection arguments
 /// and returns its unaligned, tuples-only output.
 pub fn psql_query(conn: &[&str], sql: &str) -> String {
-    let out = Command::new(psql())
-        .args(conn)
-        .args(["-X", "-v", "ON_ERROR_STOP=1", "-Atc", sql])
-        .env("PGCONNECT_TIMEOUT", "30")
-        .output()
-        .expect("running psql");
-    assert!(
-        out.status.success(),
-        "psql {conn:?} -c {sql:?} failed ({}): {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = Command::new(psql()).args(conn).args(["-X", "-v", "ON_ERROR_STOP=1", "-Atc", sql]).env("PGCONNECT_TIMEOUT", "30").output().expect("running psql");
+    assert!(out.status.success(), "psql {conn:?} -c {sql:?} failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
 pub fn select_one_via_socket(socket_dir: &Path, port: u16) {
     let host = socket_dir.to_str().unwrap();
     let port = port.to_string();
-    let got = psql_query(
-        &["-h", host, "-p", &port, "-U", "postgres", "-d", "postgres"],
-        "select 1",
-    );
+    let got = psql_query(&["-h", host, "-p", &port, "-U", "postgres", "-d", "postgres"], "select 1");
     assert_eq!(got, "1");
 }
 
@@ -80,12 +63,7 @@ fn sysv_segments() -> Vec<SysvSegment> {
         .skip(1)
         .filter_map(|line| {
             let f: Vec<&str> = line.split_whitespace().collect();
-            Some(SysvSegment {
-                key: f.first()?.to_string(),
-                shmid: f.get(1)?.to_string(),
-                cpid: f.get(4)?.parse().ok()?,
-                uid: f.get(7)?.parse().ok()?,
-            })
+            Some(SysvSegment { key: f.first()?.to_string(), shmid: f.get(1)?.to_string(), cpid: f.get(4)?.parse().ok()?, uid: f.get(7)?.parse().ok()? })
         })
         .collect()
 }
@@ -103,11 +81,7 @@ fn posix_shm_entries() -> HashSet<String> {
 /// The uid the server runs as (the `postgres` user when we are root).
 pub fn server_uid() -> u32 {
     if nix::unistd::Uid::effective().is_root() {
-        nix::unistd::User::from_name("postgres")
-            .unwrap()
-            .expect("postgres user")
-            .uid
-            .as_raw()
+        nix::unistd::User::from_name("postgres").unwrap().expect("postgres user").uid.as_raw()
     } else {
         nix::unistd::Uid::effective().as_raw()
     }
@@ -121,10 +95,7 @@ pub struct ShmSnapshot {
 
 impl ShmSnapshot {
     pub fn take() -> Self {
-        ShmSnapshot {
-            posix: posix_shm_entries(),
-            sysv: sysv_segments().into_iter().collect(),
-        }
+        ShmSnapshot { posix: posix_shm_entries(), sysv: sysv_segments().into_iter().collect() }
     }
 
     /// Shared memory that appeared since the snapshot and was left behind:
@@ -132,17 +103,11 @@ impl ShmSnapshot {
     /// by `postmaster` or by any process that is now dead.
     fn leaks(&self, postmaster: u32) -> Vec<String> {
         let uid = server_uid();
-        let mut leaks: Vec<String> = posix_shm_entries()
-            .difference(&self.posix)
-            .map(|n| format!("/dev/shm/{n}"))
-            .collect();
+        let mut leaks: Vec<String> = posix_shm_entries().difference(&self.posix).map(|n| format!("/dev/shm/{n}")).collect();
         leaks.extend(
             sysv_segments()
                 .into_iter()
-                .filter(|s| {
-                    s.cpid == postmaster
-                        || (s.uid == uid && !self.sysv.contains(s) && !process_alive(s.cpid))
-                })
+                .filter(|s| s.cpid == postmaster || (s.uid == uid && !self.sysv.contains(s) && !process_alive(s.cpid)))
                 .map(|s| format!("SysV segment {s:?}")),
         );
         leaks
@@ -162,16 +127,12 @@ impl ShmSnapshot {
 
 /// Whether `kill(pid, 0)` says the process no longer exists at all (not even a zombie).
 pub fn gone(pid: u32) -> bool {
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None)
-        == Err(nix::errno::Errno::ESRCH)
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None) == Err(nix::errno::Errno::ESRCH)
 }
 
 /// The three cleanup checks: postmaster gone (ESRCH), directory gone, no shared memory left.
 pub fn assert_cleaned_up(postmaster: u32, dir: &Path, before: &ShmSnapshot) {
-    assert!(
-        wait_until(PATIENCE, || gone(postmaster)),
-        "postmaster {postmaster} still exists"
-    );
+    assert!(wait_until(PATIENCE, || gone(postmaster)), "postmaster {postmaster} still exists");
     assert!(!dir.exists(), "{} still exists", dir.display());
     before.assert_no_leaks(postmaster);
 }

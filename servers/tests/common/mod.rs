@@ -64,10 +64,7 @@ pub async fn connect(name: &str, backend_url: &str, via: Via) -> Connected {
 /// Calls `tool` with `args` (a JSON object).
 pub async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {
     let args = args.as_object().cloned().unwrap_or_default();
-    client
-        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
-        .await
-        .unwrap_or_else(|e| panic!("protocol error calling {tool}: {e}"))
+    client.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args)).await.unwrap_or_else(|e| panic!("protocol error calling {tool}: {e}"))
 }
 
 /// The text of a result's first content block.

@@ -199,12 +199,8 @@ impl DomainAdapter {
                           title or description. Fields left out keep their value. Returns it with names.")]
     async fn update_ticket(&self, Parameters(a): Parameters<UpdateTicket>) -> Result<CallToolResult, ErrorData> {
         let b = &self.backend;
-        let nothing = a.status.is_none()
-            && a.priority.is_none()
-            && a.assignee.is_none()
-            && a.customer.is_none()
-            && a.new_title.is_none()
-            && a.description.is_none();
+        let nothing =
+            a.status.is_none() && a.priority.is_none() && a.assignee.is_none() && a.customer.is_none() && a.new_title.is_none() && a.description.is_none();
         if nothing {
             return Ok(tool_error("Name at least one field to change."));
         }

@@ -17,13 +17,4 @@ pub use wrapper::DomainWrapper;
 
 /// Words specific to either server of this module. Task texts must not use them (gate G5,
 /// besides every tool and resource name of both arms).
-pub const SPECIFIC_TERMS: &[&str] = &[
-    "adapter",
-    "wrapper",
-    "business reference",
-    "resolve",
-    "resolution",
-    "server-side",
-    "ambiguous",
-    "disambiguate",
-];
+pub const SPECIFIC_TERMS: &[&str] = &["adapter", "wrapper", "business reference", "resolve", "resolution", "server-side", "ambiguous", "disambiguate"];

@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::backends::{BackendInfo, BACKENDS, Deploys, Outcome, Repos, Runbooks, backend_info, unknown_backend};
+use super::backends::{BACKENDS, BackendInfo, Deploys, Outcome, Repos, Runbooks, backend_info, unknown_backend};
 use crate::backend_client::{BackendClient, json_result, tool_error};
 use crate::launch::BenchServer;
 

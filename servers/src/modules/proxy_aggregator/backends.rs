@@ -173,7 +173,10 @@ impl Repos {
             [] => {
                 let like = ReposList { q: Some(a.name.clone()), limit: Some(5), ..Default::default() };
                 let similar: Vec<String> = match self.client.get("/repos", &like).await {
-                    Ok(page) => rows(&page).iter().map(|r| format!("{}/{} (id {})", r["owner"].as_str().unwrap_or("?"), r["name"].as_str().unwrap_or("?"), r["id"])).collect(),
+                    Ok(page) => rows(&page)
+                        .iter()
+                        .map(|r| format!("{}/{} (id {})", r["owner"].as_str().unwrap_or("?"), r["name"].as_str().unwrap_or("?"), r["id"]))
+                        .collect(),
                     Err(_) => Vec::new(),
                 };
                 let hint = if similar.is_empty() { String::new() } else { format!("; names containing it: {}", similar.join(", ")) };
@@ -183,7 +186,13 @@ impl Repos {
                 let listed: Vec<String> = many
                     .iter()
                     .map(|r| {
-                        format!("{}/{} (id {}): {}", r["owner"].as_str().unwrap_or("?"), r["name"].as_str().unwrap_or("?"), r["id"], r["description"].as_str().unwrap_or(""))
+                        format!(
+                            "{}/{} (id {}): {}",
+                            r["owner"].as_str().unwrap_or("?"),
+                            r["name"].as_str().unwrap_or("?"),
+                            r["id"],
+                            r["description"].as_str().unwrap_or("")
+                        )
                     })
                     .collect();
                 Err(format!("`{}` is ambiguous: {} repositories have that name; pass `owner`. {}", a.name, many.len(), listed.join("; ")))
@@ -217,7 +226,10 @@ impl Runbooks {
         name: "runbooks",
         purpose: "Operational runbooks: procedures for a service's incidents.",
         operations: &[
-            Operation::of::<RunbooksList>("find_runbooks", "Runbooks by id (full records). Filters: service, slug, q (title substring); paged with limit/offset."),
+            Operation::of::<RunbooksList>(
+                "find_runbooks",
+                "Runbooks by id (full records). Filters: service, slug, q (title substring); paged with limit/offset.",
+            ),
             Operation::of::<GetRunbook>("get_runbook", "One runbook (full record) by id or slug."),
         ],
     };

@@ -20,13 +20,4 @@ pub use wrapper::ProxyWrapper;
 
 /// Words specific to either server of this module. Task texts must not use them (gate G5,
 /// besides every tool and resource name of both arms).
-pub const SPECIFIC_TERMS: &[&str] = &[
-    "proxy",
-    "aggregator",
-    "aggregate",
-    "wrapper",
-    "backend",
-    "operation",
-    "discover",
-    "discovery",
-];
+pub const SPECIFIC_TERMS: &[&str] = &["proxy", "aggregator", "aggregate", "wrapper", "backend", "operation", "discover", "discovery"];

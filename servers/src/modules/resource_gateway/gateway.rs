@@ -12,8 +12,8 @@ use std::fmt::Write as _;
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
-    Implementation, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, ServerCapabilities, ServerConfig,
+    Implementation, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool_handler};
@@ -76,10 +76,7 @@ impl Runbook {
     }
 
     fn resource(&self) -> Resource {
-        Resource::new(self.uri(), &self.slug)
-            .with_title(&self.title)
-            .with_description(format!("{} service", self.service))
-            .with_mime_type(MARKDOWN)
+        Resource::new(self.uri(), &self.slug).with_title(&self.title).with_description(format!("{} service", self.service)).with_mime_type(MARKDOWN)
     }
 
     fn markdown(&self) -> String {
@@ -113,8 +110,8 @@ impl ResourceGateway {
             let query = RunbookQuery { service, slug, limit: PAGE, offset };
             let value = self.backend.get("/runbooks", &query).await.map_err(|e| backend_fault(&e))?;
             // Never echo the body: it holds the internal notes.
-            let page: RunbookPage = serde_json::from_value(value)
-                .map_err(|_| ErrorData::internal_error("the backend sent runbooks in an unexpected shape", None))?;
+            let page: RunbookPage =
+                serde_json::from_value(value).map_err(|_| ErrorData::internal_error("the backend sent runbooks in an unexpected shape", None))?;
             let got = page.data.len();
             out.extend(page.data);
             match page.next_offset {
@@ -160,15 +157,10 @@ impl ResourceGateway {
 #[tool_handler(router = self.tool_router)]
 impl rmcp::ServerHandler for ResourceGateway {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_resources().build())
-            .with_server_info(Implementation::new("resource_gateway", "0.1.0"))
+        ServerConfig::new(ServerCapabilities::builder().enable_resources().build()).with_server_info(Implementation::new("resource_gateway", "0.1.0"))
     }
 
-    async fn list_resources(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListResourcesResult, ErrorData> {
+    async fn list_resources(&self, _request: Option<PaginatedRequestParams>, _context: RequestContext<RoleServer>) -> Result<ListResourcesResult, ErrorData> {
         let all = self.runbooks(None, None).await?;
         Ok(ListResourcesResult::with_all_items(all.iter().map(Runbook::resource).collect()))
     }
@@ -188,11 +180,7 @@ impl rmcp::ServerHandler for ResourceGateway {
         ]))
     }
 
-    async fn read_resource(
-        &self,
-        request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceResponse, ErrorData> {
+    async fn read_resource(&self, request: ReadResourceRequestParams, _context: RequestContext<RoleServer>) -> Result<ReadResourceResponse, ErrorData> {
         let uri = request.uri.as_str();
         let text = if let Some(slug) = uri.strip_prefix(RUNBOOK_SCHEME) {
             self.read_runbook(uri, slug).await?

@@ -16,15 +16,4 @@ pub use wrapper::ResourceWrapper;
 
 /// Words specific to either server of this module. Task texts must not use them (gate G5,
 /// besides every tool and resource name of both arms).
-pub const SPECIFIC_TERMS: &[&str] = &[
-    "resource",
-    "gateway",
-    "wrapper",
-    "uri",
-    "runbook://",
-    "runbooks://",
-    "template",
-    "markdown",
-    "withheld",
-    "redacted",
-];
+pub const SPECIFIC_TERMS: &[&str] = &["resource", "gateway", "wrapper", "uri", "runbook://", "runbooks://", "template", "markdown", "withheld", "redacted"];
