@@ -1,7 +1,9 @@
 //! `pipeline --… --models oracle`: records, pairing, resume after `kill -9`, and refusing to
 //! start without credentials. Runs the real binary.
 
-use std::path::Path;
+mod common;
+
+use common::records;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -9,20 +11,6 @@ fn pipeline() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_pipeline"));
     c.env_remove("DATABASE_URL").env("RUST_LOG", "warn").current_dir(env!("CARGO_MANIFEST_DIR"));
     c
-}
-
-fn records(dir: &Path) -> Vec<serde_json::Value> {
-    let mut out = Vec::new();
-    let Ok(arms) = std::fs::read_dir(dir) else { return out };
-    for arm in arms.flatten().filter(|e| e.path().is_dir()) {
-        for f in std::fs::read_dir(arm.path()).unwrap().flatten() {
-            let name = f.file_name().to_string_lossy().into_owned();
-            if name.ends_with(".json") && !name.starts_with('.') {
-                out.push(serde_json::from_str(&std::fs::read_to_string(f.path()).unwrap()).unwrap());
-            }
-        }
-    }
-    out
 }
 
 #[test]

@@ -6,6 +6,9 @@
 //! the outcome does not depend on whether this work tree is clean; tests that break a task work
 //! on a copy of the tasks (`MCPBENCH_TASKS_DIR`). Runs the real binary.
 
+mod common;
+
+use common::records;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -107,21 +110,6 @@ fn copy_dir(src: &Path, dst: &Path) {
             std::fs::copy(e.path(), &to).unwrap();
         }
     }
-}
-
-/// Session records (not the experiment's own manifests) under `exp`.
-fn records(exp: &Path) -> Vec<serde_json::Value> {
-    let mut out = Vec::new();
-    let Ok(arms) = std::fs::read_dir(exp) else { return out };
-    for arm in arms.flatten().filter(|e| e.path().is_dir()) {
-        for f in std::fs::read_dir(arm.path()).unwrap().flatten() {
-            let name = f.file_name().to_string_lossy().into_owned();
-            if name.ends_with(".json") && !name.starts_with('.') {
-                out.push(serde_json::from_str(&std::fs::read_to_string(f.path()).unwrap()).unwrap());
-            }
-        }
-    }
-    out
 }
 
 /// Exit 1, `INVALID — gate failures:`, a failure line starting with `gate`, zero sessions, and
