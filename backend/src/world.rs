@@ -335,17 +335,6 @@ pub async fn canonical_dump_hash(pool: &PgPool) -> Result<String, WorldError> {
     Ok(hex::encode(h.finalize()))
 }
 
-/// [`canonical_dump_hash`] taking the pool by value, for joining many at once.
-pub async fn canonical_dump_hash_owned(pool: PgPool) -> Result<String, WorldError> {
-    canonical_dump_hash(&pool).await
-}
-
-/// Rows of an arbitrary read query as JSON values (one per row). For tests and verifiers that
-/// read state; `sql` must return a single json column.
-pub async fn query_json(pool: &PgPool, sql: &str) -> Result<Vec<serde_json::Value>, WorldError> {
-    sqlx::query_scalar::<_, serde_json::Value>(sqlx::AssertSqlSafe(sql.to_owned())).fetch_all(pool).await.map_err(db_err("running a read query"))
-}
-
 /// Runs read queries in one READ ONLY transaction (a query that tries to write fails) and
 /// returns each query's rows as JSON objects. For verifiers, which must only read state.
 pub async fn read_only_rows(pool: &PgPool, queries: &[String]) -> Result<Vec<Vec<serde_json::Value>>, WorldError> {

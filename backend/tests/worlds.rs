@@ -85,7 +85,8 @@ async fn parallel_worlds_are_isolated() {
     }
     // Resetting all of them at once is fine too.
     futures_util::future::try_join_all(worlds.iter().map(|w| w.reset(spec))).await.unwrap();
-    let fresh: Vec<String> = futures_util::future::try_join_all(worlds.iter().map(|w| backend::world::canonical_dump_hash_owned(w.pool()))).await.unwrap();
+    let fresh: Vec<String> =
+        futures_util::future::try_join_all(worlds.iter().map(|w| async move { backend::world::canonical_dump_hash(&w.pool()).await })).await.unwrap();
     assert!(fresh.windows(2).all(|p| p[0] == p[1]));
     for w in &worlds {
         w.destroy().await.unwrap();

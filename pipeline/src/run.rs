@@ -416,11 +416,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<RunSummary> {
     let mut workers = Vec::new();
     let results = Arc::new(std::sync::Mutex::new(Vec::<(SessionRecord, f64)>::new()));
     for w in 0..args.jobs {
-        let (queue, ctx, results, cluster) = (queue.clone(), context.clone(), results.clone(), main.cluster().clone());
-        let own = if w == 0 { None } else { Some(cluster.clone()) };
-        let main_url = main.url().to_owned();
-        let main_world = main.world().clone();
-        workers.push(tokio::spawn(async move { worker(w, queue, ctx, results, own, main_url, main_world, cluster).await }));
+        let (queue, ctx, results) = (queue.clone(), context.clone(), results.clone());
+        // Worker 0 uses the main world; the others get a world of their own on the same cluster.
+        let world = if w == 0 { WorkerWorld::Shared(main.url().to_owned(), main.world().clone()) } else { WorkerWorld::Own(main.cluster().clone()) };
+        workers.push(tokio::spawn(async move { worker(w, queue, ctx, results, world).await }));
     }
     let mut first_error = None;
     for w in workers {
@@ -465,26 +464,29 @@ struct RunContext {
     started: Instant,
 }
 
-/// Takes jobs until the queue is empty. Worker 0 uses the main world; the others serve a world
-/// of their own on the same cluster.
-#[allow(clippy::too_many_arguments)]
+/// Where a worker's sessions run.
+enum WorkerWorld {
+    /// The main backend's world (URL and world).
+    Shared(String, Arc<backend::World>),
+    /// A new world served on this cluster, dropped when the worker is done.
+    Own(Arc<Cluster>),
+}
+
+/// Takes jobs until the queue is empty (or the run is stopped).
 async fn worker(
     index: u32,
     queue: Arc<std::sync::Mutex<std::collections::VecDeque<Job>>>,
     ctx: Arc<RunContext>,
     results: Arc<std::sync::Mutex<Vec<(SessionRecord, f64)>>>,
-    own_cluster: Option<Arc<Cluster>>,
-    main_url: String,
-    main_world: Arc<backend::World>,
-    _cluster: Arc<Cluster>,
+    world: WorkerWorld,
 ) -> anyhow::Result<()> {
-    let own = match own_cluster {
-        Some(cluster) => Some(LocalBackend::serve(cluster, &format!("{}_w{index}", backend::local::unique_world_name()), WorldSpec::default()).await?),
-        None => None,
-    };
-    let (url, world) = match &own {
-        Some(b) => (b.url().to_owned(), b.world().clone()),
-        None => (main_url, main_world),
+    let (own, url, world) = match world {
+        WorkerWorld::Shared(url, world) => (None, url, world),
+        WorkerWorld::Own(cluster) => {
+            let b = LocalBackend::serve(cluster, &format!("{}_w{index}", backend::local::unique_world_name()), WorldSpec::default()).await?;
+            let (url, world) = (b.url().to_owned(), b.world().clone());
+            (Some(b), url, world)
+        }
     };
     loop {
         if ctx.stop.is_raised() {
@@ -562,21 +564,23 @@ async fn run_one(ctx: &RunContext, job: &Job, url: &str, world: &backend::World)
     let reset_ms = reset_started.elapsed().as_secs_f64() * 1000.0;
     let session_started = Instant::now();
     let (outcome, http_server) = match &baseline {
-        Ok(_) => {
-            let (conn, http_server) = connection(ctx, job.server, url).await;
-            let outcome = if job.model.is_oracle() {
-                match task.plan_for(job.server.name) {
-                    Some(plan) => agent::oracle::run(&conn, &task.text, plan).await,
-                    None => harness_failure(format!("no oracle plan for {}", job.server.name)),
-                }
-            } else {
-                match ctx.providers.get(&job.model.id) {
-                    Some(provider) => agent::session::run(&conn, &task.text, agent::SYSTEM_PROMPT, task.meta.turn_cap, provider, &ctx.stop).await,
-                    None => harness_failure(format!("no provider for model {}", job.model.id)),
-                }
-            };
-            (outcome, http_server)
-        }
+        Ok(_) => match connection(ctx, job.server, url).await {
+            Err(e) => (harness_failure(format!("serving {} over HTTP: {e}", job.server.name)), None),
+            Ok((conn, http_server)) => {
+                let outcome = if job.model.is_oracle() {
+                    match task.plan_for(job.server.name) {
+                        Some(plan) => agent::oracle::run(&conn, &task.text, plan).await,
+                        None => harness_failure(format!("no oracle plan for {}", job.server.name)),
+                    }
+                } else {
+                    match ctx.providers.get(&job.model.id) {
+                        Some(provider) => agent::session::run(&conn, &task.text, agent::SYSTEM_PROMPT, task.meta.turn_cap, provider, &ctx.stop).await,
+                        None => harness_failure(format!("no provider for model {}", job.model.id)),
+                    }
+                };
+                (outcome, http_server)
+            }
+        },
         Err(e) => (harness_failure(format!("resetting the world: {e}")), None),
     };
     if let Some(h) = http_server {
@@ -589,8 +593,11 @@ async fn run_one(ctx: &RunContext, job: &Job, url: &str, world: &backend::World)
         _ => None,
     };
     let verify_ms = verify_started.elapsed().as_secs_f64() * 1000.0;
+    // The harness's own time: everything but the tool calls and the model's answering requests
+    // (a provider's failed attempts and backoff waits are not separated out, so they count here).
     let call_ms: f64 = outcome.tool_calls.iter().map(|c| c.latency_ms).sum();
-    let harness_ms = reset_ms + verify_ms + (session_ms - call_ms).max(0.0);
+    let model_ms: f64 = outcome.turns.iter().map(|t| t.latency_ms).sum();
+    let harness_ms = reset_ms + verify_ms + (session_ms - call_ms - model_ms).max(0.0);
     let transcript: String = outcome.transcript.iter().map(|e| format!("{e}\n")).collect();
     let record = SessionRecord {
         schema_version: SCHEMA_VERSION,
@@ -651,23 +658,21 @@ fn harness_failure(detail: String) -> SessionOutcome {
 
 /// How this session reaches its server: a `pipeline serve` child over stdio, or an in-process
 /// streamable HTTP server (returned so it can be stopped).
-async fn connection(ctx: &RunContext, server: &ServerEntry, backend_url: &str) -> (ServerConnection, Option<tokio::task::JoinHandle<()>>) {
+async fn connection(ctx: &RunContext, server: &ServerEntry, backend_url: &str) -> std::io::Result<(ServerConnection, Option<tokio::task::JoinHandle<()>>)> {
     match ctx.transport {
         Transport::Stdio => {
             let mut argv = ctx.serve_prefix.clone();
             argv.extend([server.name.to_owned(), "--transport".into(), "stdio".into(), "--backend-url".into(), backend_url.to_owned()]);
-            (ServerConnection::Stdio { argv }, None)
+            Ok((ServerConnection::Stdio { argv }, None))
         }
         Transport::Http => {
             let router = server.launcher.http_router(servers::BackendClient::new(backend_url), Default::default());
-            let Ok(listener) = tokio::net::TcpListener::bind("127.0.0.1:0").await else {
-                return (ServerConnection::Http { url: "http://127.0.0.1:9/mcp".into() }, None);
-            };
-            let url = listener.local_addr().map(|a| format!("http://{a}/mcp")).unwrap_or_default();
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+            let url = format!("http://{}/mcp", listener.local_addr()?);
             let handle = tokio::spawn(async move {
                 let _ = axum::serve(listener, router).await;
             });
-            (ServerConnection::Http { url }, Some(handle))
+            Ok((ServerConnection::Http { url }, Some(handle)))
         }
     }
 }

@@ -109,12 +109,9 @@ pub struct ChangeRequestPage {
 }
 
 impl ChangeRequestPage {
+    /// The query string: paging only (the id is in the path; unset fields are left out).
     pub fn query(&self) -> Value {
-        serde_json::json!({ "limit": self.limit, "offset": self.offset })
-            .as_object()
-            .map(|m| m.iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k.clone(), v.clone())).collect())
-            .map(Value::Object)
-            .unwrap_or_default()
+        without_id(self)
     }
 }
 
@@ -163,11 +160,7 @@ pub struct TicketsUpdate {
 impl TicketsUpdate {
     /// The PATCH body: every field but the id.
     pub fn body(&self) -> Value {
-        let mut v = serde_json::to_value(self).unwrap_or_default();
-        if let Some(m) = v.as_object_mut() {
-            m.remove("id");
-        }
-        v
+        without_id(self)
     }
 }
 

@@ -84,17 +84,13 @@ pub fn err_text(r: &CallToolResult) -> String {
     text(r)
 }
 
-/// Runs a SQL query on the backend's current world and returns one JSON value.
+/// Runs a read query on the backend's current world: no row is null, one row its JSON object,
+/// several rows an array of them.
 pub async fn sql(b: &LocalBackend, query: &str) -> Value {
-    let q = format!("SELECT coalesce(to_json(x), 'null'::json) FROM ({query}) x");
-    let rows: Vec<Value> = sqlx_query(b, &q).await;
+    let rows = backend::world::read_only_rows(&b.world().pool(), &[query.to_owned()]).await.expect("sql").remove(0);
     match rows.len() {
         0 => Value::Null,
         1 => rows.into_iter().next().unwrap(),
         _ => Value::Array(rows),
     }
-}
-
-async fn sqlx_query(b: &LocalBackend, q: &str) -> Vec<Value> {
-    backend::world::query_json(&b.world().pool(), q).await.expect("sql")
 }
