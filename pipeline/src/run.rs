@@ -134,7 +134,7 @@ fn select_servers(args: &RunArgs) -> anyhow::Result<Vec<&'static ServerEntry>> {
         }
     };
     if args.all {
-        registry::SERVERS.iter().for_each(&mut push);
+        registry::servers().for_each(&mut push);
     }
     for m in &args.module {
         let (p, c) = registry::arms(m).with_context(|| format!("no module named {m:?}; modules: {}", registry::modules().join(", ")))?;

@@ -6,7 +6,7 @@ use anyhow::{Context, bail};
 use serde::Serialize;
 use servers::backend_client::DEFAULT_BACKEND_URL;
 use servers::transport::Transport;
-use servers::{Role, SERVERS, ToolManifest};
+use servers::{Role, ToolManifest};
 
 #[derive(Debug, clap::Args)]
 pub struct ServersArgs {
@@ -56,7 +56,7 @@ pub fn stdio_command(name: &str, backend_url: &str) -> anyhow::Result<Vec<String
 
 pub async fn list(args: ServersArgs) -> anyhow::Result<()> {
     let mut rows = Vec::new();
-    for s in SERVERS {
+    for s in servers::registry::servers() {
         let manifest = ToolManifest::of(s, &args.backend_url).await.with_context(|| format!("listing the tools of {}", s.name))?;
         rows.push(ServerRow {
             name: s.name,

@@ -19,4 +19,4 @@ pub mod transport;
 
 pub use backend_client::BackendClient;
 pub use manifest::ToolManifest;
-pub use registry::{Role, SERVERS, ServerEntry};
+pub use registry::{ModuleEntry, Role, ServerEntry};

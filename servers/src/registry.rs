@@ -1,12 +1,8 @@
-//! The registry: one explicit list of every server, by name. Adding a pattern module adds two
-//! lines here (its pattern and its control); nothing else discovers servers.
+//! The registry: one explicit list of every pattern module. Each module's `mod.rs` declares
+//! its [`ModuleEntry`] (name, specific terms, pattern server, control server); adding a module
+//! adds one line to [`MODULES`]. Nothing else discovers servers.
 
-use crate::launch::{Launch, Launcher};
-use crate::modules::domain_adapter::{DomainAdapter, DomainWrapper};
-use crate::modules::proxy_aggregator::{ProxyAggregator, ProxyWrapper};
-use crate::modules::resource_gateway::{ResourceGateway, ResourceWrapper};
-use crate::modules::stateful_session::{SessionBaseline, SessionServer};
-use crate::modules::tool_orchestrator::{Orchestrator, Wrapper};
+use crate::launch::Launch;
 
 /// Which arm of its module a server is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -29,93 +25,65 @@ pub struct ServerEntry {
     pub launcher: &'static dyn Launch,
 }
 
-/// Every server, pattern then control, module by module.
-pub static SERVERS: &[ServerEntry] = &[
-    ServerEntry { name: "orchestrator", module: "tool_orchestrator", role: Role::Pattern, paired: "wrapper", launcher: &Launcher::<Orchestrator>::NEW },
-    ServerEntry { name: "wrapper", module: "tool_orchestrator", role: Role::Control, paired: "orchestrator", launcher: &Launcher::<Wrapper>::NEW },
-    ServerEntry { name: "domain_adapter", module: "domain_adapter", role: Role::Pattern, paired: "domain_wrapper", launcher: &Launcher::<DomainAdapter>::NEW },
-    ServerEntry { name: "domain_wrapper", module: "domain_adapter", role: Role::Control, paired: "domain_adapter", launcher: &Launcher::<DomainWrapper>::NEW },
-    ServerEntry {
-        name: "session_server",
-        module: "stateful_session",
-        role: Role::Pattern,
-        paired: "session_baseline",
-        launcher: &Launcher::<SessionServer>::NEW,
-    },
-    ServerEntry {
-        name: "session_baseline",
-        module: "stateful_session",
-        role: Role::Control,
-        paired: "session_server",
-        launcher: &Launcher::<SessionBaseline>::NEW,
-    },
-    ServerEntry {
-        name: "proxy_aggregator",
-        module: "proxy_aggregator",
-        role: Role::Pattern,
-        paired: "proxy_wrapper",
-        launcher: &Launcher::<ProxyAggregator>::NEW,
-    },
-    ServerEntry {
-        name: "proxy_wrapper",
-        module: "proxy_aggregator",
-        role: Role::Control,
-        paired: "proxy_aggregator",
-        launcher: &Launcher::<ProxyWrapper>::NEW,
-    },
-    ServerEntry {
-        name: "resource_gateway",
-        module: "resource_gateway",
-        role: Role::Pattern,
-        paired: "resource_wrapper",
-        launcher: &Launcher::<ResourceGateway>::NEW,
-    },
-    ServerEntry {
-        name: "resource_wrapper",
-        module: "resource_gateway",
-        role: Role::Control,
-        paired: "resource_gateway",
-        launcher: &Launcher::<ResourceWrapper>::NEW,
-    },
-];
-
-/// One pattern module: its name and the words specific to its servers' designs.
+/// One pattern module: its name, the words specific to its servers' designs, and its two arms.
 #[derive(Debug)]
 pub struct ModuleEntry {
     pub name: &'static str,
     /// Words a neutral task text must not use (gate G5), besides every tool and resource name.
     pub specific_terms: &'static [&'static str],
+    pub pattern: ServerEntry,
+    pub control: ServerEntry,
 }
 
-/// Every module, in the order reports list them.
-pub static MODULES: &[ModuleEntry] = &[
-    ModuleEntry { name: "tool_orchestrator", specific_terms: crate::modules::tool_orchestrator::SPECIFIC_TERMS },
-    ModuleEntry { name: "domain_adapter", specific_terms: crate::modules::domain_adapter::SPECIFIC_TERMS },
-    ModuleEntry { name: "stateful_session", specific_terms: crate::modules::stateful_session::SPECIFIC_TERMS },
-    ModuleEntry { name: "proxy_aggregator", specific_terms: crate::modules::proxy_aggregator::SPECIFIC_TERMS },
-    ModuleEntry { name: "resource_gateway", specific_terms: crate::modules::resource_gateway::SPECIFIC_TERMS },
+impl ModuleEntry {
+    /// The module `name`, whose pattern and control servers (name, launcher) pair each other.
+    pub const fn new(
+        name: &'static str,
+        specific_terms: &'static [&'static str],
+        pattern: (&'static str, &'static dyn Launch),
+        control: (&'static str, &'static dyn Launch),
+    ) -> Self {
+        Self {
+            name,
+            specific_terms,
+            pattern: ServerEntry { name: pattern.0, module: name, role: Role::Pattern, paired: control.0, launcher: pattern.1 },
+            control: ServerEntry { name: control.0, module: name, role: Role::Control, paired: pattern.0, launcher: control.1 },
+        }
+    }
+}
+
+/// Every module, in the order reports list them. Adding a module adds its line here.
+pub static MODULES: &[&ModuleEntry] = &[
+    &crate::modules::tool_orchestrator::MODULE,
+    &crate::modules::domain_adapter::MODULE,
+    &crate::modules::stateful_session::MODULE,
+    &crate::modules::proxy_aggregator::MODULE,
+    &crate::modules::resource_gateway::MODULE,
 ];
+
+/// Every server, pattern then control, module by module.
+pub fn servers() -> impl Iterator<Item = &'static ServerEntry> {
+    MODULES.iter().flat_map(|m| [&m.pattern, &m.control])
+}
 
 /// The module called `name`.
 pub fn module(name: &str) -> Option<&'static ModuleEntry> {
-    MODULES.iter().find(|m| m.name == name)
+    MODULES.iter().copied().find(|m| m.name == name)
 }
 
 /// The pattern and control servers of `module`, in that order.
 pub fn arms(module: &str) -> Option<(&'static ServerEntry, &'static ServerEntry)> {
-    let pattern = SERVERS.iter().find(|s| s.module == module && s.role == Role::Pattern)?;
-    let control = find(pattern.paired)?;
-    Some((pattern, control))
+    self::module(module).map(|m| (&m.pattern, &m.control))
 }
 
 /// The server called `name`.
 pub fn find(name: &str) -> Option<&'static ServerEntry> {
-    SERVERS.iter().find(|s| s.name == name)
+    servers().find(|s| s.name == name)
 }
 
 /// The names of all servers, for error messages.
 pub fn names() -> Vec<&'static str> {
-    SERVERS.iter().map(|s| s.name).collect()
+    servers().map(|s| s.name).collect()
 }
 
 /// Module names in registry order.
@@ -128,24 +96,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn registry_is_consistent() {
-        let mut names: Vec<_> = SERVERS.iter().map(|s| s.name).collect();
+    fn names_are_unique_and_modules_have_folders() {
+        let mut names = names();
         names.sort_unstable();
         names.dedup();
-        assert_eq!(names.len(), SERVERS.len(), "server names are unique");
-        for s in SERVERS {
-            let other = find(s.paired).unwrap_or_else(|| panic!("{} is paired with unknown {}", s.name, s.paired));
-            assert_eq!(other.paired, s.name, "{} and {} pair each other", s.name, other.name);
-            assert_eq!(other.module, s.module, "{} and {} are in one module", s.name, other.name);
-            assert_ne!(other.role, s.role, "{} and {} are a pattern and a control", s.name, other.name);
-        }
-        for m in modules() {
-            let arms: Vec<_> = SERVERS.iter().filter(|s| s.module == m).collect();
-            assert_eq!(arms.len(), 2, "module {m} has exactly one pattern and one control");
-            assert!(super::arms(m).is_some());
-        }
-        for s in SERVERS {
-            assert!(module(s.module).is_some(), "{} names unregistered module {}", s.name, s.module);
+        assert_eq!(names.len(), servers().count(), "server names are unique across modules");
+        let mut mods = modules();
+        mods.sort_unstable();
+        mods.dedup();
+        assert_eq!(mods.len(), MODULES.len(), "module names are unique");
+        for m in MODULES {
+            assert_ne!(m.pattern.name, m.control.name, "{}: the two arms need two names", m.name);
+            let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/modules").join(m.name);
+            assert!(folder.is_dir(), "module {} has no folder {}", m.name, folder.display());
+            let (p, c) = arms(m.name).unwrap();
+            assert_eq!((p.role, c.role, p.paired, c.paired), (Role::Pattern, Role::Control, c.name, p.name));
         }
     }
 }

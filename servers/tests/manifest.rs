@@ -3,13 +3,14 @@
 
 mod common;
 
-use servers::{SERVERS, ToolManifest};
+use servers::ToolManifest;
+use servers::registry::servers;
 
 #[tokio::test]
 async fn manifests_are_stable_across_runs_and_processes() {
     // Listing never calls the backend, so nothing needs to listen here.
     let url = "http://127.0.0.1:9";
-    for entry in SERVERS {
+    for entry in servers() {
         let a = ToolManifest::of(entry, url).await.unwrap();
         let b = ToolManifest::of(entry, url).await.unwrap();
         assert_eq!(a.canonical_json(), b.canonical_json(), "{}: two in-process listings differ", entry.name);
@@ -29,8 +30,8 @@ async fn manifests_are_stable_across_runs_and_processes() {
     assert!(proxy.canonical_json().contains("create_deploy"), "the proxy's operations are hashed");
     // Different servers have different manifests.
     let hashes: std::collections::HashSet<String> =
-        futures_join(SERVERS.iter().map(|e| ToolManifest::of(e, url))).await.into_iter().map(|m| m.unwrap().sha256()).collect();
-    assert_eq!(hashes.len(), SERVERS.len());
+        futures_join(servers().map(|e| ToolManifest::of(e, url))).await.into_iter().map(|m| m.unwrap().sha256()).collect();
+    assert_eq!(hashes.len(), servers().count());
 }
 
 async fn futures_join<F: std::future::Future>(fs: impl Iterator<Item = F>) -> Vec<F::Output> {

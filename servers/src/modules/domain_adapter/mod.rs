@@ -12,9 +12,20 @@ mod adapter;
 mod resolve;
 mod wrapper;
 
+use crate::launch::Launcher;
+use crate::registry::ModuleEntry;
+
 pub use adapter::DomainAdapter;
 pub use wrapper::DomainWrapper;
 
 /// Words specific to either server of this module. Task texts must not use them (gate G5,
 /// besides every tool and resource name of both arms).
 pub const SPECIFIC_TERMS: &[&str] = &["adapter", "wrapper", "business reference", "resolve", "resolution", "server-side", "ambiguous", "disambiguate"];
+
+/// This module's line in the registry (`crate::registry::MODULES`).
+pub static MODULE: ModuleEntry = ModuleEntry::new(
+    "domain_adapter",
+    SPECIFIC_TERMS,
+    ("domain_adapter", &Launcher::<DomainAdapter>::NEW),
+    ("domain_wrapper", &Launcher::<DomainWrapper>::NEW),
+);

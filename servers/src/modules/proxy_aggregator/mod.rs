@@ -15,9 +15,20 @@ mod aggregator;
 mod backends;
 mod wrapper;
 
+use crate::launch::Launcher;
+use crate::registry::ModuleEntry;
+
 pub use aggregator::ProxyAggregator;
 pub use wrapper::ProxyWrapper;
 
 /// Words specific to either server of this module. Task texts must not use them (gate G5,
 /// besides every tool and resource name of both arms).
 pub const SPECIFIC_TERMS: &[&str] = &["proxy", "aggregator", "aggregate", "wrapper", "backend", "operation", "discover", "discovery"];
+
+/// This module's line in the registry (`crate::registry::MODULES`).
+pub static MODULE: ModuleEntry = ModuleEntry::new(
+    "proxy_aggregator",
+    SPECIFIC_TERMS,
+    ("proxy_aggregator", &Launcher::<ProxyAggregator>::NEW),
+    ("proxy_wrapper", &Launcher::<ProxyWrapper>::NEW),
+);

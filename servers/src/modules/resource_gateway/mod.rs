@@ -11,9 +11,20 @@
 mod gateway;
 mod wrapper;
 
+use crate::launch::Launcher;
+use crate::registry::ModuleEntry;
+
 pub use gateway::ResourceGateway;
 pub use wrapper::ResourceWrapper;
 
 /// Words specific to either server of this module. Task texts must not use them (gate G5,
 /// besides every tool and resource name of both arms).
 pub const SPECIFIC_TERMS: &[&str] = &["resource", "gateway", "wrapper", "uri", "runbook://", "runbooks://", "template", "markdown", "withheld", "redacted"];
+
+/// This module's line in the registry (`crate::registry::MODULES`).
+pub static MODULE: ModuleEntry = ModuleEntry::new(
+    "resource_gateway",
+    SPECIFIC_TERMS,
+    ("resource_gateway", &Launcher::<ResourceGateway>::NEW),
+    ("resource_wrapper", &Launcher::<ResourceWrapper>::NEW),
+);

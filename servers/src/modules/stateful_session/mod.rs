@@ -19,9 +19,20 @@ mod drafts;
 mod session_baseline;
 mod session_server;
 
+use crate::launch::Launcher;
+use crate::registry::ModuleEntry;
+
 pub use session_baseline::SessionBaseline;
 pub use session_server::{DEFAULT_DRAFT_TTL, DRAFT_TTL_ENV, SessionServer};
 
 /// Words specific to either server of this module. Task texts must not use them (gate G5,
 /// besides every tool and resource name of both arms).
 pub const SPECIFIC_TERMS: &[&str] = &["draft", "session", "stateful", "stateless", "baseline", "server-side"];
+
+/// This module's line in the registry (`crate::registry::MODULES`).
+pub static MODULE: ModuleEntry = ModuleEntry::new(
+    "stateful_session",
+    SPECIFIC_TERMS,
+    ("session_server", &Launcher::<SessionServer>::NEW),
+    ("session_baseline", &Launcher::<SessionBaseline>::NEW),
+);

@@ -9,9 +9,16 @@
 mod orchestrator;
 mod wrapper;
 
+use crate::launch::Launcher;
+use crate::registry::ModuleEntry;
+
 pub use orchestrator::Orchestrator;
 pub use wrapper::Wrapper;
 
 /// Words specific to either server of this module. Task texts must not use them (gate G5,
 /// besides every tool and resource name of both arms).
 pub const SPECIFIC_TERMS: &[&str] = &["orchestrator", "orchestrate", "wrapper", "composite", "in one call", "single call"];
+
+/// This module's line in the registry (`crate::registry::MODULES`).
+pub static MODULE: ModuleEntry =
+    ModuleEntry::new("tool_orchestrator", SPECIFIC_TERMS, ("orchestrator", &Launcher::<Orchestrator>::NEW), ("wrapper", &Launcher::<Wrapper>::NEW));
