@@ -8,6 +8,7 @@ mod aggregate_cmd;
 mod bench;
 mod check;
 mod list_cmd;
+mod new_module;
 mod run;
 mod servers_cmd;
 mod spec;
@@ -46,6 +47,9 @@ enum Command {
     Run(check::CheckArgs),
     /// Report on an experiment: attrition, metrics with intervals, verdicts, charts, HTML.
     Aggregate(aggregate_cmd::AggregateArgs),
+    /// Scaffold a new pattern module (servers, server test, an example task, registration) that
+    /// compiles and passes the gates as generated.
+    NewModule(new_module::NewModuleArgs),
 }
 
 #[tokio::main]
@@ -67,5 +71,6 @@ async fn main() -> anyhow::Result<()> {
         Command::Check(args) => check::check_cmd(args).await,
         Command::Run(args) => check::run_cmd(args).await,
         Command::Aggregate(args) => aggregate_cmd::run(args),
+        Command::NewModule(args) => new_module::run(args),
     }
 }

@@ -1,6 +1,6 @@
 //! Gates G5 (neutrality) and G7 (ground truth) over every task of every registered module,
 //! through the real servers over stdio (`pipeline serve`), against the real backend on real
-//! Postgres; and the completeness rule of DESIGN §6 (eight tasks per module).
+//! Postgres; and the completeness rule: eight tasks per module.
 //!
 //! The trials are generated from the registry (libtest-mimic), so a new module is gated with no
 //! new test code: `cargo nextest run -p pipeline --test task_gates gates_MODULE`.
@@ -10,7 +10,7 @@ use backend::local::LocalBackend;
 use libtest_mimic::{Arguments, Failed, Trial};
 use tasks::gates::{banned_terms, ground_truth, neutrality_violations};
 
-/// DESIGN §6: "Eight tasks per module."
+/// Eight tasks per module, among them traps and one that cannot be done.
 const TASKS_PER_MODULE: usize = 8;
 
 fn main() -> std::process::ExitCode {
@@ -35,8 +35,8 @@ fn eight_tasks(module: &str) -> Result<(), Failed> {
     let all = tasks::load_module(&tasks::default_tasks_dir(), module).map_err(|e| e.to_string())?;
     if all.len() != TASKS_PER_MODULE {
         return Err(format!(
-            "{module} has {} task(s); a module has {TASKS_PER_MODULE} (DESIGN §6), among them traps and one that cannot be done \
-             (docs/adding-a-pattern-module.md §3)",
+            "{module} has {} task(s); a module has {TASKS_PER_MODULE}, among them traps and one that cannot be done \
+             (docs/adding-a-pattern-module.md, section 3)",
             all.len()
         )
         .into());

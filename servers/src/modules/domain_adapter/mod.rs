@@ -12,7 +12,7 @@ mod adapter;
 mod resolve;
 mod wrapper;
 
-use crate::launch::Launcher;
+use crate::launch::{Launch, Launcher};
 use crate::registry::ModuleEntry;
 
 pub use adapter::DomainAdapter;
@@ -22,10 +22,10 @@ pub use wrapper::DomainWrapper;
 /// besides every tool and resource name of both arms).
 pub const SPECIFIC_TERMS: &[&str] = &["adapter", "wrapper", "business reference", "resolve", "resolution", "server-side", "ambiguous", "disambiguate"];
 
+/// The pattern server: the name `--mcp` takes, and how to start it.
+const PATTERN: (&str, &dyn Launch) = ("domain_adapter", &Launcher::<DomainAdapter>::NEW);
+/// The control server.
+const CONTROL: (&str, &dyn Launch) = ("domain_wrapper", &Launcher::<DomainWrapper>::NEW);
+
 /// This module's line in the registry (`crate::registry::MODULES`).
-pub static MODULE: ModuleEntry = ModuleEntry::new(
-    "domain_adapter",
-    SPECIFIC_TERMS,
-    ("domain_adapter", &Launcher::<DomainAdapter>::NEW),
-    ("domain_wrapper", &Launcher::<DomainWrapper>::NEW),
-);
+pub static MODULE: ModuleEntry = ModuleEntry::new("domain_adapter", SPECIFIC_TERMS, PATTERN, CONTROL);

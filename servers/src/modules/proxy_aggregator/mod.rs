@@ -15,7 +15,7 @@ mod aggregator;
 mod backends;
 mod wrapper;
 
-use crate::launch::Launcher;
+use crate::launch::{Launch, Launcher};
 use crate::registry::ModuleEntry;
 
 pub use aggregator::ProxyAggregator;
@@ -25,10 +25,10 @@ pub use wrapper::ProxyWrapper;
 /// besides every tool and resource name of both arms).
 pub const SPECIFIC_TERMS: &[&str] = &["proxy", "aggregator", "aggregate", "wrapper", "backend", "operation", "discover", "discovery"];
 
+/// The pattern server: the name `--mcp` takes, and how to start it.
+const PATTERN: (&str, &dyn Launch) = ("proxy_aggregator", &Launcher::<ProxyAggregator>::NEW);
+/// The control server.
+const CONTROL: (&str, &dyn Launch) = ("proxy_wrapper", &Launcher::<ProxyWrapper>::NEW);
+
 /// This module's line in the registry (`crate::registry::MODULES`).
-pub static MODULE: ModuleEntry = ModuleEntry::new(
-    "proxy_aggregator",
-    SPECIFIC_TERMS,
-    ("proxy_aggregator", &Launcher::<ProxyAggregator>::NEW),
-    ("proxy_wrapper", &Launcher::<ProxyWrapper>::NEW),
-);
+pub static MODULE: ModuleEntry = ModuleEntry::new("proxy_aggregator", SPECIFIC_TERMS, PATTERN, CONTROL);

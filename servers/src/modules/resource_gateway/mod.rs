@@ -11,7 +11,7 @@
 mod gateway;
 mod wrapper;
 
-use crate::launch::Launcher;
+use crate::launch::{Launch, Launcher};
 use crate::registry::ModuleEntry;
 
 pub use gateway::ResourceGateway;
@@ -21,10 +21,10 @@ pub use wrapper::ResourceWrapper;
 /// besides every tool and resource name of both arms).
 pub const SPECIFIC_TERMS: &[&str] = &["resource", "gateway", "wrapper", "uri", "runbook://", "runbooks://", "template", "markdown", "withheld", "redacted"];
 
+/// The pattern server: the name `--mcp` takes, and how to start it.
+const PATTERN: (&str, &dyn Launch) = ("resource_gateway", &Launcher::<ResourceGateway>::NEW);
+/// The control server.
+const CONTROL: (&str, &dyn Launch) = ("resource_wrapper", &Launcher::<ResourceWrapper>::NEW);
+
 /// This module's line in the registry (`crate::registry::MODULES`).
-pub static MODULE: ModuleEntry = ModuleEntry::new(
-    "resource_gateway",
-    SPECIFIC_TERMS,
-    ("resource_gateway", &Launcher::<ResourceGateway>::NEW),
-    ("resource_wrapper", &Launcher::<ResourceWrapper>::NEW),
-);
+pub static MODULE: ModuleEntry = ModuleEntry::new("resource_gateway", SPECIFIC_TERMS, PATTERN, CONTROL);

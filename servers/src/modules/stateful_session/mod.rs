@@ -19,7 +19,7 @@ mod drafts;
 mod session_baseline;
 mod session_server;
 
-use crate::launch::Launcher;
+use crate::launch::{Launch, Launcher};
 use crate::registry::ModuleEntry;
 
 pub use session_baseline::SessionBaseline;
@@ -29,10 +29,10 @@ pub use session_server::{DEFAULT_DRAFT_TTL, DRAFT_TTL_ENV, SessionServer};
 /// besides every tool and resource name of both arms).
 pub const SPECIFIC_TERMS: &[&str] = &["draft", "session", "stateful", "stateless", "baseline", "server-side"];
 
+/// The pattern server: the name `--mcp` takes, and how to start it.
+const PATTERN: (&str, &dyn Launch) = ("session_server", &Launcher::<SessionServer>::NEW);
+/// The control server.
+const CONTROL: (&str, &dyn Launch) = ("session_baseline", &Launcher::<SessionBaseline>::NEW);
+
 /// This module's line in the registry (`crate::registry::MODULES`).
-pub static MODULE: ModuleEntry = ModuleEntry::new(
-    "stateful_session",
-    SPECIFIC_TERMS,
-    ("session_server", &Launcher::<SessionServer>::NEW),
-    ("session_baseline", &Launcher::<SessionBaseline>::NEW),
-);
+pub static MODULE: ModuleEntry = ModuleEntry::new("stateful_session", SPECIFIC_TERMS, PATTERN, CONTROL);

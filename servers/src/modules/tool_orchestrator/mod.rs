@@ -9,7 +9,7 @@
 mod orchestrator;
 mod wrapper;
 
-use crate::launch::Launcher;
+use crate::launch::{Launch, Launcher};
 use crate::registry::ModuleEntry;
 
 pub use orchestrator::Orchestrator;
@@ -19,6 +19,10 @@ pub use wrapper::Wrapper;
 /// besides every tool and resource name of both arms).
 pub const SPECIFIC_TERMS: &[&str] = &["orchestrator", "orchestrate", "wrapper", "composite", "in one call", "single call"];
 
+/// The pattern server: the name `--mcp` takes, and how to start it.
+const PATTERN: (&str, &dyn Launch) = ("orchestrator", &Launcher::<Orchestrator>::NEW);
+/// The control server.
+const CONTROL: (&str, &dyn Launch) = ("wrapper", &Launcher::<Wrapper>::NEW);
+
 /// This module's line in the registry (`crate::registry::MODULES`).
-pub static MODULE: ModuleEntry =
-    ModuleEntry::new("tool_orchestrator", SPECIFIC_TERMS, ("orchestrator", &Launcher::<Orchestrator>::NEW), ("wrapper", &Launcher::<Wrapper>::NEW));
+pub static MODULE: ModuleEntry = ModuleEntry::new("tool_orchestrator", SPECIFIC_TERMS, PATTERN, CONTROL);

@@ -1,0 +1,223 @@
+//! `pipeline new-module NAME`: bad input is refused with nothing written, a failed write is
+//! rolled back, and the generated module, in a copy of this checkout, is formatted, compiles,
+//! passes gates G5/G7 and its own server test, shows up in `pipeline list`, and is flagged as
+//! incomplete (one task of eight) by the completeness test.
+//!
+//! The copy is built with its own target directory but this build's directory for
+//! intermediate artifacts (`CARGO_BUILD_BUILD_DIR`), so the compiled dependencies are reused
+//! and only the workspace's own crates are compiled. Cargo hashes path packages relative to
+//! the workspace, so the copy's crates get a version of their own: otherwise the copy would
+//! overwrite this checkout's artifacts under the same names.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const MODULE: &str = "batch_writer";
+/// Top-level entries of the checkout that are not sources.
+const NOT_SOURCES: &[&str] = &["target", ".git", "results"];
+
+fn checkout() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned()
+}
+
+fn copy_sources(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name();
+        if from == checkout() && NOT_SOURCES.iter().any(|n| name == *n) {
+            continue;
+        }
+        let target = to.join(&name);
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_sources(&entry.path(), &target);
+        } else if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// Every file under `root` and its contents.
+fn snapshot(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.insert(path.strip_prefix(root).unwrap().to_owned(), std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    out
+}
+
+fn pipeline(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pipeline")).args(args).current_dir(cwd).env("RUST_BACKTRACE", "0").output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A throwaway copy of the checkout's sources (small: no build output).
+fn source_copy() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy_sources(&checkout(), dir.path());
+    dir
+}
+
+#[test]
+fn bad_input_is_refused_and_nothing_is_written() {
+    let copy = source_copy();
+    let root = copy.path();
+    let before = snapshot(root);
+    let root_arg = root.to_str().unwrap();
+    for (args, why) in [
+        (vec!["new-module", "Batch-Writer", "--root", root_arg], "not snake_case"),
+        (vec!["new-module", "tool_orchestrator", "--root", root_arg], "already registered"),
+        (vec!["new-module", "batch", "--control", "wrapper", "--root", root_arg], "server named \"wrapper\" is already registered"),
+        (vec!["new-module", "match", "--root", root_arg], "Rust keyword"),
+        (vec!["new-module", "common", "--root", root_arg], "reserved"),
+    ] {
+        let out = pipeline(&args, root);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(stderr(&out).contains(why), "{args:?}: {}", stderr(&out));
+    }
+    // A folder in the way: refused before anything is written.
+    std::fs::create_dir(root.join("tasks").join(MODULE)).unwrap();
+    let out = pipeline(&["new-module", MODULE], root);
+    assert!(!out.status.success() && stderr(&out).contains("already exists"), "{}", stderr(&out));
+    std::fs::remove_dir(root.join("tasks").join(MODULE)).unwrap();
+    // Outside a checkout, without --root.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = pipeline(&["new-module", MODULE], elsewhere.path());
+    assert!(!out.status.success() && stderr(&out).contains("not inside an mcp-pattern-bench checkout"), "{}", stderr(&out));
+    assert!(snapshot(root) == before, "a refused scaffold changed the checkout");
+}
+
+#[test]
+fn a_failed_write_is_rolled_back() {
+    let copy = source_copy();
+    let root = copy.path();
+    // The registry edit goes through a temporary file; a folder in its place makes it fail
+    // after every new file and the first edit have been written.
+    let blocker = root.join("servers/src/registry.rs.new-module");
+    std::fs::create_dir(&blocker).unwrap();
+    let before = snapshot(root);
+    let out = pipeline(&["new-module", MODULE], &root.join("pipeline"));
+    assert!(!out.status.success(), "the scaffold succeeded despite the blocked write");
+    assert!(stderr(&out).contains("registry.rs.new-module"), "{}", stderr(&out));
+    assert!(snapshot(root) == before, "a failed scaffold left files behind or edits in place");
+    for left in [format!("servers/src/modules/{MODULE}"), format!("tasks/{MODULE}"), format!("servers/tests/{MODULE}.rs")] {
+        assert!(!root.join(&left).exists(), "{left} was left behind");
+    }
+}
+
+/// Runs cargo in the copy; `Ok` with its output when it succeeded.
+fn cargo(ws: &Path, target: &Path, build_dir: &Path, args: &[&str]) -> Result<String, String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let out = Command::new(cargo)
+        .args(args)
+        .current_dir(ws)
+        .env_remove("CARGO_BUILD_TARGET_DIR")
+        .env_remove("MCPBENCH_TASKS_DIR")
+        .env("CARGO_TARGET_DIR", target)
+        .env("CARGO_BUILD_BUILD_DIR", build_dir)
+        .env("CARGO_INCREMENTAL", "0")
+        .env("CARGO_TERM_COLOR", "never")
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap();
+    let text = format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    if out.status.success() { Ok(text) } else { Err(text) }
+}
+
+/// Gives every crate of the copy's workspace a version of its own (see the file's doc).
+fn give_the_copy_its_own_versions(ws: &Path) {
+    let mut changed = 0;
+    for entry in std::fs::read_dir(ws).unwrap() {
+        let manifest = entry.unwrap().path().join("Cargo.toml");
+        let Ok(text) = std::fs::read_to_string(&manifest) else { continue };
+        if let Some(line) = text.lines().find(|l| l.starts_with("version = \"") && text.contains("[package]")) {
+            let bumped = line.trim_end_matches('"').to_owned() + "-new-module-test\"";
+            std::fs::write(&manifest, text.replacen(line, &bumped, 1)).unwrap();
+            changed += 1;
+        }
+    }
+    assert!(changed >= 7, "expected a literal `version = \"…\"` in each of the seven crates' Cargo.toml, found {changed}");
+}
+
+#[test]
+fn the_scaffolded_module_compiles_and_passes_the_gates() {
+    // <build dir>/<profile>/deps/<this test>: reuse that build dir and profile.
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().unwrap().parent().unwrap();
+    let build_dir = profile_dir.parent().unwrap();
+    let profile = profile_dir.file_name().unwrap().to_str().unwrap();
+    let profile_args: Vec<&str> = if profile == "debug" { vec![] } else { vec!["--profile", profile] };
+
+    // A stable place, so a second run recompiles nothing it need not.
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("new-module-test");
+    let ws = work.join("ws");
+    let target = work.join("target");
+    if ws.exists() {
+        std::fs::remove_dir_all(&ws).unwrap();
+    }
+    std::fs::create_dir_all(&ws).unwrap();
+    copy_sources(&checkout(), &ws);
+
+    let out = pipeline(&["new-module", MODULE, "--json", "--root", ws.to_str().unwrap()], &ws);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((report["module"].as_str(), report["pattern"].as_str(), report["control"].as_str()), (Some(MODULE), Some(MODULE), Some("batch_writer_wrapper")));
+    let created: Vec<&str> = report["created"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    for expected in [
+        "servers/src/modules/batch_writer/mod.rs",
+        "servers/src/modules/batch_writer/pattern.rs",
+        "servers/src/modules/batch_writer/control.rs",
+        "servers/tests/batch_writer.rs",
+        "tasks/batch_writer/globex_checkout_down/task.md",
+        "tasks/batch_writer/globex_checkout_down/oracle/batch_writer.toml",
+        "tasks/batch_writer/globex_checkout_down/oracle/batch_writer_wrapper.toml",
+    ] {
+        assert!(created.contains(&expected) && ws.join(expected).is_file(), "{expected} not created: {created:?}");
+    }
+    let registry = std::fs::read_to_string(ws.join("servers/src/registry.rs")).unwrap();
+    assert_eq!(registry.matches("&crate::modules::batch_writer::MODULE,").count(), 1);
+    // A second run refuses and changes nothing.
+    let again = pipeline(&["new-module", MODULE, "--root", ws.to_str().unwrap()], &ws);
+    assert!(!again.status.success() && stderr(&again).contains("already exists"), "{}", stderr(&again));
+    assert_eq!(std::fs::read_to_string(ws.join("servers/src/registry.rs")).unwrap(), registry);
+
+    // Formatted as the project's formatter would write it.
+    let mut rust_files: Vec<String> = created.iter().filter(|p| p.ends_with(".rs")).map(|p| (*p).to_owned()).collect();
+    rust_files.extend(["servers/src/modules/mod.rs".to_owned(), "servers/src/registry.rs".to_owned()]);
+    let rustfmt = std::env::var("CARGO").ok().map(|c| Path::new(&c).with_file_name("rustfmt")).filter(|p| p.is_file()).unwrap_or_else(|| "rustfmt".into());
+    let fmt = Command::new(&rustfmt).args(["--check", "--edition", "2024"]).args(&rust_files).current_dir(&ws).output().expect("rustfmt runs");
+    assert!(fmt.status.success(), "generated code is not formatted:\n{}", String::from_utf8_lossy(&fmt.stdout));
+
+    give_the_copy_its_own_versions(&ws);
+    let build: Vec<&str> =
+        [&["test", "--offline", "--no-run", "-p", "pipeline", "--test", "task_gates", "-p", "servers", "--test", MODULE][..], &profile_args].concat();
+    cargo(&ws, &target, build_dir, &build).unwrap_or_else(|e| panic!("the scaffolded checkout does not compile:\n{e}"));
+
+    let run = |args: &[&str]| cargo(&ws, &target, build_dir, &[&["test", "--offline"][..], &profile_args, args].concat());
+    let gates = run(&["-p", "pipeline", "--test", "task_gates", "--", "--exact", "gates_batch_writer"]).unwrap_or_else(|e| panic!("G5/G7 fail:\n{e}"));
+    assert!(gates.contains("test gates_batch_writer ... ok") && gates.contains("1 passed"), "{gates}");
+    let servers = run(&["-p", "servers", "--test", MODULE]).unwrap_or_else(|e| panic!("the generated server test fails:\n{e}"));
+    assert!(servers.contains("2 passed; 0 failed"), "{servers}");
+    let incomplete = run(&["-p", "pipeline", "--test", "task_gates", "--", "--exact", "eight_tasks_batch_writer"]).expect_err("one task passes for eight");
+    assert!(incomplete.contains("batch_writer has 1 task(s)"), "{incomplete}");
+
+    let bin = target.join(profile).join("pipeline");
+    let list = Command::new(&bin).args(["list", "--json"]).current_dir(&ws).output().unwrap();
+    assert!(list.status.success(), "{}", stderr(&list));
+    let rows: Vec<serde_json::Value> = String::from_utf8(list.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let row = rows.iter().find(|r| r["module"] == MODULE).expect("the new module is listed");
+    assert_eq!(row["id"], "globex_checkout_down");
+    assert_eq!(row["oracle_calls"], serde_json::json!({"batch_writer": 1, "batch_writer_wrapper": 2}));
+}
