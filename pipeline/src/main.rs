@@ -2,7 +2,8 @@
 //!
 //! Today it serves the synthetic backend (`pipeline backend`), lists and runs the MCP servers
 //! (`pipeline servers`, `pipeline serve NAME`) and measures the harness's own costs
-//! (`pipeline bench …`), runs experiments and reports on them (`pipeline aggregate`).
+//! (`pipeline bench …`), runs experiments and reports on them (`pipeline aggregate`), and
+//! scaffolds new pattern modules (`pipeline new-module NAME`).
 
 mod aggregate_cmd;
 mod bench;
