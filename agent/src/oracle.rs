@@ -14,6 +14,19 @@ pub const PROVIDER: &str = "oracle";
 /// How the oracle's token figure is computed (recorded with it).
 pub const ESTIMATE_METHOD: &str = "estimate: (definitions + task text + arguments + results) bytes / 4";
 
+/// How the oracle's input-token figure is computed (recorded with it).
+pub const INPUT_ESTIMATE_METHOD: &str = "estimate: one call per turn plus an answer turn; each turn resends system prompt + task text + \
+definitions + every earlier call's arguments and result; bytes / 4";
+
+/// The input tokens a model following a plan one call per turn would be billed for (bytes / 4):
+/// with `n` calls there are `n + 1` turns, each resending `fixed_bytes` (system prompt, task,
+/// definitions), and call `j`'s arguments and result are resent in the `n − j` turns after it.
+pub fn estimated_input_tokens(fixed_bytes: usize, calls: &[(usize, usize)]) -> u64 {
+    let n = calls.len();
+    let history: usize = calls.iter().enumerate().map(|(j, (args, result))| (n - j) * (args + result)).sum();
+    (((n + 1) * fixed_bytes + history) / 4) as u64
+}
+
 /// Runs `plan` through the server at `conn` and reports it as a session.
 pub async fn run(conn: &ServerConnection, task_text: &str, plan: &tasks::OraclePlan) -> SessionOutcome {
     let started_at = Utc::now();
@@ -25,6 +38,7 @@ pub async fn run(conn: &ServerConnection, task_text: &str, plan: &tasks::OracleP
         tool_calls,
         final_answer,
         turn_cap_hit: false,
+        context_exceeded: false,
         offered,
         oracle,
         provider_retries: 0,
@@ -86,6 +100,24 @@ pub async fn run(conn: &ServerConnection, task_text: &str, plan: &tasks::OracleP
         result_bytes,
         estimated_tokens: ((schema_bytes + task_text.len() + args_bytes + result_bytes) / 4) as u64,
         estimate_method: ESTIMATE_METHOD.into(),
+        estimated_input_tokens: Some(estimated_input_tokens(
+            crate::session::SYSTEM_PROMPT.len() + task_text.len() + schema_bytes,
+            &calls.iter().map(|c| (c.args_bytes, c.result_bytes)).collect::<Vec<_>>(),
+        )),
+        input_estimate_method: Some(INPUT_ESTIMATE_METHOD.into()),
     };
     finish(Validity::Valid, calls, Some(report.answer), toolbox.offered, Some(floor), transcript)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::estimated_input_tokens;
+
+    #[test]
+    fn every_turn_resends_what_came_before() {
+        // No call: one answer turn with the fixed part.
+        assert_eq!(estimated_input_tokens(400, &[]), 100);
+        // Two calls: turns carry 400, 400 + 40, 400 + 40 + 80 bytes.
+        assert_eq!(estimated_input_tokens(400, &[(10, 30), (20, 60)]), (400 + 440 + 520) / 4);
+    }
 }

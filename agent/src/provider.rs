@@ -248,6 +248,10 @@ impl OpenAiCompatible {
                     events.push(json!({ "event": "provider_limit", "error": detail }));
                     return Err(ProviderFailure::Limit { detail, retries });
                 }
+                AttemptOutcome::ContextExceeded(detail) => {
+                    events.push(json!({ "event": "context_exceeded", "error": detail }));
+                    return Err(ProviderFailure::ContextExceeded { detail, retries });
+                }
                 AttemptOutcome::Fatal(detail) => {
                     events.push(json!({ "event": "provider_error", "retryable": false, "error": detail }));
                     return Err(ProviderFailure::Exhausted { detail, retries });
@@ -315,12 +319,14 @@ pub enum ProviderFailure {
     Exhausted { detail: String, retries: u32 },
     /// A quota or session/usage limit: the run must stop.
     Limit { detail: String, retries: u32 },
+    /// The request no longer fits the model's context window (not retried: it only grows).
+    ContextExceeded { detail: String, retries: u32 },
 }
 
 impl ProviderFailure {
     pub fn retries(&self) -> u32 {
         match self {
-            Self::Exhausted { retries, .. } | Self::Limit { retries, .. } => *retries,
+            Self::Exhausted { retries, .. } | Self::Limit { retries, .. } | Self::ContextExceeded { retries, .. } => *retries,
         }
     }
 }
@@ -330,6 +336,7 @@ enum AttemptOutcome {
     Answer(ChatResponse, Value),
     Transient { detail: String, retry_after: Option<Duration> },
     Limit(String),
+    ContextExceeded(String),
     Fatal(String),
 }
 
@@ -349,8 +356,10 @@ fn classify(result: Result<Value, OpenAIError>, seen: Option<(StatusCode, Header
                 detail.push_str(&format!(" [type: {}, code: {}]", e.r#type.as_deref().unwrap_or("-"), e.code.as_deref().unwrap_or("-")));
             }
             let quota = [e.r#type.as_deref(), e.code.as_deref()].contains(&Some(INSUFFICIENT_QUOTA));
+            let overflow = e.code.as_deref() == Some(CONTEXT_LENGTH_EXCEEDED) || is_context_overflow(&e.message);
             match api.status_code.as_u16() {
                 429 if quota => AttemptOutcome::Limit(detail),
+                400 | 413 if overflow => AttemptOutcome::ContextExceeded(detail),
                 s if is_transient_status(s) => AttemptOutcome::Transient { detail, retry_after },
                 _ => AttemptOutcome::Fatal(detail),
             }
@@ -361,6 +370,8 @@ fn classify(result: Result<Value, OpenAIError>, seen: Option<(StatusCode, Header
             let detail = format!("HTTP {code}: unparseable body ({e}): {body}");
             if (200..300).contains(&code) || is_transient_status(code) {
                 AttemptOutcome::Transient { detail, retry_after }
+            } else if matches!(code, 400 | 413) && is_context_overflow(&body) {
+                AttemptOutcome::ContextExceeded(detail)
             } else {
                 AttemptOutcome::Fatal(detail)
             }
@@ -372,6 +383,26 @@ fn classify(result: Result<Value, OpenAIError>, seen: Option<(StatusCode, Header
         }
         Err(other) => AttemptOutcome::Fatal(error_chain(&other)),
     }
+}
+
+/// OpenAI's error code for a request longer than the model's context window.
+const CONTEXT_LENGTH_EXCEEDED: &str = "context_length_exceeded";
+
+/// Whether a 400/413 error text says the request does not fit the context window, in the words
+/// of OpenAI, vLLM, llama.cpp's server, LiteLLM and other OpenAI-compatible servers.
+fn is_context_overflow(message: &str) -> bool {
+    const PHRASES: &[&str] = &[
+        CONTEXT_LENGTH_EXCEEDED,
+        "maximum context length",
+        "context window",
+        "exceeds the available context size",
+        "exceed_context_size",
+        "prompt is too long",
+        "input is too long",
+        "too many tokens",
+    ];
+    let m = message.to_lowercase();
+    PHRASES.iter().any(|p| m.contains(p))
 }
 
 fn is_transient_status(code: u16) -> bool {

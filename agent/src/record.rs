@@ -111,9 +111,19 @@ pub struct OracleFloor {
     pub schema_bytes: usize,
     pub args_bytes: usize,
     pub result_bytes: usize,
-    /// A labelled estimate, never a measurement: (schema + args + results + task) bytes / 4.
+    /// A labelled estimate, never a measurement: the context at the end of the plan,
+    /// (schema + args + results + task) bytes / 4.
     pub estimated_tokens: u64,
     pub estimate_method: String,
+    /// A labelled estimate of the input tokens a model would be billed for following the plan
+    /// one call per turn: every turn resends the system prompt, the task, the definitions and
+    /// all earlier calls and results, and a last turn gives the answer. Comparable with a model
+    /// session's input tokens, which [`Self::estimated_tokens`] is not. Null in records
+    /// written before it existed.
+    #[serde(default)]
+    pub estimated_input_tokens: Option<u64>,
+    #[serde(default)]
+    pub input_estimate_method: Option<String>,
 }
 
 /// Everything a session produced, before the verifier and the experiment fields are added.
@@ -127,6 +137,10 @@ pub struct SessionOutcome {
     pub final_answer: Option<String>,
     /// The session stopped at the turn cap: a valid failure, flagged.
     pub turn_cap_hit: bool,
+    /// The conversation outgrew the model's context window after the first turn: a valid
+    /// failure, flagged.
+    #[serde(default)]
+    pub context_exceeded: bool,
     pub offered: Offered,
     pub oracle: Option<OracleFloor>,
     /// Provider retries over the whole session: the turns' `retries` plus those of a turn that
@@ -170,6 +184,7 @@ mod tests {
             tool_calls: vec![],
             final_answer: None,
             turn_cap_hit: false,
+            context_exceeded: false,
             offered: Offered::default(),
             oracle: None,
             provider_retries: 0,

@@ -7,7 +7,10 @@
 //! arguments that are not a JSON object and functions never offered are refused (and flagged) with
 //! a message the model can act on; tool errors reach the model as text; a broken transport ends
 //! the session as invalid `mcp_transport`; the provider's faults end it as `provider_error` or
-//! `quota_or_session_limit` (which also raises the run-wide [`StopSignal`]).
+//! `quota_or_session_limit` (which also raises the run-wide [`StopSignal`]). A conversation that
+//! outgrows the model's context window is the arm's doing, so it ends the session as a valid
+//! failure flagged `context_exceeded` (like the turn cap), unless the very first request did not
+//! fit: that is a configuration problem (context size, max tokens) and the session is invalid.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -73,8 +76,18 @@ struct Session {
 }
 
 impl Session {
-    fn finish(mut self, validity: Validity, final_answer: Option<String>, turn_cap_hit: bool) -> SessionOutcome {
-        self.transcript.push(json!({ "event": "end", "validity": validity, "turn_cap_hit": turn_cap_hit, "final_answer": final_answer }));
+    fn finish(self, validity: Validity, final_answer: Option<String>, turn_cap_hit: bool) -> SessionOutcome {
+        self.finish_with(validity, final_answer, turn_cap_hit, false)
+    }
+
+    fn finish_with(mut self, validity: Validity, final_answer: Option<String>, turn_cap_hit: bool, context_exceeded: bool) -> SessionOutcome {
+        self.transcript.push(json!({
+            "event": "end",
+            "validity": validity,
+            "turn_cap_hit": turn_cap_hit,
+            "context_exceeded": context_exceeded,
+            "final_answer": final_answer
+        }));
         SessionOutcome {
             provider: PROVIDER.into(),
             validity,
@@ -82,6 +95,7 @@ impl Session {
             tool_calls: self.tool_calls,
             final_answer,
             turn_cap_hit,
+            context_exceeded,
             offered: self.offered,
             oracle: None,
             provider_retries: self.provider_retries,
@@ -139,6 +153,7 @@ pub async fn run(
     match outcome {
         End::Answer(text) => s.finish(Validity::Valid, text, false),
         End::TurnCap => s.finish(Validity::Valid, None, true),
+        End::ContextExceeded => s.finish_with(Validity::Valid, None, false, true),
         End::Invalid(reason, detail) => s.invalid(reason, detail),
     }
 }
@@ -146,6 +161,7 @@ pub async fn run(
 enum End {
     Answer(Option<String>),
     TurnCap,
+    ContextExceeded,
     Invalid(InvalidReason, String),
 }
 
@@ -177,6 +193,11 @@ async fn converse(
                         stop.raise(detail.clone());
                         End::Invalid(InvalidReason::QuotaOrSessionLimit, detail)
                     }
+                    ProviderFailure::ContextExceeded { detail, .. } if turn == 1 => End::Invalid(
+                        InvalidReason::ProviderError,
+                        format!("the first request already exceeds the model's context window (check the model's context size and max tokens): {detail}"),
+                    ),
+                    ProviderFailure::ContextExceeded { .. } => End::ContextExceeded,
                 };
             }
         };

@@ -88,6 +88,9 @@ pub struct SessionRecord {
     pub ended_at: DateTime<Utc>,
     pub turn_cap: u32,
     pub turn_cap_hit: bool,
+    /// The conversation outgrew the model's context window: a valid failure, flagged.
+    #[serde(default)]
+    pub context_exceeded: bool,
     /// Number of model requests.
     pub turns: usize,
     pub turn_records: Vec<TurnRecord>,

@@ -220,3 +220,49 @@ async fn a_missing_key_is_a_setup_error_naming_the_variable() {
     let err = agent::OpenAiCompatible::with_key_source(config("http://127.0.0.1:1/v1"), |_| None).unwrap_err();
     assert!(err.to_string().contains(KEY_ENV));
 }
+
+/// OpenAI's shape (nested `error`, code `context_length_exceeded`) and vLLM's (top-level
+/// `message`, which async-openai cannot parse as an API error).
+const OPENAI_OVERFLOW: &str = r#"{"error":{"message":"This model's maximum context length is 8192 tokens. However, your messages resulted in 9001 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
+const VLLM_OVERFLOW: &str = r#"{"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 5120 tokens (4096 in the messages, 1024 in the completion). Please reduce the length of the messages or completion.","type":"BadRequestError","param":null,"code":400}"#;
+
+#[tokio::test]
+async fn a_conversation_that_outgrows_the_context_is_a_valid_flagged_failure() {
+    for overflow in [OPENAI_OVERFLOW, VLLM_OVERFLOW] {
+        let server = wrapper_without_backend().await;
+        let fake = FakeModel::start(vec![Reply::json(tool_calls(&[("a", "customers_get", r#"{"id":1}"#)], usage(50, 5))), Reply::raw(400, overflow)]).await;
+        let out = run(&server.conn, &provider(config(&fake.base_url)), &StopSignal::new(), 10).await;
+
+        assert_eq!(out.validity, Validity::Valid, "the arm's conversation outgrew the window: a result, not attrition");
+        assert!(out.context_exceeded && !out.turn_cap_hit);
+        assert_eq!((out.turns.len(), out.tool_calls.len(), out.final_answer.as_deref()), (1, 1, None));
+        assert_eq!(fake.received().len(), 2, "an overflow is not retried: the next request would be as long");
+        assert_eq!(out.provider_retries, 0);
+        let event = out.transcript.iter().find(|e| e["event"] == "context_exceeded").expect("the overflow is in the transcript");
+        assert!(event["error"].as_str().unwrap().contains("maximum context length"), "{event}");
+    }
+}
+
+#[tokio::test]
+async fn a_first_request_that_does_not_fit_is_a_configuration_problem() {
+    let server = wrapper_without_backend().await;
+    let fake = FakeModel::start(vec![Reply::raw(400, OPENAI_OVERFLOW)]).await;
+    let out = run(&server.conn, &provider(config(&fake.base_url)), &StopSignal::new(), 10).await;
+    let (reason, detail) = invalid(&out.validity);
+    assert_eq!(reason, InvalidReason::ProviderError);
+    assert!(detail.contains("first request") && detail.contains("9001 tokens"), "{detail}");
+    assert!(!out.context_exceeded);
+}
+
+#[tokio::test]
+async fn llama_cpp_wording_is_recognised_and_other_400s_are_not() {
+    let llama = r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}}"#;
+    let other = r#"{"error":{"message":"'temperature' must be between 0 and 2","type":"invalid_request_error","param":"temperature","code":null}}"#;
+    for (body, overflow) in [(llama, true), (other, false)] {
+        let server = wrapper_without_backend().await;
+        let fake = FakeModel::start(vec![Reply::json(tool_calls(&[("a", "customers_get", r#"{"id":1}"#)], usage(50, 5))), Reply::raw(400, body)]).await;
+        let out = run(&server.conn, &provider(config(&fake.base_url)), &StopSignal::new(), 10).await;
+        assert_eq!(out.context_exceeded, overflow, "{body}");
+        assert_eq!(out.validity.is_valid(), overflow, "{body}");
+    }
+}

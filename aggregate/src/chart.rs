@@ -1,6 +1,6 @@
 //! Grouped bars per module — success rate, turns, input tokens — with interval whiskers (Wilson
-//! for success, bootstrap CI of the mean for turns and tokens). Oracle floors (estimated tokens
-//! per session, labelled estimate) are drawn as markers on the input-token panel. One row of
+//! for success, bootstrap CI of the mean for turns and tokens). Oracle floors (estimated input
+//! tokens per session, labelled estimate) are drawn as markers on the input-token panel. One row of
 //! panels per model; models are never pooled.
 
 use std::path::Path;
@@ -49,7 +49,7 @@ struct Row {
 fn rows(s: &Summary) -> Vec<Row> {
     let floor = |module: &str, role: &str| -> Option<f64> {
         let f = s.oracle_floors.iter().find(|f| f.module == module)?;
-        let v: Vec<f64> = f.rows.iter().filter(|r| r.role == role).filter_map(|r| r.estimated_tokens).collect();
+        let v: Vec<f64> = f.rows.iter().filter(|r| r.role == role).filter_map(|r| r.estimated_input_tokens).collect();
         crate::stats::mean(&v)
     };
     let success = |a: &Option<ArmMetrics>| {
@@ -91,7 +91,7 @@ fn rows(s: &Summary) -> Vec<Row> {
         let groups = s.oracle_floors.iter().map(|f| (f.module.clone(), None, None, [floor(&f.module, "pattern"), floor(&f.module, "control")])).collect();
         out.push(Row {
             label: "no model sessions — oracle floors only".into(),
-            panels: vec![Panel { title: "oracle floor: estimated tokens per session (estimate, not a measurement)", groups }],
+            panels: vec![Panel { title: "oracle floor: estimated input tokens per session (estimate, not a measurement)", groups }],
         });
     }
     out

@@ -128,13 +128,13 @@ pub fn render(s: &Summary) -> String {
 
     if !s.oracle_floors.is_empty() {
         writeln!(o, "## Oracle structural floors\n").unwrap();
-        writeln!(o, "Scripted oracle plans, no model: the minimum calls and bytes each arm needs. Tokens are an **estimate** (bytes / 4), never a measurement, and are never mixed into model results.\n").unwrap();
-        writeln!(o, "| module | pattern server | control server | tasks | calls Σ pattern / control | est. tokens Σ pattern / control (estimate) | pattern − control (estimate) |").unwrap();
+        writeln!(o, "Scripted oracle plans, no model: the minimum calls and bytes each arm needs. Tokens are an **estimate** (bytes / 4), never a measurement, and are never mixed into model results. Input tokens assume one call per turn plus an answer turn, each turn resending the system prompt, task, definitions and all earlier calls and results, as a model session is billed.\n").unwrap();
+        writeln!(o, "| module | pattern server | control server | tasks | calls Σ pattern / control | est. input tokens Σ pattern / control (estimate) | pattern − control (estimate) |").unwrap();
         writeln!(o, "| --- | --- | --- | ---: | ---: | ---: | ---: |").unwrap();
         for f in &s.oracle_floors {
             let server = |role: &str| f.rows.iter().find(|r| r.role == role).map(|r| r.server.clone()).unwrap_or_else(|| "—".into());
             let calls = |role: &str| -> f64 { f.rows.iter().filter(|r| r.role == role).filter_map(|r| r.calls).sum() };
-            let tok = |role: &str| f.total_estimated_tokens.get(role).copied();
+            let tok = |role: &str| f.total_estimated_input_tokens.get(role).copied();
             let tasks: std::collections::BTreeSet<&str> = f.rows.iter().map(|r| r.task.as_str()).collect();
             let delta = match (tok("pattern"), tok("control")) {
                 (Some(p), Some(c)) if c > 0 => format!("{} ({})", signed(p as f64 - c as f64), signed_pct((p as f64 - c as f64) / c as f64)),
@@ -159,13 +159,16 @@ pub fn render(s: &Summary) -> String {
         writeln!(o).unwrap();
         for f in &s.oracle_floors {
             writeln!(o, "### {}\n", f.module).unwrap();
-            writeln!(o, "| task | role | server | valid/sessions | passed | calls | schema bytes | args bytes | result bytes | est. tokens (estimate) |")
-                .unwrap();
-            writeln!(o, "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |").unwrap();
+            writeln!(
+                o,
+                "| task | role | server | valid/sessions | passed | calls | schema bytes | args bytes | result bytes | est. final context tokens | est. input tokens |"
+            )
+            .unwrap();
+            writeln!(o, "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |").unwrap();
             for r in &f.rows {
                 writeln!(
                     o,
-                    "| {} | {} | {} | {}/{} | {} | {} | {} | {} | {} | {} |",
+                    "| {} | {} | {} | {}/{} | {} | {} | {} | {} | {} | {} | {} |",
                     r.task,
                     r.role,
                     r.server,
@@ -176,12 +179,20 @@ pub fn render(s: &Summary) -> String {
                     opt_num(r.schema_bytes),
                     opt_num(r.args_bytes),
                     opt_num(r.result_bytes),
-                    opt_num(r.estimated_tokens)
+                    opt_num(r.estimated_tokens),
+                    opt_num(r.estimated_input_tokens)
                 )
                 .unwrap();
             }
-            let totals: Vec<String> = f.total_estimated_tokens.iter().map(|(role, t)| format!("{role} {t}")).collect();
-            writeln!(o, "\nEstimated tokens summed over tasks: {}.\n", if totals.is_empty() { "—".into() } else { totals.join(", ") }).unwrap();
+            let roles: std::collections::BTreeSet<&str> = f.rows.iter().map(|r| r.role.as_str()).collect();
+            let totals: Vec<String> = roles
+                .into_iter()
+                .map(|role| match f.total_estimated_input_tokens.get(role) {
+                    Some(t) => format!("{role} {t}"),
+                    None => format!("{role} — (not every task has the figure)"),
+                })
+                .collect();
+            writeln!(o, "\nEstimated input tokens summed over tasks: {}.\n", if totals.is_empty() { "—".into() } else { totals.join(", ") }).unwrap();
         }
     }
 
@@ -255,6 +266,13 @@ fn render_module(o: &mut String, m: &ModuleReport, prices_loaded: bool) {
     .unwrap();
     writeln!(o, "| turn-cap hits (valid failures) | {} | {} | |", arm_col(p, |a| a.turn_cap_hits.to_string()), arm_col(c, |a| a.turn_cap_hits.to_string()))
         .unwrap();
+    writeln!(
+        o,
+        "| context-window overflows (valid failures) | {} | {} | |",
+        arm_col(p, |a| a.context_exceeded.to_string()),
+        arm_col(c, |a| a.context_exceeded.to_string())
+    )
+    .unwrap();
     if prices_loaded {
         writeln!(o, "| cost per session, USD (median / mean) | {} | {} | |", arm_col(p, |a| cost_cell(&a.cost_usd)), arm_col(c, |a| cost_cell(&a.cost_usd)))
             .unwrap();

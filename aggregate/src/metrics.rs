@@ -128,6 +128,9 @@ pub struct ArmMetrics {
     pub failed: usize,
     pub could_not_score: usize,
     pub turn_cap_hits: usize,
+    /// Valid sessions whose conversation outgrew the model's context window (failures).
+    #[serde(default)]
+    pub context_exceeded: usize,
     pub success: Rate,
     pub turns: Dist,
     pub input_tokens: Dist,
@@ -235,8 +238,13 @@ pub struct TaskArm {
 pub struct OracleModule {
     pub module: String,
     pub rows: Vec<OracleRow>,
-    /// Σ over tasks of the per-task median estimated tokens, per role.
+    /// Σ over tasks of the per-task median estimated tokens (context at the end), per role;
+    /// a role with a task lacking the figure is absent.
     pub total_estimated_tokens: BTreeMap<String, u64>,
+    /// Σ over tasks of the per-task median estimated input tokens (one call per turn), per
+    /// role; comparable with model sessions' input tokens. Roles without the figure are absent.
+    #[serde(default)]
+    pub total_estimated_input_tokens: BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -252,9 +260,14 @@ pub struct OracleRow {
     pub schema_bytes: Option<f64>,
     pub args_bytes: Option<f64>,
     pub result_bytes: Option<f64>,
-    /// An estimate, never a measurement.
+    /// An estimate, never a measurement: the context at the end of the plan.
     pub estimated_tokens: Option<f64>,
     pub estimate_method: Option<String>,
+    /// An estimate, never a measurement: input tokens over the plan's turns, one call per turn.
+    #[serde(default)]
+    pub estimated_input_tokens: Option<f64>,
+    #[serde(default)]
+    pub input_estimate_method: Option<String>,
 }
 
 fn invalid_reason(r: &SessionRecord) -> Option<String> {
@@ -384,6 +397,7 @@ fn arm_metrics(recs: &[&SessionRecord], model: &str, prices: Option<&PriceTable>
         failed: count(TaskVerdict::Failed),
         could_not_score,
         turn_cap_hits: valid.iter().filter(|r| r.turn_cap_hit).count(),
+        context_exceeded: valid.iter().filter(|r| r.context_exceeded).count(),
         success: Rate {
             successes: passed_n,
             n: valid.len(),
@@ -613,14 +627,21 @@ fn oracle_module(module: String, recs: &[&SessionRecord]) -> OracleModule {
                 result_bytes: med(|f| f.result_bytes as f64),
                 estimated_tokens: med(|f| f.estimated_tokens as f64),
                 estimate_method: floors.first().map(|f| f.estimate_method.clone()),
+                estimated_input_tokens: stats::median(&floors.iter().filter_map(|f| f.estimated_input_tokens.map(|t| t as f64)).collect::<Vec<_>>()),
+                input_estimate_method: floors.iter().find_map(|f| f.input_estimate_method.clone()),
             }
         })
         .collect();
-    let mut total_estimated_tokens = BTreeMap::new();
-    for r in &rows {
-        if let Some(t) = r.estimated_tokens {
-            *total_estimated_tokens.entry(r.role.clone()).or_insert(0u64) += t.round() as u64;
+    // A role's total is over all its tasks or absent: a partial sum would compare unlike things.
+    let total = |figure: fn(&OracleRow) -> Option<f64>| {
+        let mut by_role: BTreeMap<String, Option<u64>> = BTreeMap::new();
+        for r in &rows {
+            let entry = by_role.entry(r.role.clone()).or_insert(Some(0));
+            *entry = entry.zip(figure(r)).map(|(sum, t)| sum + t.round() as u64);
         }
-    }
-    OracleModule { module, rows, total_estimated_tokens }
+        by_role.into_iter().filter_map(|(role, t)| Some((role, t?))).collect::<BTreeMap<_, _>>()
+    };
+    let total_estimated_tokens = total(|r| r.estimated_tokens);
+    let total_estimated_input_tokens = total(|r| r.estimated_input_tokens);
+    OracleModule { module, rows, total_estimated_tokens, total_estimated_input_tokens }
 }

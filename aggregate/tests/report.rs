@@ -18,14 +18,16 @@ struct S {
     input: Option<u64>,
     cached: Option<u64>,
     output: Option<u64>,
+    /// The conversation outgrew the context window.
+    overflow: bool,
 }
 
 fn ok(v: V, input: u64, turns: usize) -> S {
-    S { verdict: Some(v), invalid: None, turns, input: Some(input), cached: Some(0), output: Some(10) }
+    S { verdict: Some(v), invalid: None, turns, input: Some(input), cached: Some(0), output: Some(10), overflow: false }
 }
 
 fn bad(reason: InvalidReason) -> S {
-    S { verdict: None, invalid: Some(reason), turns: 1, input: Some(50), cached: Some(0), output: Some(5) }
+    S { verdict: None, invalid: Some(reason), turns: 1, input: Some(50), cached: Some(0), output: Some(5), overflow: false }
 }
 
 fn model(id: &str) -> ModelSpec {
@@ -60,6 +62,7 @@ fn record(m: &str, module: &str, role: &str, task: &str, rep: u32, s: S) -> Sess
         ended_at: t,
         turn_cap: 20,
         turn_cap_hit: false,
+        context_exceeded: s.overflow,
         turns: s.turns,
         turn_records: vec![],
         totals: Totals { input_tokens: s.input, cached_input_tokens: s.cached, uncached_input_tokens: None, output_tokens: s.output, reasoning_tokens: None },
@@ -88,6 +91,9 @@ fn record(m: &str, module: &str, role: &str, task: &str, rep: u32, s: S) -> Sess
             result_bytes: if role == "pattern" { 200 } else { 800 },
             estimated_tokens: if role == "pattern" { 160 } else { 310 },
             estimate_method: "bytes/4".into(),
+            // t2's pattern record predates the input estimate: that role's total must be absent.
+            estimated_input_tokens: (task != "t2" || role == "control").then_some(if role == "pattern" { 300 } else { 900 }),
+            input_estimate_method: Some("turns".into()),
         }),
         cost_usd: None,
         harness: HarnessTimings::default(),
@@ -107,7 +113,7 @@ fn write(dir: &Path, r: &SessionRecord, transcript: bool) {
 fn fixture(dir: &Path) {
     use InvalidReason::*;
     let a = "model-a";
-    let null_usage = S { verdict: Some(V::Failed), invalid: None, turns: 2, input: None, cached: None, output: None };
+    let null_usage = S { verdict: Some(V::Failed), invalid: None, turns: 2, input: None, cached: None, output: None, overflow: true };
     let no_cached = S { cached: None, ..ok(V::Passed, 110, 2) };
     let cns = S { verdict: Some(V::CouldNotScore), ..ok(V::Passed, 90, 2) };
     let rows: Vec<(&str, &str, &str, u32, S)> = vec![
@@ -134,6 +140,8 @@ fn fixture(dir: &Path) {
         // oracle floors
         ("oracle", "pattern", "t1", 1, S { turns: 0, input: None, cached: None, output: None, ..ok(V::Passed, 0, 0) }),
         ("oracle", "control", "t1", 1, S { turns: 0, input: None, cached: None, output: None, ..ok(V::Passed, 0, 0) }),
+        ("oracle", "pattern", "t2", 1, S { turns: 0, input: None, cached: None, output: None, ..ok(V::Passed, 0, 0) }),
+        ("oracle", "control", "t2", 1, S { turns: 0, input: None, cached: None, output: None, ..ok(V::Passed, 0, 0) }),
     ];
     for (m, role, task, rep, s) in rows {
         write(dir, &record(m, "m1", role, task, rep, s), true);
@@ -170,6 +178,7 @@ fn metrics_have_the_known_answers() {
     assert_eq!((p.attempted, p.valid), (7, 6));
     assert_eq!(p.invalid.get("provider_error"), Some(&1));
     assert_eq!((p.passed, p.failed, p.could_not_score), (4, 1, 1));
+    assert_eq!((p.context_exceeded, p.turn_cap_hits), (1, 0), "an overflow is a valid failure, counted apart");
     assert_eq!((p.success.successes, p.success.n), (4, 6));
     assert_eq!((p.input_tokens.n, p.input_tokens.missing), (5, 1), "null usage is counted, not zero");
     assert_eq!(p.input_tokens.median, Some(110.0));
@@ -218,7 +227,9 @@ fn metrics_have_the_known_answers() {
 
     // Oracle floors kept apart.
     assert_eq!(s.oracle_floors.len(), 1);
-    assert_eq!(s.oracle_floors[0].total_estimated_tokens.get("pattern"), Some(&160));
+    assert_eq!(s.oracle_floors[0].total_estimated_tokens.get("pattern"), Some(&320));
+    assert_eq!(s.oracle_floors[0].total_estimated_input_tokens.get("control"), Some(&1800));
+    assert_eq!(s.oracle_floors[0].total_estimated_input_tokens.get("pattern"), None, "a partial sum is no total");
     assert!(s.models.iter().all(|m| m.provider != "oracle"));
 }
 
@@ -293,7 +304,7 @@ fn html_is_self_contained() {
     assert!(!h.contains("<script") && !h.contains("<link"));
     assert!(h.contains("<svg") && h.contains("<table>"));
     assert!(h.contains("&lt;do the task&gt; &amp; report"), "transcripts inline and escaped");
-    assert_eq!(h.matches("<details>").count(), 19);
+    assert_eq!(h.matches("<details>").count(), 21, "one transcript per session of the fixture");
 }
 
 #[test]
