@@ -4,8 +4,9 @@
 //! incomplete (one task of eight) by the completeness test.
 //!
 //! The copy is built with its own target directory but this build's directory for
-//! intermediate artifacts (`CARGO_BUILD_BUILD_DIR`), so the compiled dependencies are reused
-//! and only the workspace's own crates are compiled. Cargo hashes path packages relative to
+//! intermediate artifacts (`CARGO_BUILD_BUILD_DIR`), and with the same package selection as
+//! `cargo nextest run --workspace`, so the compiled dependencies are reused and only the
+//! workspace's own crates are compiled. Cargo hashes path packages relative to
 //! the workspace, so the copy's crates get a version of their own: otherwise the copy would
 //! overwrite this checkout's artifacts under the same names.
 
@@ -136,6 +137,28 @@ fn cargo(ws: &Path, target: &Path, build_dir: &Path, args: &[&str]) -> Result<St
     if out.status.success() { Ok(text) } else { Err(text) }
 }
 
+/// The executable of test target `test` of `package`, from cargo's JSON messages.
+fn test_executable(messages: &str, package: &str, test: &str) -> PathBuf {
+    messages
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|m| {
+            m["reason"] == "compiler-artifact"
+                && m["target"]["name"] == test
+                && m["target"]["kind"] == serde_json::json!(["test"])
+                && m["package_id"].as_str().is_some_and(|id| id.contains(&format!("/{package}#")) || id.contains(&format!("/{package}@")))
+        })
+        .and_then(|m| m["executable"].as_str().map(PathBuf::from))
+        .unwrap_or_else(|| panic!("cargo built no test {test} of {package}"))
+}
+
+/// Runs a test binary of the copy from its package folder, as cargo would.
+fn run_test(exe: &Path, package_dir: &Path, args: &[&str]) -> Result<String, String> {
+    let out = Command::new(exe).args(args).current_dir(package_dir).env("RUST_BACKTRACE", "0").env_remove("MCPBENCH_TASKS_DIR").output().unwrap();
+    let text = format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    if out.status.success() { Ok(text) } else { Err(text) }
+}
+
 /// Gives every crate of the copy's workspace a version of its own (see the file's doc).
 fn give_the_copy_its_own_versions(ws: &Path) {
     let mut changed = 0;
@@ -201,16 +224,18 @@ fn the_scaffolded_module_compiles_and_passes_the_gates() {
     assert!(fmt.status.success(), "generated code is not formatted:\n{}", String::from_utf8_lossy(&fmt.stdout));
 
     give_the_copy_its_own_versions(&ws);
-    let build: Vec<&str> =
-        [&["test", "--offline", "--no-run", "-p", "pipeline", "--test", "task_gates", "-p", "servers", "--test", MODULE][..], &profile_args].concat();
-    cargo(&ws, &target, build_dir, &build).unwrap_or_else(|e| panic!("the scaffolded checkout does not compile:\n{e}"));
+    // The same selection as `cargo nextest run --workspace`, so features unify as they did for
+    // this build and every compiled dependency is reused; then the two test binaries run directly.
+    let build: Vec<&str> = [&["test", "--offline", "--no-run", "--workspace", "--message-format", "json-render-diagnostics"][..], &profile_args].concat();
+    let messages = cargo(&ws, &target, build_dir, &build).unwrap_or_else(|e| panic!("the scaffolded checkout does not compile:\n{e}"));
+    let gates_exe = test_executable(&messages, "pipeline", "task_gates");
+    let servers_exe = test_executable(&messages, "servers", MODULE);
 
-    let run = |args: &[&str]| cargo(&ws, &target, build_dir, &[&["test", "--offline"][..], &profile_args, args].concat());
-    let gates = run(&["-p", "pipeline", "--test", "task_gates", "--", "--exact", "gates_batch_writer"]).unwrap_or_else(|e| panic!("G5/G7 fail:\n{e}"));
+    let gates = run_test(&gates_exe, &ws.join("pipeline"), &["--exact", "gates_batch_writer"]).unwrap_or_else(|e| panic!("G5/G7 fail:\n{e}"));
     assert!(gates.contains("test gates_batch_writer ... ok") && gates.contains("1 passed"), "{gates}");
-    let servers = run(&["-p", "servers", "--test", MODULE]).unwrap_or_else(|e| panic!("the generated server test fails:\n{e}"));
+    let servers = run_test(&servers_exe, &ws.join("servers"), &[]).unwrap_or_else(|e| panic!("the generated server test fails:\n{e}"));
     assert!(servers.contains("2 passed; 0 failed"), "{servers}");
-    let incomplete = run(&["-p", "pipeline", "--test", "task_gates", "--", "--exact", "eight_tasks_batch_writer"]).expect_err("one task passes for eight");
+    let incomplete = run_test(&gates_exe, &ws.join("pipeline"), &["--exact", "eight_tasks_batch_writer"]).expect_err("one task passes for eight");
     assert!(incomplete.contains("batch_writer has 1 task(s)"), "{incomplete}");
 
     let bin = target.join(profile).join("pipeline");
