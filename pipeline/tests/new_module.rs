@@ -118,10 +118,34 @@ fn a_failed_write_is_rolled_back() {
     }
 }
 
+/// Prefixes of the variables cargo and nextest give a test process.
+const TEST_PROCESS_VARS: &[&str] = &[
+    "CARGO_PKG_",
+    "CARGO_MANIFEST_",
+    "CARGO_CRATE_",
+    "CARGO_BIN_",
+    "CARGO_PRIMARY_PACKAGE",
+    "CARGO_TARGET_TMPDIR",
+    "CARGO_RUSTC_CURRENT_DIR",
+    "NEXTEST",
+    "__NEXTEST",
+    "RUST_TEST_",
+];
+
 /// Runs cargo in the copy; `Ok` with its output when it succeeded.
 fn cargo(ws: &Path, target: &Path, build_dir: &Path, args: &[&str]) -> Result<String, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let out = Command::new(cargo)
+    let mut command = Command::new(cargo);
+    // What cargo and nextest set for this test process must not reach the copy's build: build
+    // scripts watch some of it (ring: CARGO_PKG_NAME, CARGO_MANIFEST_DIR), and a changed value
+    // would rebuild them here and then again in this checkout's next build.
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        if name == "CARGO" || TEST_PROCESS_VARS.iter().any(|p| name.starts_with(p)) {
+            command.env_remove(&*name);
+        }
+    }
+    let out = command
         .args(args)
         .current_dir(ws)
         .env_remove("CARGO_BUILD_TARGET_DIR")
