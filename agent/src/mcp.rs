@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams, ResourceContents, Tool};
+use rmcp::model::Tool;
 use rmcp::service::RunningService;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
@@ -138,53 +138,21 @@ pub struct TransportError {
     pub detail: String,
 }
 
-/// Executes `name(arguments)` through the server. Tool errors and failed reads come back as
+/// Executes `name(arguments)` through the server (as [`tasks::call`] turns results into text,
+/// so the oracle counts what a model reads). Tool errors and failed reads come back as
 /// `is_error` results for the model; only a broken transport is an `Err`.
 pub async fn execute(client: &Client, name: &str, arguments: &Value) -> Result<CallResult, TransportError> {
     let started = Instant::now();
-    let fail = |detail: String| TransportError { name: name.to_owned(), detail };
-    let (kind, text, is_error) = match name {
-        LIST_RESOURCES => match client.list_all_resources().await {
-            Ok(list) => {
-                let items: Vec<Value> = list.iter().map(|r| json!({ "uri": r.uri, "name": r.name, "title": r.title, "description": r.description })).collect();
-                (CallKind::ListResources, Value::Array(items).to_string(), false)
-            }
-            Err(rmcp::ServiceError::McpError(e)) => (CallKind::ListResources, e.message.to_string(), true),
-            Err(e) => return Err(fail(e.to_string())),
-        },
+    let (kind, result) = match name {
+        LIST_RESOURCES => (CallKind::ListResources, tasks::call::list_resources(client).await),
         READ_RESOURCE => {
             let Some(uri) = arguments.get("uri").and_then(Value::as_str) else {
                 return Ok(CallResult { kind: CallKind::ReadResource, text: "read_resource needs a string `uri`".into(), is_error: true, latency_ms: 0.0 });
             };
-            match client.read_resource(ReadResourceRequestParams::new(uri.to_owned())).await {
-                Ok(r) => (CallKind::ReadResource, resource_text(&r.contents), false),
-                Err(rmcp::ServiceError::McpError(e)) => (CallKind::ReadResource, e.message.to_string(), true),
-                Err(e) => return Err(fail(e.to_string())),
-            }
+            (CallKind::ReadResource, tasks::call::read_resource(client, uri).await)
         }
-        tool => {
-            let args = arguments.as_object().cloned().unwrap_or_default();
-            match client.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args)).await {
-                Ok(r) => {
-                    let text = r.content.iter().filter_map(|c| c.as_text().map(|t| t.text.as_str())).collect::<Vec<_>>().join("\n");
-                    (CallKind::Tool, text, r.is_error == Some(true))
-                }
-                // A JSON-RPC error (invalid params, unknown tool) is the model's to see.
-                Err(rmcp::ServiceError::McpError(e)) => (CallKind::Tool, e.message.to_string(), true),
-                Err(e) => return Err(fail(e.to_string())),
-            }
-        }
+        tool => (CallKind::Tool, tasks::call::call_tool(client, tool, arguments.as_object().cloned().unwrap_or_default()).await),
     };
-    Ok(CallResult { kind, text, is_error, latency_ms: started.elapsed().as_secs_f64() * 1000.0 })
-}
-
-fn resource_text(contents: &[ResourceContents]) -> String {
-    contents
-        .iter()
-        .map(|c| match c {
-            ResourceContents::TextResourceContents { text, .. } => text.clone(),
-            other => serde_json::to_string(other).unwrap_or_default(),
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    let result = result.map_err(|e| TransportError { name: name.to_owned(), detail: e.to_string() })?;
+    Ok(CallResult { kind, text: result.text, is_error: result.is_error, latency_ms: started.elapsed().as_secs_f64() * 1000.0 })
 }

@@ -10,8 +10,10 @@
 //!   reads that solve the task through that server, and the answer ([`oracle::OraclePlan`]).
 //!
 //! Tasks are discovered from the folders ([`load_all`]); a malformed one is an error naming the
-//! file and the problem. [`replay::replay`] runs a plan over real MCP.
+//! file and the problem. [`replay::replay`] runs a plan over real MCP; [`call`] is the one way
+//! a call's result becomes text, shared with the agent.
 
+pub mod call;
 pub mod gates;
 pub mod load;
 pub mod oracle;

@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use rmcp::RoleClient;
-use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams, ResourceContents};
 use rmcp::service::Peer;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::call::{self, CallText};
 use crate::oracle::{OraclePlan, interpolate, substitute};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -53,17 +53,18 @@ pub enum ReplayError {
     Answer(String),
 }
 
-/// The record of a resource listing or read, and its result parsed as JSON when it is JSON.
-fn resource_record(kind: CallKind, name: String, text: String, is_error: bool, started: Instant) -> (CallRecord, Value) {
-    let parsed = serde_json::from_str(&text).unwrap_or_else(|_| Value::String(text.clone()));
+/// The record of one call, and its result parsed as JSON when it is JSON.
+fn record(kind: CallKind, name: String, arguments: Value, result: CallText, started: Instant) -> (CallRecord, Value) {
+    let parsed = serde_json::from_str(&result.text).unwrap_or_else(|_| Value::String(result.text.clone()));
+    let args_bytes = if arguments.is_null() { 0 } else { arguments.to_string().len() };
     let record = CallRecord {
         kind,
         name,
-        arguments: Value::Null,
-        args_bytes: 0,
-        result_bytes: text.len(),
-        result: text,
-        is_error,
+        arguments,
+        args_bytes,
+        result_bytes: result.text.len(),
+        result: result.text,
+        is_error: result.is_error,
         latency_ms: started.elapsed().as_secs_f64() * 1000.0,
     };
     (record, parsed)
@@ -81,59 +82,16 @@ pub async fn replay(plan: &OraclePlan, peer: &Peer<RoleClient>) -> Result<Replay
             let raw = serde_json::to_value(step.args.clone().unwrap_or_default()).unwrap_or(Value::Null);
             let args = substitute(&raw, &vars).map_err(|problem| ReplayError::Step { step: n, name: tool.clone(), problem })?;
             let object = args.as_object().cloned().unwrap_or_default();
-            let result = peer.call_tool(CallToolRequestParams::new(tool.clone()).with_arguments(object)).await.map_err(|source| ReplayError::Protocol {
-                step: n,
-                name: tool.clone(),
-                source,
-            })?;
-            let text: String = result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.as_str())).collect::<Vec<_>>().join("\n");
-            let is_error = result.is_error == Some(true);
-            let parsed = serde_json::from_str(&text).unwrap_or_else(|_| Value::String(text.clone()));
-            let record = CallRecord {
-                kind: CallKind::Tool,
-                name: tool.clone(),
-                args_bytes: args.to_string().len(),
-                arguments: args,
-                result_bytes: text.len(),
-                result: text,
-                is_error,
-                latency_ms: started.elapsed().as_secs_f64() * 1000.0,
-            };
-            (record, parsed)
+            let result = call::call_tool(peer, tool, object).await.map_err(|source| ReplayError::Protocol { step: n, name: tool.clone(), source })?;
+            record(CallKind::Tool, tool.clone(), args, result, started)
         } else if step.list_resources {
-            let (text, is_error) = match peer.list_all_resources().await {
-                Ok(list) => {
-                    let items: Vec<Value> = list
-                        .iter()
-                        .map(|r| serde_json::json!({ "uri": r.uri, "name": r.name, "title": r.title, "description": r.description, "mime_type": r.mime_type }))
-                        .collect();
-                    (Value::Array(items).to_string(), false)
-                }
-                Err(rmcp::ServiceError::McpError(e)) => (e.message.to_string(), true),
-                Err(source) => return Err(ReplayError::Protocol { step: n, name: "list resources".into(), source }),
-            };
-            resource_record(CallKind::ListResources, "list resources".into(), text, is_error, started)
+            let result = call::list_resources(peer).await.map_err(|source| ReplayError::Protocol { step: n, name: "list resources".into(), source })?;
+            record(CallKind::ListResources, "list resources".into(), Value::Null, result, started)
         } else {
             let uri_template = step.read.clone().unwrap_or_default();
             let uri = interpolate(&uri_template, &vars).map_err(|problem| ReplayError::Step { step: n, name: uri_template.clone(), problem })?;
-            let outcome = peer.read_resource(ReadResourceRequestParams::new(uri.clone())).await;
-            let (text, is_error) = match outcome {
-                Ok(r) => (
-                    r.contents
-                        .iter()
-                        .map(|c| match c {
-                            ResourceContents::TextResourceContents { text, .. } => text.clone(),
-                            other => serde_json::to_string(other).unwrap_or_default(),
-                        })
-                        .collect::<Vec<_>>()
-                        .join("\n"),
-                    false,
-                ),
-                // A failed read is an MCP error response; for a plan it is an error outcome.
-                Err(rmcp::ServiceError::McpError(e)) => (e.message.to_string(), true),
-                Err(source) => return Err(ReplayError::Protocol { step: n, name: uri, source }),
-            };
-            resource_record(CallKind::ReadResource, uri, text, is_error, started)
+            let result = call::read_resource(peer, &uri).await.map_err(|source| ReplayError::Protocol { step: n, name: uri.clone(), source })?;
+            record(CallKind::ReadResource, uri, Value::Null, result, started)
         };
         let name = record.name.clone();
         if record.is_error != step.expect_error {
