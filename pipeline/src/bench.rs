@@ -31,6 +31,12 @@ pub enum BenchCommand {
         /// Server to run.
         #[arg(long, default_value = "wrapper")]
         server: String,
+        /// Tool to call [default: `tickets_get`, else the server's first `…_get` tool].
+        #[arg(long)]
+        tool: Option<String>,
+        /// The tool's arguments, a JSON object [default: `{"id": 1}`].
+        #[arg(long, value_parser = parse_object)]
+        args: Option<serde_json::Map<String, serde_json::Value>>,
         #[arg(long)]
         json: bool,
     },
@@ -91,7 +97,8 @@ fn print(figures: &[Figure], json: bool) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    println!("{:<28} {:>10} {:>10} {:>6} {:>12}", "figure", "p50 ms", "p95 ms", "n", "target p50");
+    let w = figures.iter().map(|f| f.name.chars().count()).max().unwrap_or(0).max(28);
+    println!("{:<w$} {:>10} {:>10} {:>6} {:>12}", "figure", "p50 ms", "p95 ms", "n", "target p50");
     for f in figures {
         let target = f.target_p50_ms.map_or("-".to_owned(), |t| format!("≤ {t}"));
         let verdict = match f.target_p50_ms {
@@ -99,7 +106,7 @@ fn print(figures: &[Figure], json: bool) -> anyhow::Result<()> {
             Some(_) => "  MISSED",
             None => "",
         };
-        println!("{:<28} {:>10.2} {:>10.2} {:>6} {:>12}{verdict}", f.name, f.p50_ms, f.p95_ms, f.n, target);
+        println!("{:<w$} {:>10.2} {:>10.2} {:>6} {:>12}{verdict}", f.name, f.p50_ms, f.p95_ms, f.n, target);
     }
     Ok(())
 }
@@ -110,8 +117,8 @@ pub async fn run(cmd: BenchCommand) -> anyhow::Result<()> {
             let figures = bench_reset(&scales, n).await?;
             print(&figures, json)
         }
-        BenchCommand::Toolcall { n, server, json } => {
-            let figures = bench_toolcall(&server, n).await?;
+        BenchCommand::Toolcall { n, server, tool, args, json } => {
+            let figures = bench_toolcall(&server, tool.as_deref(), args, n).await?;
             print(&figures, json)
         }
         BenchCommand::Suite { k, jobs, json } => {
@@ -171,7 +178,28 @@ async fn time_resets(world: &World, spec: WorldSpec, n: usize, gap: Duration) ->
     Ok(samples)
 }
 
-async fn bench_toolcall(server: &str, n: usize) -> anyhow::Result<Vec<Figure>> {
+fn parse_object(s: &str) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    match serde_json::from_str(s) {
+        Ok(serde_json::Value::Object(m)) => Ok(m),
+        Ok(other) => Err(format!("a JSON object is needed, not {other}")),
+        Err(e) => Err(format!("not JSON: {e}")),
+    }
+}
+
+/// The tool to time: the one asked for, else `tickets_get`, else the first `…_get` tool offered.
+fn pick_tool(server: &str, offered: &[String], asked: Option<&str>) -> anyhow::Result<String> {
+    if let Some(t) = asked {
+        anyhow::ensure!(offered.iter().any(|o| o == t), "{server} offers no tool {t:?}; it offers: {}", offered.join(", "));
+        return Ok(t.to_owned());
+    }
+    let get = offered.iter().find(|t| *t == "tickets_get").or_else(|| offered.iter().find(|t| t.ends_with("_get")));
+    get.cloned().with_context(|| {
+        let offered = if offered.is_empty() { "no tools".to_owned() } else { offered.join(", ") };
+        format!("{server} has no `…_get` tool to time by default; pass --tool NAME --args JSON (it offers: {offered})")
+    })
+}
+
+async fn bench_toolcall(server: &str, tool: Option<&str>, args: Option<serde_json::Map<String, serde_json::Value>>, n: usize) -> anyhow::Result<Vec<Figure>> {
     use rmcp::ServiceExt;
     use rmcp::model::CallToolRequestParams;
     anyhow::ensure!(n > 0, "--n must be at least 1");
@@ -197,13 +225,13 @@ async fn bench_toolcall(server: &str, n: usize) -> anyhow::Result<Vec<Figure>> {
             shutdown.push(stopping.elapsed());
         }
         let client = ().serve(spawn()?).await?;
-        let args = serde_json::json!({ "id": 1 }).as_object().cloned().unwrap_or_default();
-        let tool = if servers::registry::find(server).is_some_and(|s| s.module == "tool_orchestrator") { "tickets_get" } else { "" };
-        anyhow::ensure!(!tool.is_empty(), "the tool-call benchmark knows the tool_orchestrator servers' tools only");
+        let offered: Vec<String> = client.list_all_tools().await?.into_iter().map(|t| t.name.to_string()).collect();
+        let tool = pick_tool(server, &offered, tool)?;
+        let args = args.unwrap_or_else(|| serde_json::json!({ "id": 1 }).as_object().cloned().unwrap_or_default());
         let mut calls = Vec::with_capacity(n);
         for i in 0..n + 10 {
             let started = Instant::now();
-            let r = client.call_tool(CallToolRequestParams::new(tool).with_arguments(args.clone())).await?;
+            let r = client.call_tool(CallToolRequestParams::new(tool.clone()).with_arguments(args.clone())).await?;
             anyhow::ensure!(r.is_error != Some(true), "the benchmarked call failed: {:?}", r.content);
             // The first calls warm up connection pools on both hops.
             if i >= 10 {

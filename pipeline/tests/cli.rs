@@ -37,3 +37,21 @@ fn list_json_has_forty_tasks_with_plan_lengths_per_arm() {
     let modules: std::collections::BTreeSet<&str> = rows.iter().map(|r| r["module"].as_str().unwrap()).collect();
     assert_eq!(modules.len(), 5);
 }
+
+#[test]
+fn bench_toolcall_times_any_server_s_tool_and_names_the_flags_when_it_cannot_choose() {
+    let rows = json_lines(&["bench", "toolcall", "--n", "3", "--server", "resource_wrapper", "--json"]);
+    let names: Vec<&str> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"toolcall.resource_wrapper.runbooks_get"), "{names:?}");
+    let rows = json_lines(&["bench", "toolcall", "--n", "3", "--server", "proxy_aggregator", "--tool", "list_backends", "--args", "{}", "--json"]);
+    assert_eq!(rows[0]["name"], "toolcall.proxy_aggregator.list_backends");
+    assert_eq!(rows[0]["n"], 3);
+
+    let out = Command::new(env!("CARGO_BIN_EXE_pipeline"))
+        .args(["bench", "toolcall", "--n", "3", "--server", "proxy_aggregator"])
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("--tool NAME --args JSON") && err.contains("list_backends"), "{err}");
+}
