@@ -14,7 +14,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const MODULE: &str = "batch_writer";
+/// A module name this checkout does not use yet (a user may well have scaffolded `batch_writer`).
+fn fresh_module_name() -> String {
+    let free =
+        |m: &str| servers::registry::module(m).is_none() && servers::registry::find(m).is_none() && servers::registry::find(&format!("{m}_wrapper")).is_none();
+    (0..).map(|i| if i == 0 { "scaffold_probe".to_owned() } else { format!("scaffold_probe_{i}") }).find(|m| free(m)).unwrap()
+}
 /// Top-level entries of the checkout that are not sources.
 const NOT_SOURCES: &[&str] = &["target", ".git", "results"];
 
@@ -89,13 +94,14 @@ fn bad_input_is_refused_and_nothing_is_written() {
         assert!(stderr(&out).contains(why), "{args:?}: {}", stderr(&out));
     }
     // A folder in the way: refused before anything is written.
-    std::fs::create_dir(root.join("tasks").join(MODULE)).unwrap();
-    let out = pipeline(&["new-module", MODULE], root);
+    let module = fresh_module_name();
+    std::fs::create_dir(root.join("tasks").join(&module)).unwrap();
+    let out = pipeline(&["new-module", &module], root);
     assert!(!out.status.success() && stderr(&out).contains("already exists"), "{}", stderr(&out));
-    std::fs::remove_dir(root.join("tasks").join(MODULE)).unwrap();
+    std::fs::remove_dir(root.join("tasks").join(&module)).unwrap();
     // Outside a checkout, without --root.
     let elsewhere = tempfile::tempdir().unwrap();
-    let out = pipeline(&["new-module", MODULE], elsewhere.path());
+    let out = pipeline(&["new-module", &module], elsewhere.path());
     assert!(!out.status.success() && stderr(&out).contains("not inside an mcp-pattern-bench checkout"), "{}", stderr(&out));
     assert!(snapshot(root) == before, "a refused scaffold changed the checkout");
 }
@@ -109,11 +115,12 @@ fn a_failed_write_is_rolled_back() {
     let blocker = root.join("servers/src/registry.rs.new-module");
     std::fs::create_dir(&blocker).unwrap();
     let before = snapshot(root);
-    let out = pipeline(&["new-module", MODULE], &root.join("pipeline"));
+    let module = fresh_module_name();
+    let out = pipeline(&["new-module", &module], &root.join("pipeline"));
     assert!(!out.status.success(), "the scaffold succeeded despite the blocked write");
     assert!(stderr(&out).contains("registry.rs.new-module"), "{}", stderr(&out));
     assert!(snapshot(root) == before, "a failed scaffold left files behind or edits in place");
-    for left in [format!("servers/src/modules/{MODULE}"), format!("tasks/{MODULE}"), format!("servers/tests/{MODULE}.rs")] {
+    for left in [format!("servers/src/modules/{module}"), format!("tasks/{module}"), format!("servers/tests/{module}.rs")] {
         assert!(!root.join(&left).exists(), "{left} was left behind");
     }
 }
@@ -217,26 +224,28 @@ fn the_scaffolded_module_compiles_and_passes_the_gates() {
     std::fs::create_dir_all(&ws).unwrap();
     copy_sources(&checkout(), &ws);
 
-    let out = pipeline(&["new-module", MODULE, "--json", "--root", ws.to_str().unwrap()], &ws);
+    let m = fresh_module_name();
+    let control = format!("{m}_wrapper");
+    let out = pipeline(&["new-module", &m, "--json", "--root", ws.to_str().unwrap()], &ws);
     assert!(out.status.success(), "{}", stderr(&out));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!((report["module"].as_str(), report["pattern"].as_str(), report["control"].as_str()), (Some(MODULE), Some(MODULE), Some("batch_writer_wrapper")));
+    assert_eq!((report["module"].as_str(), report["pattern"].as_str(), report["control"].as_str()), (Some(&*m), Some(&*m), Some(&*control)));
     let created: Vec<&str> = report["created"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
     for expected in [
-        "servers/src/modules/batch_writer/mod.rs",
-        "servers/src/modules/batch_writer/pattern.rs",
-        "servers/src/modules/batch_writer/control.rs",
-        "servers/tests/batch_writer.rs",
-        "tasks/batch_writer/globex_checkout_down/task.md",
-        "tasks/batch_writer/globex_checkout_down/oracle/batch_writer.toml",
-        "tasks/batch_writer/globex_checkout_down/oracle/batch_writer_wrapper.toml",
+        format!("servers/src/modules/{m}/mod.rs"),
+        format!("servers/src/modules/{m}/pattern.rs"),
+        format!("servers/src/modules/{m}/control.rs"),
+        format!("servers/tests/{m}.rs"),
+        format!("tasks/{m}/globex_checkout_down/task.md"),
+        format!("tasks/{m}/globex_checkout_down/oracle/{m}.toml"),
+        format!("tasks/{m}/globex_checkout_down/oracle/{control}.toml"),
     ] {
-        assert!(created.contains(&expected) && ws.join(expected).is_file(), "{expected} not created: {created:?}");
+        assert!(created.contains(&expected.as_str()) && ws.join(&expected).is_file(), "{expected} not created: {created:?}");
     }
     let registry = std::fs::read_to_string(ws.join("servers/src/registry.rs")).unwrap();
-    assert_eq!(registry.matches("&crate::modules::batch_writer::MODULE,").count(), 1);
+    assert_eq!(registry.matches(&format!("&crate::modules::{m}::MODULE,")).count(), 1);
     // A second run refuses and changes nothing.
-    let again = pipeline(&["new-module", MODULE, "--root", ws.to_str().unwrap()], &ws);
+    let again = pipeline(&["new-module", &m, "--root", ws.to_str().unwrap()], &ws);
     assert!(!again.status.success() && stderr(&again).contains("already exists"), "{}", stderr(&again));
     assert_eq!(std::fs::read_to_string(ws.join("servers/src/registry.rs")).unwrap(), registry);
 
@@ -253,20 +262,20 @@ fn the_scaffolded_module_compiles_and_passes_the_gates() {
     let build: Vec<&str> = [&["test", "--offline", "--no-run", "--workspace", "--message-format", "json-render-diagnostics"][..], &profile_args].concat();
     let messages = cargo(&ws, &target, build_dir, &build).unwrap_or_else(|e| panic!("the scaffolded checkout does not compile:\n{e}"));
     let gates_exe = test_executable(&messages, "pipeline", "task_gates");
-    let servers_exe = test_executable(&messages, "servers", MODULE);
+    let servers_exe = test_executable(&messages, "servers", &m);
 
-    let gates = run_test(&gates_exe, &ws.join("pipeline"), &["--exact", "gates_batch_writer"]).unwrap_or_else(|e| panic!("G5/G7 fail:\n{e}"));
-    assert!(gates.contains("test gates_batch_writer ... ok") && gates.contains("1 passed"), "{gates}");
+    let gates = run_test(&gates_exe, &ws.join("pipeline"), &["--exact", &format!("gates_{m}")]).unwrap_or_else(|e| panic!("G5/G7 fail:\n{e}"));
+    assert!(gates.contains(&format!("test gates_{m} ... ok")) && gates.contains("1 passed"), "{gates}");
     let servers = run_test(&servers_exe, &ws.join("servers"), &[]).unwrap_or_else(|e| panic!("the generated server test fails:\n{e}"));
     assert!(servers.contains("2 passed; 0 failed"), "{servers}");
-    let incomplete = run_test(&gates_exe, &ws.join("pipeline"), &["--exact", "eight_tasks_batch_writer"]).expect_err("one task passes for eight");
-    assert!(incomplete.contains("batch_writer has 1 task(s)"), "{incomplete}");
+    let incomplete = run_test(&gates_exe, &ws.join("pipeline"), &["--exact", &format!("eight_tasks_{m}")]).expect_err("one task passes for eight");
+    assert!(incomplete.contains(&format!("{m} has 1 task(s)")), "{incomplete}");
 
     let bin = target.join(profile).join("pipeline");
     let list = Command::new(&bin).args(["list", "--json"]).current_dir(&ws).output().unwrap();
     assert!(list.status.success(), "{}", stderr(&list));
     let rows: Vec<serde_json::Value> = String::from_utf8(list.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    let row = rows.iter().find(|r| r["module"] == MODULE).expect("the new module is listed");
+    let row = rows.iter().find(|r| r["module"] == *m).expect("the new module is listed");
     assert_eq!(row["id"], "globex_checkout_down");
-    assert_eq!(row["oracle_calls"], serde_json::json!({"batch_writer": 1, "batch_writer_wrapper": 2}));
+    assert_eq!(row["oracle_calls"], serde_json::json!({ m.clone(): 1, control.clone(): 2 }));
 }
