@@ -1,7 +1,8 @@
 //! `pipeline new-module NAME`: bad input is refused with nothing written, a failed write is
 //! rolled back, and the generated module, in a copy of this checkout, is formatted, compiles,
-//! passes gates G5/G7 and its own server test, shows up in `pipeline list`, and is flagged as
-//! incomplete (one task of eight) by the completeness test.
+//! passes gates G5/G7 and its own server test, keeps the registry and listing tests passing,
+//! shows up in `pipeline list`, and is flagged as incomplete (one task of eight) by the
+//! completeness test.
 //!
 //! The copy is built with its own target directory but this build's directory for
 //! intermediate artifacts (`CARGO_BUILD_BUILD_DIR`), and with the same package selection as
@@ -168,19 +169,21 @@ fn cargo(ws: &Path, target: &Path, build_dir: &Path, args: &[&str]) -> Result<St
     if out.status.success() { Ok(text) } else { Err(text) }
 }
 
-/// The executable of test target `test` of `package`, from cargo's JSON messages.
-fn test_executable(messages: &str, package: &str, test: &str) -> PathBuf {
+/// The test executable of target `target` (of kind `kind`: "test", "lib") of `package`, from
+/// cargo's JSON messages.
+fn test_executable(messages: &str, package: &str, kind: &str, target: &str) -> PathBuf {
     messages
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .find(|m| {
             m["reason"] == "compiler-artifact"
-                && m["target"]["name"] == test
-                && m["target"]["kind"] == serde_json::json!(["test"])
+                && m["target"]["name"] == target
+                && m["target"]["kind"] == serde_json::json!([kind])
+                && m["executable"].is_string()
                 && m["package_id"].as_str().is_some_and(|id| id.contains(&format!("/{package}#")) || id.contains(&format!("/{package}@")))
         })
         .and_then(|m| m["executable"].as_str().map(PathBuf::from))
-        .unwrap_or_else(|| panic!("cargo built no test {test} of {package}"))
+        .unwrap_or_else(|| panic!("cargo built no {kind} test {target} of {package}"))
 }
 
 /// Runs a test binary of the copy from its package folder, as cargo would.
@@ -261,8 +264,8 @@ fn the_scaffolded_module_compiles_and_passes_the_gates() {
     // this build and every compiled dependency is reused; then the two test binaries run directly.
     let build: Vec<&str> = [&["test", "--offline", "--no-run", "--workspace", "--message-format", "json-render-diagnostics"][..], &profile_args].concat();
     let messages = cargo(&ws, &target, build_dir, &build).unwrap_or_else(|e| panic!("the scaffolded checkout does not compile:\n{e}"));
-    let gates_exe = test_executable(&messages, "pipeline", "task_gates");
-    let servers_exe = test_executable(&messages, "servers", &m);
+    let gates_exe = test_executable(&messages, "pipeline", "test", "task_gates");
+    let servers_exe = test_executable(&messages, "servers", "test", &m);
 
     let gates = run_test(&gates_exe, &ws.join("pipeline"), &["--exact", &format!("gates_{m}")]).unwrap_or_else(|e| panic!("G5/G7 fail:\n{e}"));
     assert!(gates.contains(&format!("test gates_{m} ... ok")) && gates.contains("1 passed"), "{gates}");
@@ -270,6 +273,11 @@ fn the_scaffolded_module_compiles_and_passes_the_gates() {
     assert!(servers.contains("2 passed; 0 failed"), "{servers}");
     let incomplete = run_test(&gates_exe, &ws.join("pipeline"), &["--exact", &format!("eight_tasks_{m}")]).expect_err("one task passes for eight");
     assert!(incomplete.contains(&format!("{m} has 1 task(s)")), "{incomplete}");
+    // The tests that walk the registry and the listings hold with a sixth module.
+    let registry = run_test(&test_executable(&messages, "servers", "lib", "servers"), &ws.join("servers"), &["registry::"]).unwrap_or_else(|e| panic!("{e}"));
+    assert!(registry.contains("2 passed; 0 failed"), "{registry}");
+    let cli = run_test(&test_executable(&messages, "pipeline", "test", "cli"), &ws.join("pipeline"), &[]).unwrap_or_else(|e| panic!("{e}"));
+    assert!(cli.contains("3 passed; 0 failed"), "{cli}");
 
     let bin = target.join(profile).join("pipeline");
     let list = Command::new(&bin).args(["list", "--json"]).current_dir(&ws).output().unwrap();

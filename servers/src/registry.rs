@@ -96,6 +96,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_five_shipped_modules_are_registered() {
+        for m in ["tool_orchestrator", "domain_adapter", "stateful_session", "proxy_aggregator", "resource_gateway"] {
+            assert!(module(m).is_some(), "{m} is not in MODULES");
+        }
+    }
+
+    #[test]
     fn names_are_unique_and_modules_have_folders() {
         let mut names = names();
         names.sort_unstable();
