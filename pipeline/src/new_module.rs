@@ -240,9 +240,14 @@ fn write_all(root: &Path, scaffold: &Scaffold, created: &mut Vec<PathBuf>, edite
         let path = root.join(rel);
         let original = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
         let tmp = path.with_extension("rs.new-module");
-        std::fs::write(&tmp, contents).with_context(|| format!("writing {}", tmp.display()))?;
-        edited.push((path.clone(), original));
-        std::fs::rename(&tmp, &path).with_context(|| format!("replacing {}", path.display()))?;
+        let replaced = std::fs::write(&tmp, contents)
+            .with_context(|| format!("writing {}", tmp.display()))
+            .and_then(|()| std::fs::rename(&tmp, &path).with_context(|| format!("replacing {}", path.display())));
+        if replaced.is_err() && tmp.is_file() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        replaced?;
+        edited.push((path, original));
     }
     Ok(())
 }
