@@ -66,6 +66,12 @@ fn pipeline(args: &[&str], cwd: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_pipeline")).args(args).current_dir(cwd).env("RUST_BACKTRACE", "0").output().unwrap()
 }
 
+/// A finished command's stdout and stderr: `Ok` when it succeeded, `Err` otherwise.
+fn outcome(out: &Output) -> Result<String, String> {
+    let text = format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    if out.status.success() { Ok(text) } else { Err(text) }
+}
+
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
@@ -165,8 +171,7 @@ fn cargo(ws: &Path, target: &Path, build_dir: &Path, args: &[&str]) -> Result<St
         .env("RUST_BACKTRACE", "0")
         .output()
         .unwrap();
-    let text = format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    if out.status.success() { Ok(text) } else { Err(text) }
+    outcome(&out)
 }
 
 /// The test executable of target `target` (of kind `kind`: "test", "lib") of `package`, from
@@ -189,8 +194,7 @@ fn test_executable(messages: &str, package: &str, kind: &str, target: &str) -> P
 /// Runs a test binary of the copy from its package folder, as cargo would.
 fn run_test(exe: &Path, package_dir: &Path, args: &[&str]) -> Result<String, String> {
     let out = Command::new(exe).args(args).current_dir(package_dir).env("RUST_BACKTRACE", "0").env_remove("MCPBENCH_TASKS_DIR").output().unwrap();
-    let text = format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    if out.status.success() { Ok(text) } else { Err(text) }
+    outcome(&out)
 }
 
 /// Gives every crate of the copy's workspace a version of its own (see the file's doc).
