@@ -8,15 +8,14 @@
 //! * [`provider`]: the OpenAI-compatible model provider — tolerant parsing, exact usage, retries
 //!   it decides and counts itself, quota/session-limit detection; the API key never leaves it.
 //! * [`session`]: the model-driven agent loop, the fixed system prompt, the run-wide stop signal.
-//! * [`record`]: what a session leaves behind — validity, exact per-turn usage (nulls kept),
-//!   tool calls, the final answer.
+//! * [`record`]: what a session produced ([`SessionOutcome`]); the record it becomes, and its
+//!   parts, are in the `records` crate.
 
 pub mod mcp;
 pub mod oracle;
 pub mod provider;
 pub mod record;
 pub mod session;
-pub mod session_record;
 
 pub use mcp::ServerConnection;
 pub use provider::{OpenAiCompatible, ProviderConfig, RetryPolicy};

@@ -123,8 +123,8 @@ pub fn render(markdown: &str, svg: &str, sessions: &[Loaded]) -> String {
     for s in sessions {
         let r = &s.record;
         let validity = match &r.validity {
-            agent::Validity::Valid => "valid".to_string(),
-            agent::Validity::Invalid { reason, detail } => format!("invalid: {reason:?} — {detail}"),
+            records::Validity::Valid => "valid".to_string(),
+            records::Validity::Invalid { reason, detail } => format!("invalid: {reason:?} — {detail}"),
         };
         let verdict = r.verifier.as_ref().map(|v| format!("{:?}", v.verdict)).unwrap_or_else(|| "not scored".into());
         writeln!(
@@ -133,7 +133,7 @@ pub fn render(markdown: &str, svg: &str, sessions: &[Loaded]) -> String {
             escape(&r.model.id),
             escape(&r.module),
             escape(&r.server),
-            escape(&r.role),
+            escape(r.role.as_str()),
             escape(&r.task),
             r.rep,
             escape(&validity),

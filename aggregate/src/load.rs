@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use agent::session_record::SessionRecord;
+use records::SessionRecord;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{AggregateError, Result};
@@ -106,7 +106,7 @@ impl PriceTable {
 
     /// Cost of one session in USD, or `None` when the model has no price or a needed usage
     /// field is null. Never 0 for unknown.
-    pub fn cost(&self, model: &str, totals: &agent::session_record::Totals) -> Option<f64> {
+    pub fn cost(&self, model: &str, totals: &records::Totals) -> Option<f64> {
         let p = self.models.get(model)?;
         let input = totals.input_tokens? as f64;
         let output = totals.output_tokens? as f64;

@@ -12,9 +12,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use agent::session_record::SessionRecord;
+use records::SessionRecord;
+use records::Verdict as TaskVerdict;
 use serde::{Deserialize, Serialize};
-use tasks::Verdict as TaskVerdict;
 
 use crate::load::{Loaded, PriceTable};
 use crate::stats::{self, Interval};
@@ -272,8 +272,8 @@ pub struct OracleRow {
 
 fn invalid_reason(r: &SessionRecord) -> Option<String> {
     match &r.validity {
-        agent::Validity::Valid => None,
-        agent::Validity::Invalid { reason, .. } => {
+        records::Validity::Valid => None,
+        records::Validity::Invalid { reason, .. } => {
             Some(serde_json::to_value(reason).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_else(|| format!("{reason:?}")))
         }
     }
@@ -288,7 +288,7 @@ fn passed(r: &SessionRecord) -> bool {
 }
 
 fn is_oracle(r: &SessionRecord) -> bool {
-    r.model.provider == "oracle"
+    r.model.provider == records::Provider::Oracle
 }
 
 /// Builds the whole summary.
@@ -299,17 +299,18 @@ pub fn summarise(sessions: &[Loaded], prices: Option<&PriceTable>, opts: &Option
     let mut attr: BTreeMap<(String, String, String, String, String), AttritionRow> = BTreeMap::new();
     for s in sessions {
         let r = &s.record;
-        let row =
-            attr.entry((r.model.id.clone(), r.model.provider.clone(), r.module.clone(), r.server.clone(), r.role.clone())).or_insert_with(|| AttritionRow {
+        let row = attr.entry((r.model.id.clone(), r.model.provider.to_string(), r.module.clone(), r.server.clone(), r.role.to_string())).or_insert_with(|| {
+            AttritionRow {
                 model: r.model.id.clone(),
-                provider: r.model.provider.clone(),
+                provider: r.model.provider.to_string(),
                 module: r.module.clone(),
                 server: r.server.clone(),
-                role: r.role.clone(),
+                role: r.role.to_string(),
                 attempted: 0,
                 valid: 0,
                 invalid: BTreeMap::new(),
-            });
+            }
+        });
         row.attempted += 1;
         match invalid_reason(r) {
             None => row.valid += 1,
@@ -325,7 +326,7 @@ pub fn summarise(sessions: &[Loaded], prices: Option<&PriceTable>, opts: &Option
         if is_oracle(r) {
             oracle.entry(r.module.clone()).or_default().push(r);
         } else {
-            by_model.entry((r.model.id.clone(), r.model.provider.clone())).or_default().entry(r.module.clone()).or_default().push(r);
+            by_model.entry((r.model.id.clone(), r.model.provider.to_string())).or_default().entry(r.module.clone()).or_default().push(r);
         }
     }
 
@@ -389,7 +390,7 @@ fn arm_metrics(recs: &[&SessionRecord], model: &str, prices: Option<&PriceTable>
     let u = |f: fn(&SessionRecord) -> Option<u64>| dist(valid.iter().map(|r| f(r).map(|x| x as f64)), opts);
     ArmMetrics {
         server: recs.first().map(|r| r.server.clone()).unwrap_or_default(),
-        role: recs.first().map(|r| r.role.clone()).unwrap_or_default(),
+        role: recs.first().map(|r| r.role.to_string()).unwrap_or_default(),
         attempted: recs.len(),
         valid: valid.len(),
         invalid,
@@ -606,14 +607,14 @@ pub fn decide(paired: &Paired, both_arms: bool, opts: &Options) -> (Verdict, Str
 fn oracle_module(module: String, recs: &[&SessionRecord]) -> OracleModule {
     let mut groups: BTreeMap<(String, String, String), Vec<&SessionRecord>> = BTreeMap::new();
     for r in recs {
-        groups.entry((r.task.clone(), r.role.clone(), r.server.clone())).or_default().push(r);
+        groups.entry((r.task.clone(), r.role.to_string(), r.server.clone())).or_default().push(r);
     }
     let rows: Vec<OracleRow> = groups
         .into_iter()
         .map(|((task, role, server), v)| {
             let valid: Vec<_> = v.iter().filter(|r| r.validity.is_valid()).collect();
             let floors: Vec<_> = valid.iter().filter_map(|r| r.oracle.as_ref()).collect();
-            let med = |f: fn(&agent::record::OracleFloor) -> f64| stats::median(&floors.iter().map(|x| f(x)).collect::<Vec<_>>());
+            let med = |f: fn(&records::OracleFloor) -> f64| stats::median(&floors.iter().map(|x| f(x)).collect::<Vec<_>>());
             OracleRow {
                 task,
                 role,
@@ -636,7 +637,7 @@ fn oracle_module(module: String, recs: &[&SessionRecord]) -> OracleModule {
     let total = |figure: fn(&OracleRow) -> Option<f64>| {
         let mut by_role: BTreeMap<String, Option<u64>> = BTreeMap::new();
         for r in &rows {
-            let entry = by_role.entry(r.role.clone()).or_insert(Some(0));
+            let entry = by_role.entry(r.role.to_string()).or_insert(Some(0));
             *entry = entry.zip(figure(r)).map(|(sum, t)| sum + t.round() as u64);
         }
         by_role.into_iter().filter_map(|(role, t)| Some((role, t?))).collect::<BTreeMap<_, _>>()

@@ -3,12 +3,10 @@
 
 use std::path::Path;
 
-use agent::InvalidReason;
-use agent::record::{Offered, OracleFloor, ToolCallRecord, Validity};
-use agent::session_record::{HarnessTimings, ModelSpec, SessionRecord, Totals};
 use aggregate::metrics::Verdict;
 use aggregate::{Options, PriceTable};
-use tasks::{Outcome, Verdict as V};
+use records::{HarnessTimings, InvalidReason, ModelSpec, Offered, OracleFloor, SessionRecord, ToolCallRecord, Totals, Validity};
+use records::{Verdict as V, VerifierOutcome as Outcome};
 
 #[derive(Clone, Copy)]
 struct S {
@@ -34,7 +32,7 @@ fn model(id: &str) -> ModelSpec {
     if id == "oracle" {
         ModelSpec::oracle()
     } else {
-        ModelSpec { id: id.into(), provider: "openai_compatible".into(), temperature: Some(0.0), max_tokens: None, seed: None }
+        ModelSpec { id: id.into(), provider: records::Provider::OpenAiCompatible, temperature: Some(0.0), max_tokens: None, seed: None }
     }
 }
 
@@ -46,7 +44,7 @@ fn record(m: &str, module: &str, role: &str, task: &str, rep: u32, s: S) -> Sess
         experiment: "fixture".into(),
         module: module.into(),
         server: format!("{module}_{role}"),
-        role: role.into(),
+        role: if role == "pattern" { records::Role::Pattern } else { records::Role::Control },
         task: task.into(),
         task_sha256: "00".into(),
         rep,
@@ -58,17 +56,24 @@ fn record(m: &str, module: &str, role: &str, task: &str, rep: u32, s: S) -> Sess
         git_dirty: None,
         world_seed: 1,
         world_scale: 1,
+        transport: None,
+        fingerprint: None,
+        fingerprint_sha256: None,
+        attempt: None,
         started_at: t,
         ended_at: t,
         turn_cap: 20,
         turn_cap_hit: false,
         context_exceeded: s.overflow,
+        tool_call_as_text: false,
         turns: s.turns,
         turn_records: vec![],
         totals: Totals { input_tokens: s.input, cached_input_tokens: s.cached, uncached_input_tokens: None, output_tokens: s.output, reasoning_tokens: None },
+        provider_retries: None,
+        failed_turn: None,
         tool_calls: vec![ToolCallRecord {
             turn: 1,
-            kind: agent::record::CallKind::Tool,
+            kind: records::CallKind::Tool,
             name: "x".into(),
             args_bytes: 2,
             result_bytes: 2,
@@ -97,6 +102,7 @@ fn record(m: &str, module: &str, role: &str, task: &str, rep: u32, s: S) -> Sess
         }),
         cost_usd: None,
         harness: HarnessTimings::default(),
+        superseded: None,
     }
 }
 

@@ -12,12 +12,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use agent::record::{InvalidReason, Validity};
-use agent::session_record::{HarnessTimings, ModelSpec, SCHEMA_VERSION, SessionRecord, Totals};
 use agent::{OpenAiCompatible, ProviderConfig, ServerConnection, SessionOutcome, StopSignal};
 use anyhow::{Context, bail};
 use backend::local::LocalBackend;
 use backend::{Cluster, WorldSpec};
+use records::{HarnessTimings, InvalidReason, ModelSpec, SCHEMA_VERSION, SessionRecord, Totals, Validity};
 use serde::Serialize;
 use servers::registry::{self, Role, ServerEntry};
 use servers::transport::Transport;
@@ -191,7 +190,7 @@ fn select_models(args: &RunArgs) -> anyhow::Result<Vec<(ModelSpec, Option<Arc<Op
         })?;
         let spec = ModelSpec {
             id: m.clone(),
-            provider: "openai_compatible".into(),
+            provider: records::Provider::OpenAiCompatible,
             temperature: Some(f64::from(args.temperature)),
             max_tokens: args.max_tokens,
             seed: args.seed.map(|s| s as u64),
@@ -604,10 +603,7 @@ async fn run_one(ctx: &RunContext, job: &Job, url: &str, world: &backend::World)
         experiment: ctx.exp.clone(),
         module: task.module.clone(),
         server: job.server.name.to_owned(),
-        role: match job.server.role {
-            Role::Pattern => "pattern".into(),
-            Role::Control => "control".into(),
-        },
+        role: job.server.role,
         task: task.id.clone(),
         task_sha256: task.sha256.clone(),
         rep: job.rep,
@@ -619,14 +615,21 @@ async fn run_one(ctx: &RunContext, job: &Job, url: &str, world: &backend::World)
         git_dirty: ctx.git_dirty,
         world_seed: task.meta.seed,
         world_scale: task.meta.scale,
+        transport: Some(ctx.transport),
+        fingerprint: None,
+        fingerprint_sha256: None,
+        attempt: Some(1),
         started_at: outcome.started_at,
         ended_at: outcome.ended_at,
         turn_cap: task.meta.turn_cap,
         turn_cap_hit: outcome.turn_cap_hit,
         context_exceeded: outcome.context_exceeded,
+        tool_call_as_text: outcome.tool_call_as_text,
         turns: outcome.turns.len(),
         turn_records: outcome.turns.clone(),
-        totals: Totals::of(&outcome),
+        totals: Totals::of(&outcome.turns),
+        provider_retries: Some(outcome.provider_retries),
+        failed_turn: outcome.failed_turn.clone(),
         tool_calls: outcome.tool_calls.clone(),
         offered: outcome.offered.clone(),
         final_answer: outcome.final_answer.clone(),
@@ -635,6 +638,7 @@ async fn run_one(ctx: &RunContext, job: &Job, url: &str, world: &backend::World)
         oracle: outcome.oracle.clone(),
         cost_usd: None,
         harness: HarnessTimings { reset_ms, session_ms, verify_ms, write_ms: 0.0 },
+        superseded: None,
     };
     (record, transcript, harness_ms)
 }
@@ -649,11 +653,13 @@ fn harness_failure(detail: String) -> SessionOutcome {
         final_answer: None,
         turn_cap_hit: false,
         context_exceeded: false,
+        tool_call_as_text: false,
         offered: Default::default(),
         oracle: None,
         started_at: now,
         ended_at: now,
         provider_retries: 0,
+        failed_turn: None,
         transcript: vec![],
     }
 }

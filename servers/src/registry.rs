@@ -4,13 +4,7 @@
 
 use crate::launch::Launch;
 
-/// Which arm of its module a server is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    Pattern,
-    Control,
-}
+pub use records::Role;
 
 /// One registered server.
 #[derive(Debug)]

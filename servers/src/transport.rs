@@ -9,12 +9,7 @@ use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
 use crate::backend_client::BackendClient;
 use crate::registry::ServerEntry;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Transport {
-    Stdio,
-    Http,
-}
+pub use records::Transport;
 
 /// Serves `entry` until the client disconnects (stdio) or Ctrl-C/SIGTERM (HTTP).
 pub async fn serve(entry: &ServerEntry, transport: Transport, addr: SocketAddr, backend_url: &str) -> anyhow::Result<()> {

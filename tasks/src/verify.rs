@@ -52,23 +52,7 @@ pub struct AnswerChecks {
     pub must_not_contain: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    Passed,
-    /// The verifier ran and said no.
-    Failed,
-    /// The verifier itself could not run.
-    CouldNotScore,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Outcome {
-    pub verdict: Verdict,
-    /// Why it failed (every failed check), or why it could not score. Empty when passed.
-    pub reasons: Vec<String>,
-    pub elapsed_ms: f64,
-}
+pub use records::{Verdict, VerifierOutcome as Outcome};
 
 /// Hashes of the `unchanged` tables right after the reset, before the session.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -1,0 +1,201 @@
+//! What makes two sessions comparable. Every record carries the [`Fingerprint`] of the plan it
+//! ran under; a resume skips only records with the same fingerprint, and `aggregate` pools only
+//! records whose fingerprints agree outside the declared treatment.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Provider, Transport};
+
+/// Everything that must be equal for two sessions of the same (server, task) to be the same
+/// measurement. Two arms of a pair differ in [`Self::manifest_sha256`] (the server is the
+/// declared treatment); tasks differ in the [`PER_TASK`] fields; nothing else may differ.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fingerprint {
+    pub model_id: String,
+    pub provider: Provider,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+    pub seed: Option<u64>,
+    /// The model endpoint (null for the oracle), without any userinfo part.
+    pub base_url: Option<String>,
+    pub transport: Transport,
+    pub world_seed: u64,
+    pub world_scale: u32,
+    pub task_sha256: String,
+    pub turn_cap: u32,
+    pub manifest_sha256: String,
+    /// Null for the oracle, which sends no prompt.
+    pub system_prompt_sha256: Option<String>,
+    /// The commit the running binary was built from, and whether its tracked files differed.
+    pub build_commit: Option<String>,
+    pub build_dirty: Option<bool>,
+    /// The endpoint preflight was skipped (`--skip-preflight`).
+    pub preflight_skipped: bool,
+}
+
+/// The field in which the arms of a pair differ by design.
+pub const TREATMENT: &[&str] = &["manifest_sha256"];
+
+/// Fields that belong to the task (or its world): equal across the arms of one task, different
+/// between tasks.
+pub const PER_TASK: &[&str] = &["world_seed", "world_scale", "task_sha256", "turn_cap"];
+
+/// One field in which two fingerprints differ, as text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FieldDifference {
+    pub field: String,
+    pub ours: String,
+    pub theirs: String,
+}
+
+impl std::fmt::Display for FieldDifference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {} vs {}", self.field, self.ours, self.theirs)
+    }
+}
+
+impl Fingerprint {
+    /// sha256 of the canonical JSON (fields in declaration order).
+    pub fn sha256(&self) -> String {
+        crate::sha256_hex(&serde_json::to_vec(self).expect("a fingerprint serialises"))
+    }
+
+    /// Every field in which `self` and `other` differ, in declaration order.
+    pub fn differences(&self, other: &Self) -> Vec<FieldDifference> {
+        self.differences_outside(other, &[])
+    }
+
+    /// Like [`Self::differences`], leaving out the fields named in `ignore`.
+    pub fn differences_outside(&self, other: &Self, ignore: &[&str]) -> Vec<FieldDifference> {
+        let (a, b) = (fields(self), fields(other));
+        a.into_iter()
+            .zip(b)
+            .filter(|((name, x), (_, y))| x != y && !ignore.contains(&name.as_str()))
+            .map(|((field, x), (_, y))| FieldDifference { field, ours: show(&x), theirs: show(&y) })
+            .collect()
+    }
+}
+
+/// The fields in declaration order (a test holds this list to the struct).
+pub const FIELDS: &[&str] = &[
+    "model_id",
+    "provider",
+    "temperature",
+    "max_tokens",
+    "seed",
+    "base_url",
+    "transport",
+    "world_seed",
+    "world_scale",
+    "task_sha256",
+    "turn_cap",
+    "manifest_sha256",
+    "system_prompt_sha256",
+    "build_commit",
+    "build_dirty",
+    "preflight_skipped",
+];
+
+fn fields(f: &Fingerprint) -> Vec<(String, serde_json::Value)> {
+    let serde_json::Value::Object(mut map) = serde_json::to_value(f).expect("a fingerprint serialises") else {
+        unreachable!("a struct serialises to an object")
+    };
+    FIELDS.iter().map(|name| ((*name).to_owned(), map.remove(*name).unwrap_or(serde_json::Value::Null))).collect()
+}
+
+fn show(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Null => "unset".into(),
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// `url` without a `user:password@` part, which could hold a credential.
+pub fn url_without_userinfo(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn sample() -> Fingerprint {
+        Fingerprint {
+            model_id: "m".into(),
+            provider: Provider::OpenAiCompatible,
+            temperature: Some(0.0),
+            max_tokens: None,
+            seed: Some(7),
+            base_url: Some("http://127.0.0.1:1/v1".into()),
+            transport: Transport::Stdio,
+            world_seed: 42,
+            world_scale: 1,
+            task_sha256: "t".into(),
+            turn_cap: 12,
+            manifest_sha256: "m1".into(),
+            system_prompt_sha256: Some("p".into()),
+            build_commit: Some("c".into()),
+            build_dirty: Some(false),
+            preflight_skipped: false,
+        }
+    }
+
+    #[test]
+    fn every_pinned_field_changes_the_hash_and_is_named() {
+        let base = sample();
+        let variants: Vec<(&str, Fingerprint)> = vec![
+            ("model_id", Fingerprint { model_id: "n".into(), ..sample() }),
+            ("provider", Fingerprint { provider: Provider::Oracle, ..sample() }),
+            ("temperature", Fingerprint { temperature: Some(1.0), ..sample() }),
+            ("max_tokens", Fingerprint { max_tokens: Some(10), ..sample() }),
+            ("seed", Fingerprint { seed: None, ..sample() }),
+            ("base_url", Fingerprint { base_url: Some("http://other/v1".into()), ..sample() }),
+            ("transport", Fingerprint { transport: Transport::Http, ..sample() }),
+            ("world_seed", Fingerprint { world_seed: 1, ..sample() }),
+            ("world_scale", Fingerprint { world_scale: 2, ..sample() }),
+            ("task_sha256", Fingerprint { task_sha256: "u".into(), ..sample() }),
+            ("turn_cap", Fingerprint { turn_cap: 3, ..sample() }),
+            ("manifest_sha256", Fingerprint { manifest_sha256: "m2".into(), ..sample() }),
+            ("system_prompt_sha256", Fingerprint { system_prompt_sha256: None, ..sample() }),
+            ("build_commit", Fingerprint { build_commit: Some("d".into()), ..sample() }),
+            ("build_dirty", Fingerprint { build_dirty: Some(true), ..sample() }),
+            ("preflight_skipped", Fingerprint { preflight_skipped: true, ..sample() }),
+        ];
+        assert_eq!(variants.len(), FIELDS.len(), "a test variant for every field");
+        let serde_json::Value::Object(map) = serde_json::to_value(&base).unwrap() else { panic!() };
+        let mut keys: Vec<&str> = map.keys().map(String::as_str).collect();
+        let mut listed = FIELDS.to_vec();
+        keys.sort_unstable();
+        listed.sort_unstable();
+        assert_eq!(keys, listed, "FIELDS lists every field of Fingerprint");
+        for (field, v) in variants {
+            assert_ne!(v.sha256(), base.sha256(), "{field} must change the fingerprint");
+            let d = base.differences(&v);
+            assert_eq!(d.len(), 1, "{field}: {d:?}");
+            assert_eq!(d[0].field, field);
+        }
+        assert_eq!(base.sha256(), sample().sha256());
+        assert!(base.differences_outside(&Fingerprint { manifest_sha256: "x".into(), ..sample() }, TREATMENT).is_empty());
+    }
+
+    #[test]
+    fn differences_read_as_text() {
+        let d = sample().differences(&Fingerprint { world_scale: 2, seed: None, ..sample() });
+        let text: Vec<String> = d.iter().map(ToString::to_string).collect();
+        assert_eq!(text, ["seed: 7 vs unset", "world_scale: 1 vs 2"]);
+    }
+
+    #[test]
+    fn userinfo_is_dropped_from_urls() {
+        assert_eq!(url_without_userinfo("https://u:secret@host.example/v1"), "https://host.example/v1");
+        assert_eq!(url_without_userinfo("http://127.0.0.1:8080/v1"), "http://127.0.0.1:8080/v1");
+        assert_eq!(url_without_userinfo("http://h/v1?x=a@b"), "http://h/v1?x=a@b");
+    }
+}

@@ -1,0 +1,113 @@
+//! The data that crosses crates: what a session leaves behind ([`session::SessionRecord`] and its
+//! parts in [`outcome`]), what makes two sessions comparable ([`fingerprint::Fingerprint`]), what
+//! an experiment planned ([`manifest::ExperimentManifest`]), and the small enums every crate
+//! agrees on ([`Role`], [`Provider`], [`Transport`]).
+//!
+//! It depends on serde and nothing of the runtime, so `aggregate` can read an experiment without
+//! linking the agent, the servers or a database driver. Records are only ever extended: a field
+//! added later is optional (`#[serde(default)]`), so records written before it still read.
+
+pub mod fingerprint;
+pub mod fsio;
+pub mod manifest;
+pub mod outcome;
+pub mod session;
+
+pub use fingerprint::{FieldDifference, Fingerprint};
+pub use fsio::write_atomically;
+pub use manifest::ExperimentManifest;
+pub use outcome::{CallKind, FailedTurn, InvalidReason, Offered, OracleFloor, ToolCallRecord, TurnRecord, Usage, Validity, Verdict, VerifierOutcome};
+pub use session::{HarnessTimings, ModelSpec, SCHEMA_VERSION, SessionRecord, Totals};
+
+use serde::{Deserialize, Serialize};
+
+/// Which arm of its module a server is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Pattern,
+    Control,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pattern => "pattern",
+            Self::Control => "control",
+        }
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Who answered a session's turns: the oracle replays plans; every model goes through an
+/// OpenAI-compatible endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Provider {
+    #[serde(rename = "oracle")]
+    Oracle,
+    #[serde(rename = "openai_compatible")]
+    OpenAiCompatible,
+}
+
+impl Provider {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Oracle => "oracle",
+            Self::OpenAiCompatible => "openai_compatible",
+        }
+    }
+}
+
+impl std::fmt::Display for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How the agent reaches a server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "snake_case")]
+pub enum Transport {
+    Stdio,
+    Http,
+}
+
+impl Transport {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Stdio => "stdio",
+            Self::Http => "http",
+        }
+    }
+}
+
+impl std::fmt::Display for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Lower-case hex sha256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn enums_keep_the_strings_records_have_always_had() {
+        assert_eq!(serde_json::to_value(Role::Pattern).unwrap(), "pattern");
+        assert_eq!(serde_json::to_value(Provider::OpenAiCompatible).unwrap(), "openai_compatible");
+        assert_eq!(serde_json::from_value::<Provider>("oracle".into()).unwrap(), Provider::Oracle);
+        assert_eq!(serde_json::to_value(Transport::Http).unwrap(), "http");
+    }
+}

@@ -1,0 +1,84 @@
+//! The experiment manifest, `results/<exp>/manifest.json`: what a run planned (arms, tasks,
+//! reps, model, transport, build) and how it ended. Written by the pipeline only after the
+//! resume check has accepted the plan; read by `aggregate` for the planned k and the arms.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::{ModelSpec, Role, Transport};
+
+/// The file name inside an experiment folder.
+pub const FILE: &str = "manifest.json";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentManifest {
+    pub schema_version: u32,
+    pub experiment: String,
+    /// The command line, with header values and any key redacted.
+    pub command: Vec<String>,
+    pub git_commit: Option<String>,
+    pub git_dirty: Option<bool>,
+    pub models: Vec<ModelSpec>,
+    pub servers: Vec<ManifestServer>,
+    pub tasks: Vec<ManifestTask>,
+    /// Planned repetitions of every task on every arm.
+    pub k: u32,
+    pub jobs: u32,
+    pub transport: Transport,
+    pub created_at: DateTime<Utc>,
+    /// The model endpoint, without userinfo (null for oracle-only runs and older manifests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// The endpoint preflight was skipped (`--skip-preflight`): the report says so first.
+    #[serde(default)]
+    pub preflight_skipped: bool,
+    /// The preflight's probes, requests and answers (no credentials), per model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preflight: Option<serde_json::Value>,
+    /// The spec check (gate results) this run was started from, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<serde_json::Value>,
+    /// Set when the run stopped before every planned session had run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<RunStop>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ManifestServer {
+    pub name: String,
+    pub module: String,
+    pub role: Role,
+    pub manifest_sha256: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ManifestTask {
+    /// `module/task_id`.
+    pub key: String,
+    pub sha256: String,
+    pub turn_cap: u32,
+    pub seed: u64,
+    pub scale: u32,
+}
+
+/// Why a run stopped early.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunStop {
+    /// `quota`, `circuit_breaker`, `infrastructure` or `interrupted`.
+    pub kind: String,
+    pub detail: String,
+    pub at: DateTime<Utc>,
+}
+
+impl ExperimentManifest {
+    pub fn read(dir: &std::path::Path) -> std::io::Result<Option<Self>> {
+        let path = dir.join(FILE);
+        match std::fs::read(&path) {
+            Ok(bytes) => {
+                serde_json::from_slice(&bytes).map(Some).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{}: {e}", path.display())))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}

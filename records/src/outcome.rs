@@ -1,0 +1,210 @@
+//! The parts of a session record: validity, exact per-turn usage (nulls kept), tool calls, what
+//! the model was offered, the oracle's structural floor and the verifier's outcome.
+//!
+//! Measurements are never defaulted: a usage field the provider omitted is `None` (null in JSON),
+//! and a total over turns is `None` as soon as one turn lacks the field.
+
+use serde::{Deserialize, Serialize};
+
+/// Whether a session's numbers are data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "class", rename_all = "snake_case")]
+pub enum Validity {
+    Valid,
+    Invalid { reason: InvalidReason, detail: String },
+}
+
+impl Validity {
+    pub fn is_valid(&self) -> bool {
+        matches!(self, Self::Valid)
+    }
+
+    pub fn invalid(reason: InvalidReason, detail: impl Into<String>) -> Self {
+        Self::Invalid { reason, detail: detail.into() }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InvalidReason {
+    /// The model provider kept failing after the bounded retries (5xx, timeouts, bad bodies).
+    ProviderError,
+    /// The provider refused for quota or a session/usage limit; the whole run stops.
+    QuotaOrSessionLimit,
+    /// The MCP server crashed or its transport failed.
+    McpTransport,
+    /// The harness itself failed (reset, spawn, verifier plumbing).
+    HarnessError,
+    /// The run was interrupted (Ctrl-C, SIGTERM) while this session was in flight.
+    Interrupted,
+}
+
+impl InvalidReason {
+    pub const ALL: [Self; 5] = [Self::ProviderError, Self::QuotaOrSessionLimit, Self::McpTransport, Self::HarnessError, Self::Interrupted];
+
+    /// The name records use (`provider_error`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ProviderError => "provider_error",
+            Self::QuotaOrSessionLimit => "quota_or_session_limit",
+            Self::McpTransport => "mcp_transport",
+            Self::HarnessError => "harness_error",
+            Self::Interrupted => "interrupted",
+        }
+    }
+
+    /// The session never got a fair attempt because the run itself stopped (a quota refusal at
+    /// the door, an interrupt): a resume runs it again without being asked, keeping the old
+    /// record as superseded. Every other invalid session is rerun only on `--retry-invalid`.
+    pub fn rerun_on_resume(self) -> bool {
+        matches!(self, Self::QuotaOrSessionLimit | Self::Interrupted)
+    }
+}
+
+impl std::fmt::Display for InvalidReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Token usage of one model response, exactly as the provider reported it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+    /// Part of `prompt_tokens` served from the provider's cache.
+    pub cached_prompt_tokens: Option<u64>,
+    /// Part of `completion_tokens` spent on reasoning.
+    pub reasoning_tokens: Option<u64>,
+    pub total_tokens: Option<u64>,
+}
+
+/// One model request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnRecord {
+    /// 1-based.
+    pub index: u32,
+    pub usage: Usage,
+    /// Retries this turn needed before it got an answer (429, 5xx, timeouts).
+    pub retries: u32,
+    /// Of the attempt that answered (retries and their waits are not included).
+    pub latency_ms: f64,
+    pub finish_reason: Option<String>,
+    /// Tool calls the model asked for in this turn.
+    pub tool_calls: u32,
+}
+
+/// A model request that never got an answer (its retries ran out, or the provider refused): the
+/// session ended there. Its retries count in the session's total with the answered turns'.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailedTurn {
+    /// 1-based, as the turn it would have been.
+    pub index: u32,
+    /// Retries after the first attempt, before giving up.
+    pub retries: u32,
+    /// The provider's last answer, verbatim where it sent one.
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallKind {
+    Tool,
+    ReadResource,
+    ListResources,
+}
+
+/// One call the agent made (or refused to make) on the model's behalf.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallRecord {
+    /// The turn that asked for it (0 for the oracle, which has no turns).
+    pub turn: u32,
+    pub kind: CallKind,
+    /// Function name as the model gave it (or the resource URI).
+    pub name: String,
+    pub args_bytes: usize,
+    pub result_bytes: usize,
+    /// The server answered with an error (or the call was refused, below).
+    pub is_error: bool,
+    /// The arguments were not valid JSON; the call was not made.
+    pub invalid_arguments: bool,
+    /// The function was never offered; the call was not made.
+    pub unknown_tool: bool,
+    pub latency_ms: f64,
+}
+
+/// What the model was offered in this session (checked by gate G1).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Offered {
+    /// Function names, the server's tools plus any generic resource functions.
+    pub functions: Vec<String>,
+    /// Whether the generic list/read resource functions were added.
+    pub resource_functions: bool,
+    /// Bytes of the function definitions as sent to the model.
+    pub definitions_bytes: usize,
+}
+
+/// The structural floor measured by an oracle session: no model, no usage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OracleFloor {
+    pub calls: usize,
+    /// Bytes of the offered function definitions.
+    pub schema_bytes: usize,
+    pub args_bytes: usize,
+    pub result_bytes: usize,
+    /// A labelled estimate, never a measurement: the context at the end of the plan,
+    /// (schema + args + results + task) bytes / 4.
+    pub estimated_tokens: u64,
+    pub estimate_method: String,
+    /// A labelled estimate of the input tokens a model would be billed for following the plan
+    /// one call per turn: every turn resends the system prompt, the task, the definitions and
+    /// all earlier calls and results, and a last turn gives the answer. Comparable with a model
+    /// session's input tokens, which [`Self::estimated_tokens`] is not. Null in records
+    /// written before it existed.
+    #[serde(default)]
+    pub estimated_input_tokens: Option<u64>,
+    #[serde(default)]
+    pub input_estimate_method: Option<String>,
+}
+
+/// Everything a session produced, before the verifier and the experiment fields are added.
+
+/// The verifier's judgement of one session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Passed,
+    /// The verifier ran and said no.
+    Failed,
+    /// The verifier itself could not run.
+    CouldNotScore,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct VerifierOutcome {
+    pub verdict: Verdict,
+    /// Why it failed (every failed check), or why it could not score. Empty when passed.
+    pub reasons: Vec<String>,
+    pub elapsed_ms: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validity_serialises_with_its_class() {
+        let v = Validity::invalid(InvalidReason::QuotaOrSessionLimit, "You exceeded your current quota");
+        let j = serde_json::to_value(&v).unwrap();
+        assert_eq!(j["class"], "invalid");
+        assert_eq!(j["reason"], "quota_or_session_limit");
+        assert_eq!(serde_json::to_value(Validity::Valid).unwrap(), serde_json::json!({"class": "valid"}));
+    }
+
+    #[test]
+    fn reason_names_match_their_serialised_form() {
+        for r in InvalidReason::ALL {
+            assert_eq!(serde_json::to_value(r).unwrap(), r.as_str());
+        }
+    }
+}
