@@ -40,6 +40,7 @@ pub async fn run(conn: &ServerConnection, task_text: &str, plan: &tasks::OracleP
         turn_cap_hit: false,
         context_exceeded: false,
         tool_call_as_text: false,
+        unparseable_output: false,
         offered,
         oracle,
         provider_retries: 0,

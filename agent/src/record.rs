@@ -25,6 +25,9 @@ pub struct SessionOutcome {
     /// The final answer holds a function call written as text instead of a native tool call.
     #[serde(default)]
     pub tool_call_as_text: bool,
+    /// The endpoint could not parse the model's output (see the record's field of that name).
+    #[serde(default)]
+    pub unparseable_output: bool,
     pub offered: Offered,
     pub oracle: Option<OracleFloor>,
     /// Provider retries over the whole session: the turns' `retries` plus those of a turn that

@@ -97,6 +97,7 @@ impl Session {
             turn_cap_hit,
             context_exceeded,
             tool_call_as_text: false,
+            unparseable_output: false,
             offered: self.offered,
             oracle: None,
             provider_retries: self.provider_retries,

@@ -66,6 +66,7 @@ fn record(m: &str, module: &str, role: &str, task: &str, rep: u32, s: S) -> Sess
         turn_cap_hit: false,
         context_exceeded: s.overflow,
         tool_call_as_text: false,
+        unparseable_output: false,
         turns: s.turns,
         turn_records: vec![],
         totals: Totals { input_tokens: s.input, cached_input_tokens: s.cached, uncached_input_tokens: None, output_tokens: s.output, reasoning_tokens: None },

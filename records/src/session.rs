@@ -128,6 +128,11 @@ pub struct SessionRecord {
     /// have it, the endpoint is probably not parsing tool calls.
     #[serde(default)]
     pub tool_call_as_text: bool,
+    /// The model endpoint answered that it could not parse the model's own output (llama.cpp's
+    /// "does not match the expected … format", and the like): the arm failed, it is not an
+    /// infrastructure fault. A valid failure, flagged; the server's text is in `failed_turn`.
+    #[serde(default)]
+    pub unparseable_output: bool,
     /// Number of model requests that got an answer.
     pub turns: usize,
     pub turn_records: Vec<TurnRecord>,
