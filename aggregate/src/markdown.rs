@@ -199,6 +199,7 @@ pub fn render(s: &Summary) -> String {
     writeln!(o, "## Method\n").unwrap();
     writeln!(o, "- Success: {}; \"could not score\" counts as not passed and is shown apart from \"failed\".", s.method.success_interval).unwrap();
     writeln!(o, "- Differences: {} ({} resamples, seed {}).", s.method.difference_interval, s.method.bootstrap_resamples, s.method.bootstrap_seed).unwrap();
+    writeln!(o, "- Relative differences (in parentheses): {}.", s.method.relative_interval).unwrap();
     writeln!(o, "- Distributions are over valid sessions, shown as median / mean [95% CI of the mean]; null usage is counted, never treated as 0.").unwrap();
     writeln!(o, "- Verdict (needs ≥ {} valid pairs): {}", s.method.min_pairs_for_verdict, s.method.verdict_rules).unwrap();
     writeln!(o, "- Power: {}", s.method.power_method).unwrap();

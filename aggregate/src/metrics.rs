@@ -58,6 +58,9 @@ pub struct Summary {
 pub struct Method {
     pub success_interval: String,
     pub difference_interval: String,
+    /// How the interval of a relative difference ("−13.4% [−16.0%, −9.1%]") is computed.
+    #[serde(default)]
+    pub relative_interval: String,
     pub bootstrap_resamples: usize,
     pub bootstrap_seed: u64,
     pub min_pairs_for_verdict: usize,
@@ -195,8 +198,10 @@ pub struct Diff {
     pub ci95: Option<Interval>,
     /// Control mean over the same pairs.
     pub control_mean: f64,
-    /// mean / control_mean (null when the control mean is 0).
+    /// mean / control_mean = Σpattern / Σcontrol − 1 (null when the control mean is 0).
     pub relative: Option<f64>,
+    /// Paired percentile bootstrap of Σpattern / Σcontrol − 1 itself (same resamples and seed as
+    /// `ci95`), not `ci95` divided by the observed control mean.
     pub relative_ci95: Option<Interval>,
     pub sd: Option<f64>,
 }
@@ -346,6 +351,7 @@ pub fn summarise(sessions: &[Loaded], prices: Option<&PriceTable>, opts: &Option
         method: Method {
             success_interval: "Wilson score 95% interval over valid sessions".into(),
             difference_interval: "percentile bootstrap 95% interval of the mean paired difference (pattern − control) over (task, rep) pairs valid in both arms; SplitMix64 resampling".into(),
+            relative_interval: RELATIVE_INTERVAL.into(),
             bootstrap_resamples: opts.resamples,
             bootstrap_seed: opts.seed,
             min_pairs_for_verdict: opts.min_pairs_for_verdict,
@@ -360,6 +366,8 @@ pub fn summarise(sessions: &[Loaded], prices: Option<&PriceTable>, opts: &Option
 }
 
 pub const VERDICT_RULES: &str = "Correctness first. negative: the success-rate difference interval lies entirely below 0 (any token saving notwithstanding), or success is not shown worse and the input-token difference interval lies entirely above 0 (the pattern costs more). confirmed: the success-rate difference interval is not entirely below 0 (no detected regression; its upper bound ≥ 0 — this is not a proof of equivalence) AND the input-token difference interval lies entirely below 0. inconclusive: anything else, including fewer valid pairs than the minimum or a missing arm.";
+
+pub const RELATIVE_INTERVAL: &str = "percentile bootstrap 95% interval of Σpattern / Σcontrol − 1 over the same pairs, resampled with the same seed as the difference interval (the ratio is recomputed in every resample, so the control mean's own uncertainty is included)";
 
 pub const POWER_METHOD: &str = "normal approximation for a two-sided paired test, α = 0.05, power 0.80: pairs = ((z0.975 + z0.80) · SD of paired input-token differences / (relative difference · control mean))², reps per task = ceil(pairs / tasks). An approximation from the observed SD, for pre-registering a follow-up.";
 
@@ -417,12 +425,14 @@ fn arm_metrics(recs: &[&SessionRecord], model: &str, prices: Option<&PriceTable>
 
 fn diff(pairs: &[(&SessionRecord, &SessionRecord)], f: impl Fn(&SessionRecord) -> Option<f64>, opts: &Options) -> Option<Diff> {
     let mut d = Vec::new();
+    let mut p = Vec::new();
     let mut c = Vec::new();
     let mut missing = 0;
-    for (p, ctl) in pairs {
-        match (f(p), f(ctl)) {
+    for (pat, ctl) in pairs {
+        match (f(pat), f(ctl)) {
             (Some(a), Some(b)) => {
                 d.push(a - b);
+                p.push(a);
                 c.push(b);
             }
             _ => missing += 1,
@@ -439,7 +449,7 @@ fn diff(pairs: &[(&SessionRecord, &SessionRecord)], f: impl Fn(&SessionRecord) -
         ci95,
         control_mean,
         relative,
-        relative_ci95: relative.and(ci95).map(|i| Interval { lo: i.lo / control_mean, hi: i.hi / control_mean }),
+        relative_ci95: relative.and_then(|_| stats::bootstrap_ratio_ci(&p, &c, opts.resamples, opts.seed)),
         sd: stats::sd(&d),
     })
 }
