@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use records::Role;
 
 use crate::error::{AggregateError, Result};
 use crate::metrics::{ArmMetrics, Summary};
@@ -47,7 +48,7 @@ struct Row {
 }
 
 fn rows(s: &Summary) -> Vec<Row> {
-    let floor = |module: &str, role: &str| -> Option<f64> {
+    let floor = |module: &str, role: Role| -> Option<f64> {
         let f = s.oracle_floors.iter().find(|f| f.module == module)?;
         let v: Vec<f64> = f.rows.iter().filter(|r| r.role == role).filter_map(|r| r.estimated_input_tokens).collect();
         crate::stats::mean(&v)
@@ -72,7 +73,7 @@ fn rows(s: &Summary) -> Vec<Row> {
                             x.module.clone(),
                             f(&x.pattern),
                             f(&x.control),
-                            if floors { [floor(&x.module, "pattern"), floor(&x.module, "control")] } else { [None, None] },
+                            if floors { [floor(&x.module, Role::Pattern), floor(&x.module, Role::Control)] } else { [None, None] },
                         )
                     })
                     .collect(),
@@ -88,7 +89,8 @@ fn rows(s: &Summary) -> Vec<Row> {
         })
         .collect();
     if out.is_empty() && !s.oracle_floors.is_empty() {
-        let groups = s.oracle_floors.iter().map(|f| (f.module.clone(), None, None, [floor(&f.module, "pattern"), floor(&f.module, "control")])).collect();
+        let groups =
+            s.oracle_floors.iter().map(|f| (f.module.clone(), None, None, [floor(&f.module, Role::Pattern), floor(&f.module, Role::Control)])).collect();
         out.push(Row {
             label: "no model sessions — oracle floors only".into(),
             panels: vec![Panel { title: "oracle floor: estimated input tokens per session (estimate, not a measurement)", groups }],

@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use crate::metrics::{ArmMetrics, Diff, Dist, ModuleReport, Summary, TaskArm};
 use crate::stats::Interval;
+use records::{Provider, Role};
 
 pub(crate) fn num(x: f64) -> String {
     if x.abs() >= 100.0 || x.fract() == 0.0 { format!("{x:.0}") } else { format!("{x:.1}") }
@@ -111,7 +112,7 @@ pub fn render(s: &Summary) -> String {
     writeln!(o, "| model | module | server | role | attempted | valid | invalid (reason: count) |").unwrap();
     writeln!(o, "| --- | --- | --- | --- | ---: | ---: | --- |").unwrap();
     for r in &s.attrition {
-        let model = if r.provider == "oracle" { format!("{} (oracle floor)", r.model) } else { r.model.clone() };
+        let model = if r.provider == Provider::Oracle { format!("{} (oracle floor)", r.model) } else { r.model.clone() };
         writeln!(o, "| {model} | {} | {} | {} | {} | {} | {} |", r.module, r.server, r.role, r.attempted, r.valid, invalid_list(&r.invalid)).unwrap();
     }
     writeln!(o).unwrap();
@@ -132,11 +133,11 @@ pub fn render(s: &Summary) -> String {
         writeln!(o, "| module | pattern server | control server | tasks | calls Σ pattern / control | est. input tokens Σ pattern / control (estimate) | pattern − control (estimate) |").unwrap();
         writeln!(o, "| --- | --- | --- | ---: | ---: | ---: | ---: |").unwrap();
         for f in &s.oracle_floors {
-            let server = |role: &str| f.rows.iter().find(|r| r.role == role).map(|r| r.server.clone()).unwrap_or_else(|| "—".into());
-            let calls = |role: &str| -> f64 { f.rows.iter().filter(|r| r.role == role).filter_map(|r| r.calls).sum() };
-            let tok = |role: &str| f.total_estimated_input_tokens.get(role).copied();
+            let server = |role: Role| f.rows.iter().find(|r| r.role == role).map(|r| r.server.clone()).unwrap_or_else(|| "—".into());
+            let calls = |role: Role| -> f64 { f.rows.iter().filter(|r| r.role == role).filter_map(|r| r.calls).sum() };
+            let tok = |role: Role| f.total_estimated_input_tokens.get(&role).copied();
             let tasks: std::collections::BTreeSet<&str> = f.rows.iter().map(|r| r.task.as_str()).collect();
-            let delta = match (tok("pattern"), tok("control")) {
+            let delta = match (tok(Role::Pattern), tok(Role::Control)) {
                 (Some(p), Some(c)) if c > 0 => format!("{} ({})", signed(p as f64 - c as f64), signed_pct((p as f64 - c as f64) / c as f64)),
                 _ => "—".into(),
             };
@@ -145,13 +146,13 @@ pub fn render(s: &Summary) -> String {
                 o,
                 "| {} | {} | {} | {} | {} / {} | {} / {} | {} |",
                 f.module,
-                server("pattern"),
-                server("control"),
+                server(Role::Pattern),
+                server(Role::Control),
                 tasks.len(),
-                num(calls("pattern")),
-                num(calls("control")),
-                t(tok("pattern")),
-                t(tok("control")),
+                num(calls(Role::Pattern)),
+                num(calls(Role::Control)),
+                t(tok(Role::Pattern)),
+                t(tok(Role::Control)),
                 delta
             )
             .unwrap();
@@ -184,10 +185,10 @@ pub fn render(s: &Summary) -> String {
                 )
                 .unwrap();
             }
-            let roles: std::collections::BTreeSet<&str> = f.rows.iter().map(|r| r.role.as_str()).collect();
+            let roles: std::collections::BTreeSet<Role> = f.rows.iter().map(|r| r.role).collect();
             let totals: Vec<String> = roles
                 .into_iter()
-                .map(|role| match f.total_estimated_input_tokens.get(role) {
+                .map(|role| match f.total_estimated_input_tokens.get(&role) {
                     Some(t) => format!("{role} {t}"),
                     None => format!("{role} — (not every task has the figure)"),
                 })

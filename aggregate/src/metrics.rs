@@ -12,8 +12,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use records::SessionRecord;
 use records::Verdict as TaskVerdict;
+use records::{Provider, Role, SessionRecord};
 use serde::{Deserialize, Serialize};
 
 use crate::load::{Loaded, PriceTable};
@@ -71,10 +71,10 @@ pub struct Method {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AttritionRow {
     pub model: String,
-    pub provider: String,
+    pub provider: Provider,
     pub module: String,
     pub server: String,
-    pub role: String,
+    pub role: Role,
     pub attempted: usize,
     pub valid: usize,
     /// Invalid reason → count.
@@ -84,7 +84,7 @@ pub struct AttritionRow {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelReport {
     pub model: String,
-    pub provider: String,
+    pub provider: Provider,
     pub modules: Vec<ModuleReport>,
 }
 
@@ -123,7 +123,7 @@ impl Verdict {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ArmMetrics {
     pub server: String,
-    pub role: String,
+    pub role: Role,
     pub attempted: usize,
     pub valid: usize,
     pub invalid: BTreeMap<String, usize>,
@@ -245,17 +245,17 @@ pub struct OracleModule {
     pub rows: Vec<OracleRow>,
     /// Σ over tasks of the per-task median estimated tokens (context at the end), per role;
     /// a role with a task lacking the figure is absent.
-    pub total_estimated_tokens: BTreeMap<String, u64>,
+    pub total_estimated_tokens: BTreeMap<Role, u64>,
     /// Σ over tasks of the per-task median estimated input tokens (one call per turn), per
     /// role; comparable with model sessions' input tokens. Roles without the figure are absent.
     #[serde(default)]
-    pub total_estimated_input_tokens: BTreeMap<String, u64>,
+    pub total_estimated_input_tokens: BTreeMap<Role, u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OracleRow {
     pub task: String,
-    pub role: String,
+    pub role: Role,
     pub server: String,
     pub sessions: usize,
     pub valid: usize,
@@ -293,7 +293,7 @@ fn passed(r: &SessionRecord) -> bool {
 }
 
 fn is_oracle(r: &SessionRecord) -> bool {
-    r.model.provider == records::Provider::Oracle
+    r.model.provider == Provider::Oracle
 }
 
 /// Builds the whole summary.
@@ -301,20 +301,18 @@ pub fn summarise(sessions: &[Loaded], prices: Option<&PriceTable>, opts: &Option
     let experiments: BTreeSet<String> = sessions.iter().map(|s| s.record.experiment.clone()).collect();
 
     // Attrition: (model, provider, module, server, role).
-    let mut attr: BTreeMap<(String, String, String, String, String), AttritionRow> = BTreeMap::new();
+    let mut attr: BTreeMap<(String, Provider, String, String, Role), AttritionRow> = BTreeMap::new();
     for s in sessions {
         let r = &s.record;
-        let row = attr.entry((r.model.id.clone(), r.model.provider.to_string(), r.module.clone(), r.server.clone(), r.role.to_string())).or_insert_with(|| {
-            AttritionRow {
-                model: r.model.id.clone(),
-                provider: r.model.provider.to_string(),
-                module: r.module.clone(),
-                server: r.server.clone(),
-                role: r.role.to_string(),
-                attempted: 0,
-                valid: 0,
-                invalid: BTreeMap::new(),
-            }
+        let row = attr.entry((r.model.id.clone(), r.model.provider, r.module.clone(), r.server.clone(), r.role)).or_insert_with(|| AttritionRow {
+            model: r.model.id.clone(),
+            provider: r.model.provider,
+            module: r.module.clone(),
+            server: r.server.clone(),
+            role: r.role,
+            attempted: 0,
+            valid: 0,
+            invalid: BTreeMap::new(),
         });
         row.attempted += 1;
         match invalid_reason(r) {
@@ -324,14 +322,14 @@ pub fn summarise(sessions: &[Loaded], prices: Option<&PriceTable>, opts: &Option
     }
 
     // Model sessions: (model id, provider) → module → records.
-    let mut by_model: BTreeMap<(String, String), BTreeMap<String, Vec<&SessionRecord>>> = BTreeMap::new();
+    let mut by_model: BTreeMap<(String, Provider), BTreeMap<String, Vec<&SessionRecord>>> = BTreeMap::new();
     let mut oracle: BTreeMap<String, Vec<&SessionRecord>> = BTreeMap::new();
     for s in sessions {
         let r = &s.record;
         if is_oracle(r) {
             oracle.entry(r.module.clone()).or_default().push(r);
         } else {
-            by_model.entry((r.model.id.clone(), r.model.provider.to_string())).or_default().entry(r.module.clone()).or_default().push(r);
+            by_model.entry((r.model.id.clone(), r.model.provider)).or_default().entry(r.module.clone()).or_default().push(r);
         }
     }
 
@@ -398,7 +396,7 @@ fn arm_metrics(recs: &[&SessionRecord], model: &str, prices: Option<&PriceTable>
     let u = |f: fn(&SessionRecord) -> Option<u64>| dist(valid.iter().map(|r| f(r).map(|x| x as f64)), opts);
     ArmMetrics {
         server: recs.first().map(|r| r.server.clone()).unwrap_or_default(),
-        role: recs.first().map(|r| r.role.to_string()).unwrap_or_default(),
+        role: recs.first().map_or(Role::Pattern, |r| r.role),
         attempted: recs.len(),
         valid: valid.len(),
         invalid,
@@ -485,20 +483,17 @@ fn task_arm(recs: &[&SessionRecord]) -> TaskArm {
 
 fn module_report(model: &str, module: &str, recs: &[&SessionRecord], prices: Option<&PriceTable>, opts: &Options) -> ModuleReport {
     let mut notices = Vec::new();
-    let mut by_role: BTreeMap<&str, BTreeMap<&str, Vec<&SessionRecord>>> = BTreeMap::new();
+    let mut by_role: BTreeMap<Role, BTreeMap<&str, Vec<&SessionRecord>>> = BTreeMap::new();
     for r in recs {
-        by_role.entry(r.role.as_str()).or_default().entry(r.server.as_str()).or_default().push(r);
+        by_role.entry(r.role).or_default().entry(r.server.as_str()).or_default().push(r);
     }
     for (role, servers) in &by_role {
-        if !matches!(*role, "pattern" | "control") {
-            notices.push(format!("sessions with role {role:?} are not part of the comparison"));
-        }
         if servers.len() > 1 {
             notices.push(format!("{} servers share role {role}; only {} is compared", servers.len(), servers.keys().next().unwrap()));
         }
     }
-    let arm = |role: &str| -> Vec<&SessionRecord> { by_role.get(role).and_then(|s| s.values().next()).cloned().unwrap_or_default() };
-    let (pat, ctl) = (arm("pattern"), arm("control"));
+    let arm = |role: Role| -> Vec<&SessionRecord> { by_role.get(&role).and_then(|s| s.values().next()).cloned().unwrap_or_default() };
+    let (pat, ctl) = (arm(Role::Pattern), arm(Role::Control));
 
     // Index by (task, rep).
     let pi = index_by_pair(&pat, "pattern", &mut notices);
@@ -615,9 +610,9 @@ pub fn decide(paired: &Paired, both_arms: bool, opts: &Options) -> (Verdict, Str
 }
 
 fn oracle_module(module: String, recs: &[&SessionRecord]) -> OracleModule {
-    let mut groups: BTreeMap<(String, String, String), Vec<&SessionRecord>> = BTreeMap::new();
+    let mut groups: BTreeMap<(String, Role, String), Vec<&SessionRecord>> = BTreeMap::new();
     for r in recs {
-        groups.entry((r.task.clone(), r.role.to_string(), r.server.clone())).or_default().push(r);
+        groups.entry((r.task.clone(), r.role, r.server.clone())).or_default().push(r);
     }
     let rows: Vec<OracleRow> = groups
         .into_iter()
@@ -645,9 +640,9 @@ fn oracle_module(module: String, recs: &[&SessionRecord]) -> OracleModule {
         .collect();
     // A role's total is over all its tasks or absent: a partial sum would compare unlike things.
     let total = |figure: fn(&OracleRow) -> Option<f64>| {
-        let mut by_role: BTreeMap<String, Option<u64>> = BTreeMap::new();
+        let mut by_role: BTreeMap<Role, Option<u64>> = BTreeMap::new();
         for r in &rows {
-            let entry = by_role.entry(r.role.to_string()).or_insert(Some(0));
+            let entry = by_role.entry(r.role).or_insert(Some(0));
             *entry = entry.zip(figure(r)).map(|(sum, t)| sum + t.round() as u64);
         }
         by_role.into_iter().filter_map(|(role, t)| Some((role, t?))).collect::<BTreeMap<_, _>>()

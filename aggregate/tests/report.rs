@@ -5,7 +5,7 @@ use std::path::Path;
 
 use aggregate::metrics::Verdict;
 use aggregate::{Options, PriceTable};
-use records::{HarnessTimings, InvalidReason, ModelSpec, Offered, OracleFloor, SessionRecord, ToolCallRecord, Totals, Validity};
+use records::{HarnessTimings, InvalidReason, ModelSpec, Offered, OracleFloor, Role, SessionRecord, ToolCallRecord, Totals, Validity};
 use records::{Verdict as V, VerifierOutcome as Outcome};
 
 #[derive(Clone, Copy)]
@@ -234,10 +234,10 @@ fn metrics_have_the_known_answers() {
 
     // Oracle floors kept apart.
     assert_eq!(s.oracle_floors.len(), 1);
-    assert_eq!(s.oracle_floors[0].total_estimated_tokens.get("pattern"), Some(&320));
-    assert_eq!(s.oracle_floors[0].total_estimated_input_tokens.get("control"), Some(&1800));
-    assert_eq!(s.oracle_floors[0].total_estimated_input_tokens.get("pattern"), None, "a partial sum is no total");
-    assert!(s.models.iter().all(|m| m.provider != "oracle"));
+    assert_eq!(s.oracle_floors[0].total_estimated_tokens.get(&Role::Pattern), Some(&320));
+    assert_eq!(s.oracle_floors[0].total_estimated_input_tokens.get(&Role::Control), Some(&1800));
+    assert_eq!(s.oracle_floors[0].total_estimated_input_tokens.get(&Role::Pattern), None, "a partial sum is no total");
+    assert!(s.models.iter().all(|m| m.provider != records::Provider::Oracle));
 }
 
 #[test]
@@ -282,6 +282,13 @@ fn snapshots_of_markdown_and_json() {
             );
         }
     }
+    // The JSON reads back into the same summary (roles and providers as their record strings).
+    // (Compared field by field: floats do not survive a decimal round trip bit for bit.)
+    let back: aggregate::Summary = serde_json::from_str(&rep.json).unwrap();
+    let roles = |s: &aggregate::Summary| s.attrition.iter().map(|r| (r.provider, r.role)).collect::<Vec<_>>();
+    assert_eq!(roles(&back), roles(&rep.summary));
+    assert_eq!(back.oracle_floors[0].total_estimated_tokens, rep.summary.oracle_floors[0].total_estimated_tokens);
+    assert!(rep.json.contains("\"role\": \"pattern\"") && rep.json.contains("\"provider\": \"openai_compatible\""));
     // Attrition comes first.
     let attr = rep.markdown.find("## Attrition").unwrap();
     let model = rep.markdown.find("## Model").unwrap();
