@@ -8,6 +8,7 @@
 //! * [`provider`]: the OpenAI-compatible model provider — tolerant parsing, exact usage, retries
 //!   it decides and counts itself, quota/session-limit detection; the API key never leaves it.
 //! * [`session`]: the model-driven agent loop, the fixed system prompt, the run-wide stop signal.
+//! * [`text_call`]: a function call the model wrote as text instead of a native tool call.
 //! * [`record`]: what a session produced ([`SessionOutcome`]); the record it becomes, and its
 //!   parts, are in the `records` crate.
 
@@ -16,8 +17,10 @@ pub mod oracle;
 pub mod provider;
 pub mod record;
 pub mod session;
+pub mod text_call;
 
 pub use mcp::ServerConnection;
 pub use provider::{OpenAiCompatible, ProviderConfig, RetryPolicy};
 pub use record::{InvalidReason, SessionOutcome, Usage, Validity};
 pub use session::{SYSTEM_PROMPT, StopSignal, system_prompt_sha256, transcript_jsonl};
+pub use text_call::tool_call_as_text;
