@@ -324,6 +324,13 @@ pub enum ProviderFailure {
 }
 
 impl ProviderFailure {
+    /// The provider's last answer (verbatim where it sent one), or what went wrong on the way.
+    pub fn detail(&self) -> &str {
+        match self {
+            Self::Exhausted { detail, .. } | Self::Limit { detail, .. } | Self::ContextExceeded { detail, .. } => detail,
+        }
+    }
+
     pub fn retries(&self) -> u32 {
         match self {
             Self::Exhausted { retries, .. } | Self::Limit { retries, .. } | Self::ContextExceeded { retries, .. } => *retries,

@@ -11,6 +11,9 @@
 //! outgrows the model's context window is the arm's doing, so it ends the session as a valid
 //! failure flagged `context_exceeded` (like the turn cap), unless the very first request did not
 //! fit: that is a configuration problem (context size, max tokens) and the session is invalid.
+//! A request that never got an answer is kept as the outcome's `failed_turn` (its retries and
+//! the provider's last text). A final answer that holds a function call written as text is
+//! flagged `tool_call_as_text`: the call is never executed.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -22,6 +25,8 @@ use sha2::{Digest, Sha256};
 use crate::mcp::{self, LIST_RESOURCES, READ_RESOURCE, ServerConnection, Toolbox};
 use crate::provider::{OpenAiCompatible, PROVIDER, ProviderFailure, WireToolCall};
 use crate::record::{CallKind, InvalidReason, Offered, SessionOutcome, ToolCallRecord, TurnRecord, Validity};
+use crate::text_call::tool_call_as_text;
+use records::FailedTurn;
 
 /// The one system prompt of every model session, both arms: it names no tool and no pattern.
 pub const SYSTEM_PROMPT: &str = "You are an assistant that completes the user's request using the functions available. \
@@ -73,6 +78,9 @@ struct Session {
     offered: Offered,
     transcript: Vec<Value>,
     provider_retries: u32,
+    failed_turn: Option<FailedTurn>,
+    tool_call_as_text: bool,
+    unparseable_output: bool,
 }
 
 impl Session {
@@ -86,6 +94,8 @@ impl Session {
             "validity": validity,
             "turn_cap_hit": turn_cap_hit,
             "context_exceeded": context_exceeded,
+            "tool_call_as_text": self.tool_call_as_text,
+            "unparseable_output": self.unparseable_output,
             "final_answer": final_answer
         }));
         SessionOutcome {
@@ -96,12 +106,12 @@ impl Session {
             final_answer,
             turn_cap_hit,
             context_exceeded,
-            tool_call_as_text: false,
-            unparseable_output: false,
+            tool_call_as_text: self.tool_call_as_text,
+            unparseable_output: self.unparseable_output,
             offered: self.offered,
             oracle: None,
             provider_retries: self.provider_retries,
-            failed_turn: None,
+            failed_turn: self.failed_turn,
             started_at: self.started_at,
             ended_at: Utc::now(),
             transcript: self.transcript,
@@ -133,6 +143,9 @@ pub async fn run(
         offered: Offered::default(),
         transcript: vec![json!({ "event": "start", "params": provider.config().record_params(), "turn_cap": turn_cap })],
         provider_retries: 0,
+        failed_turn: None,
+        tool_call_as_text: false,
+        unparseable_output: false,
     };
     if stop.is_raised() {
         let detail = stop.detail();
@@ -190,6 +203,7 @@ async fn converse(
             Ok(c) => c,
             Err(failure) => {
                 s.provider_retries += failure.retries();
+                s.failed_turn = Some(FailedTurn { index: turn, retries: failure.retries(), detail: failure.detail().to_owned() });
                 return match failure {
                     ProviderFailure::Exhausted { detail, .. } => End::Invalid(InvalidReason::ProviderError, detail),
                     ProviderFailure::Limit { detail, .. } => {
@@ -217,9 +231,16 @@ async fn converse(
             tool_calls: reply.tool_calls.len() as u32,
         });
         if reply.tool_calls.is_empty() {
-            let answer = json!({ "role": "assistant", "content": reply.text() });
+            let text = reply.text();
+            let answer = json!({ "role": "assistant", "content": text });
             s.message(turn, &answer);
-            return End::Answer(reply.text());
+            // Not executed: running a call the endpoint did not parse would make its parser part
+            // of the arm. The session stays the arm's result, flagged so no one reads it as one.
+            if let Some(name) = text.as_deref().and_then(|t| tool_call_as_text(t, &toolbox.offered.functions)) {
+                s.tool_call_as_text = true;
+                s.transcript.push(json!({ "event": "tool_call_as_text", "turn": turn, "name": name }));
+            }
+            return End::Answer(text);
         }
         let calls: Vec<(String, &WireToolCall)> =
             reply.tool_calls.iter().enumerate().map(|(i, c)| (c.id.clone().unwrap_or_else(|| format!("call_{turn}_{i}")), c)).collect();

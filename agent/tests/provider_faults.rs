@@ -111,6 +111,48 @@ async fn persistent_server_errors_end_invalid_with_the_verbatim_text() {
 }
 
 #[tokio::test]
+async fn the_failed_last_turn_keeps_its_retries() {
+    let server = wrapper_without_backend().await;
+    let fake = FakeModel::start((0..4).map(|_| Reply::raw(503, "overloaded, try later")).collect()).await;
+    let out = run(&server.conn, &provider(config(&fake.base_url)), &StopSignal::new(), 10).await;
+
+    assert_eq!(invalid(&out.validity).0, InvalidReason::ProviderError);
+    let failed = out.failed_turn.as_ref().expect("the turn that got no answer is recorded");
+    assert_eq!((failed.index, failed.retries), (1, 3), "turn 1, retried up to the policy's max (3)");
+    assert!(failed.detail.contains("503") && failed.detail.contains("overloaded, try later"), "{}", failed.detail);
+    assert_eq!(out.provider_retries, 3);
+    assert_eq!(fake.received().len(), 4);
+}
+
+#[tokio::test]
+async fn retries_of_answered_turns_and_of_the_failed_one_are_summed() {
+    let server = wrapper_without_backend().await;
+    let mut script = vec![Reply::raw(502, "bad gateway"), Reply::json(tool_calls(&[("a", "customers_get", r#"{"id":1}"#)], usage(10, 1)))];
+    script.extend((0..4).map(|_| Reply::raw(503, "overloaded")));
+    let fake = FakeModel::start(script).await;
+    let out = run(&server.conn, &provider(config(&fake.base_url)), &StopSignal::new(), 10).await;
+
+    assert!(!out.validity.is_valid());
+    assert_eq!(out.turns.len(), 1);
+    assert_eq!(out.turns[0].retries, 1);
+    let failed = out.failed_turn.as_ref().unwrap();
+    assert_eq!((failed.index, failed.retries), (2, 3));
+    assert_eq!(out.provider_retries, 1 + 3, "the answered turn's retry and the failed turn's");
+    let record = serde_json::to_value(&out).unwrap();
+    assert_eq!(record["failed_turn"]["index"], 2);
+}
+
+#[tokio::test]
+async fn a_session_that_ends_with_an_answer_has_no_failed_turn() {
+    let server = wrapper_without_backend().await;
+    let fake = FakeModel::start(vec![Reply::raw(500, "hiccup"), Reply::json(text("Northwind Traders", usage(3, 1)))]).await;
+    let out = run(&server.conn, &provider(config(&fake.base_url)), &StopSignal::new(), 10).await;
+    assert_eq!(out.validity, Validity::Valid);
+    assert_eq!(out.failed_turn, None);
+    assert_eq!(out.provider_retries, 1);
+}
+
+#[tokio::test]
 async fn insufficient_quota_stops_the_run() {
     let server = wrapper_without_backend().await;
     let quota = r#"{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}"#;
@@ -124,6 +166,9 @@ async fn insufficient_quota_stops_the_run() {
     assert!(detail.contains("You exceeded your current quota, please check your plan and billing details."), "{detail}");
     assert_eq!(fake.received().len(), 1, "a quota answer is not retried");
     assert!(stop.is_raised());
+    let failed = out.failed_turn.as_ref().expect("the refused request is the failed turn");
+    assert_eq!((failed.index, failed.retries), (1, 0));
+    assert!(failed.detail.contains("You exceeded your current quota"));
 
     // The next session of the run never reaches the model.
     let second = run(&server.conn, &p, &stop, 10).await;

@@ -177,3 +177,31 @@ async fn a_server_killed_mid_session_is_an_mcp_transport_failure() {
     assert!(out.transcript.iter().any(|e| e["event"] == "call" && e["tool_call_id"] == "c2" && e.get("transport_error").is_some()));
     b.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_final_answer_holding_a_call_written_as_text_is_flagged_not_executed() {
+    let server = wrapper_without_backend().await;
+    // What llama.cpp's server returns when the chat template has no tool support.
+    let written = "```json\n{\"name\": \"customers_get\", \"arguments\": {\"id\": 1}}\n```";
+    let fake = FakeModel::start(vec![Reply::json(text(written, usage(100, 20)))]).await;
+    let out = run(&server.conn, &provider(config(&fake.base_url)), &StopSignal::new(), 10).await;
+
+    assert_eq!(out.validity, Validity::Valid, "still the arm's result; the flag says why it is worthless");
+    assert!(out.tool_call_as_text);
+    assert_eq!(out.final_answer.as_deref(), Some(written));
+    assert!(out.tool_calls.is_empty(), "a call written as text is never executed");
+    let event = out.transcript.iter().find(|e| e["event"] == "tool_call_as_text").expect("the transcript says so");
+    assert_eq!((event["name"].as_str(), event["turn"].as_u64()), (Some("customers_get"), Some(1)));
+    assert_eq!(serde_json::to_value(&out).unwrap()["tool_call_as_text"], true);
+}
+
+#[tokio::test]
+async fn an_ordinary_answer_or_a_call_to_a_function_not_offered_is_not_flagged() {
+    let server = wrapper_without_backend().await;
+    for answer in ["Customer 1 is Northwind Traders.", r#"{"name": "delete_everything", "arguments": {}}"#, r#"{"id": 1, "name": "Northwind Traders"}"#] {
+        let fake = FakeModel::start(vec![Reply::json(text(answer, usage(10, 2)))]).await;
+        let out = run(&server.conn, &provider(config(&fake.base_url)), &StopSignal::new(), 10).await;
+        assert!(!out.tool_call_as_text, "{answer}");
+        assert!(!out.transcript.iter().any(|e| e["event"] == "tool_call_as_text"));
+    }
+}
