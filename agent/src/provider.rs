@@ -34,6 +34,23 @@ pub const PROVIDER: &str = "openai_compatible";
 /// match stops the whole run, loudly; a miss would score a refusal as the arm's failure.
 pub const LIMIT_PHRASES: &[&str] = &["usage limit", "session limit", "quota exceeded", "exceeded your current quota"];
 
+/// Phrases (matched case-insensitively in a 5xx answer) by which an endpoint says that its own
+/// tool-call parser rejected what the model wrote. That is the model's output, so the arm's
+/// failure, not the infrastructure's: a session it ends is valid, flagged `unparseable_output`.
+/// vLLM has no such answer: its tool parsers catch their own failure, log "Error in extracting
+/// tool call from response." and return the model's output as `content` with a 200 — a call
+/// written as text, which [`crate::text_call`] recognises.
+pub const UNPARSEABLE_OUTPUT_PHRASES: &[&str] = &[
+    // llama.cpp's server (common/chat.cpp, `common_chat_parse`): "The model produced output that
+    // does not match the expected <format> format" (`peg-native`, `Content-only`, …), HTTP 500,
+    // `"type":"server_error"`.
+    "the model produced output that does not match the expected",
+    // Ollama's tool-call parsers (e.g. the harmony parser behind gpt-oss): "error parsing tool
+    // call: raw='…', err=…", HTTP 500; on /v1 wrapped as `{"error":{"message":…,"type":"api_error"}}`
+    // (ollama/ollama issues #12064, #12884, #17638).
+    "error parsing tool call",
+];
+
 /// The error `type`/`code` of a 429 that is a quota refusal, not a rate limit.
 const INSUFFICIENT_QUOTA: &str = "insufficient_quota";
 
@@ -207,6 +224,13 @@ impl OpenAiCompatible {
         &self.config
     }
 
+    /// Whether the same request is expected to produce the same output (temperature 0 or a
+    /// seed): then an output the endpoint cannot parse comes back unchanged, and retrying it
+    /// more than once only spends tokens.
+    fn sampling_is_pinned(&self) -> bool {
+        self.config.temperature.is_some_and(|t| t <= 0.0) || self.config.seed.is_some()
+    }
+
     /// The request body of one turn.
     pub fn request_body(&self, messages: &[Value], tools: &[Value]) -> Value {
         let mut body = json!({ "model": self.config.model, "messages": messages, "stream": false });
@@ -231,6 +255,8 @@ impl OpenAiCompatible {
     pub async fn complete(&self, messages: &[Value], tools: &[Value], events: &mut Vec<Value>) -> Result<Completion, ProviderFailure> {
         let body = self.request_body(messages, tools);
         let mut retries = 0u32;
+        // The previous attempt's text when it, too, was an output the endpoint could not parse.
+        let mut unparseable_before: Option<String> = None;
         loop {
             let started = Instant::now();
             let outcome = self.attempt(&body).await;
@@ -256,7 +282,30 @@ impl OpenAiCompatible {
                     events.push(json!({ "event": "provider_error", "retryable": false, "error": detail }));
                     return Err(ProviderFailure::Exhausted { detail, retries });
                 }
+                AttemptOutcome::UnparseableOutput(detail) => {
+                    let pinned = self.sampling_is_pinned();
+                    let repeated = unparseable_before.as_deref() == Some(detail.as_str());
+                    if (pinned && repeated) || retries >= self.config.retry.max_retries {
+                        events.push(
+                            json!({ "event": "unparseable_output", "error": detail, "retries": retries, "pinned_sampling": pinned, "repeated": repeated }),
+                        );
+                        return Err(ProviderFailure::UnparseableOutput { detail, retries });
+                    }
+                    let wait = self.config.retry.delay(retries, None);
+                    events.push(json!({
+                        "event": "provider_retry",
+                        "retry": retries + 1,
+                        "error": detail,
+                        "unparseable_output": true,
+                        "retry_after_s": null,
+                        "wait_ms": wait.as_secs_f64() * 1000.0,
+                    }));
+                    tokio::time::sleep(wait).await;
+                    retries += 1;
+                    unparseable_before = Some(detail);
+                }
                 AttemptOutcome::Transient { detail, retry_after } => {
+                    unparseable_before = None;
                     if retries >= self.config.retry.max_retries {
                         events.push(json!({ "event": "provider_error", "retryable": true, "error": detail, "gave_up_after_retries": retries }));
                         return Err(ProviderFailure::Exhausted { detail, retries });
@@ -321,19 +370,26 @@ pub enum ProviderFailure {
     Limit { detail: String, retries: u32 },
     /// The request no longer fits the model's context window (not retried: it only grows).
     ContextExceeded { detail: String, retries: u32 },
+    /// The endpoint could not parse the model's own output (see [`UNPARSEABLE_OUTPUT_PHRASES`]),
+    /// again on a retry that, with pinned sampling, repeated it word for word, or past the bound.
+    UnparseableOutput { detail: String, retries: u32 },
 }
 
 impl ProviderFailure {
     /// The provider's last answer (verbatim where it sent one), or what went wrong on the way.
     pub fn detail(&self) -> &str {
         match self {
-            Self::Exhausted { detail, .. } | Self::Limit { detail, .. } | Self::ContextExceeded { detail, .. } => detail,
+            Self::Exhausted { detail, .. } | Self::Limit { detail, .. } | Self::ContextExceeded { detail, .. } | Self::UnparseableOutput { detail, .. } => {
+                detail
+            }
         }
     }
 
     pub fn retries(&self) -> u32 {
         match self {
-            Self::Exhausted { retries, .. } | Self::Limit { retries, .. } | Self::ContextExceeded { retries, .. } => *retries,
+            Self::Exhausted { retries, .. } | Self::Limit { retries, .. } | Self::ContextExceeded { retries, .. } | Self::UnparseableOutput { retries, .. } => {
+                *retries
+            }
         }
     }
 }
@@ -344,6 +400,7 @@ enum AttemptOutcome {
     Transient { detail: String, retry_after: Option<Duration> },
     Limit(String),
     ContextExceeded(String),
+    UnparseableOutput(String),
     Fatal(String),
 }
 
@@ -365,6 +422,8 @@ fn classify(result: Result<Value, OpenAIError>, seen: Option<(StatusCode, Header
             let quota = [e.r#type.as_deref(), e.code.as_deref()].contains(&Some(INSUFFICIENT_QUOTA));
             let overflow = e.code.as_deref() == Some(CONTEXT_LENGTH_EXCEEDED) || is_context_overflow(&e.message);
             match api.status_code.as_u16() {
+                // async-openai keeps a 5xx body whole as the message, so the phrase is found in it.
+                500..=599 if is_unparseable_output(&e.message) => AttemptOutcome::UnparseableOutput(detail),
                 429 if quota => AttemptOutcome::Limit(detail),
                 400 | 413 if overflow => AttemptOutcome::ContextExceeded(detail),
                 s if is_transient_status(s) => AttemptOutcome::Transient { detail, retry_after },
@@ -375,7 +434,9 @@ fn classify(result: Result<Value, OpenAIError>, seen: Option<(StatusCode, Header
         Err(OpenAIError::JSONDeserialize(e, body)) => {
             let code = status.map(|s| s.as_u16()).unwrap_or(200);
             let detail = format!("HTTP {code}: unparseable body ({e}): {body}");
-            if (200..300).contains(&code) || is_transient_status(code) {
+            if (500..600).contains(&code) && is_unparseable_output(&body) {
+                AttemptOutcome::UnparseableOutput(detail)
+            } else if (200..300).contains(&code) || is_transient_status(code) {
                 AttemptOutcome::Transient { detail, retry_after }
             } else if matches!(code, 400 | 413) && is_context_overflow(&body) {
                 AttemptOutcome::ContextExceeded(detail)
@@ -410,6 +471,11 @@ fn is_context_overflow(message: &str) -> bool {
     ];
     let m = message.to_lowercase();
     PHRASES.iter().any(|p| m.contains(p))
+}
+
+fn is_unparseable_output(message: &str) -> bool {
+    let m = message.to_lowercase();
+    UNPARSEABLE_OUTPUT_PHRASES.iter().any(|p| m.contains(p))
 }
 
 fn is_transient_status(code: u16) -> bool {

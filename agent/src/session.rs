@@ -13,7 +13,9 @@
 //! fit: that is a configuration problem (context size, max tokens) and the session is invalid.
 //! A request that never got an answer is kept as the outcome's `failed_turn` (its retries and
 //! the provider's last text). A final answer that holds a function call written as text is
-//! flagged `tool_call_as_text`: the call is never executed.
+//! flagged `tool_call_as_text`: the call is never executed. An endpoint whose tool-call parser
+//! rejects the model's own output (llama.cpp's "does not match the expected … format") ends the
+//! session as a valid failure flagged `unparseable_output`, not as infrastructure.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -170,6 +172,7 @@ pub async fn run(
         End::Answer(text) => s.finish(Validity::Valid, text, false),
         End::TurnCap => s.finish(Validity::Valid, None, true),
         End::ContextExceeded => s.finish_with(Validity::Valid, None, false, true),
+        End::UnparseableOutput => s.finish(Validity::Valid, None, false),
         End::Invalid(reason, detail) => s.invalid(reason, detail),
     }
 }
@@ -178,6 +181,8 @@ enum End {
     Answer(Option<String>),
     TurnCap,
     ContextExceeded,
+    /// The endpoint could not parse what the model wrote: the model's doing, so the arm's.
+    UnparseableOutput,
     Invalid(InvalidReason, String),
 }
 
@@ -215,6 +220,10 @@ async fn converse(
                         format!("the first request already exceeds the model's context window (check the model's context size and max tokens): {detail}"),
                     ),
                     ProviderFailure::ContextExceeded { .. } => End::ContextExceeded,
+                    ProviderFailure::UnparseableOutput { .. } => {
+                        s.unparseable_output = true;
+                        End::UnparseableOutput
+                    }
                 };
             }
         };
