@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use crate::load::Loaded;
+use crate::load::{Experiment, Loaded};
 
 /// Transcripts larger than this are cut (and say so), to keep the file openable.
 const TRANSCRIPT_CAP: usize = 256 * 1024;
@@ -113,61 +113,74 @@ code{background:#f4f4f4;padding:0 3px}details{margin:2px 0}summary{cursor:pointe
 pre{background:#f7f7f7;padding:8px;overflow:auto;max-height:480px;font-size:12px;white-space:pre-wrap}\
 .chart svg{max-width:100%;height:auto}";
 
-pub fn render(markdown: &str, svg: &str, sessions: &[Loaded]) -> String {
+pub fn render(markdown: &str, svg: &str, exp: &Experiment) -> String {
     let mut o = String::new();
     o.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>mcp-pattern-bench report</title>\n");
     writeln!(o, "<style>{CSS}</style>\n</head>\n<body>").unwrap();
     o.push_str(&markdown_to_html(markdown));
     writeln!(o, "<h2>Chart</h2>\n<div class=\"chart\">{}</div>", inline_svg(svg)).unwrap();
-    writeln!(o, "<h2>Sessions ({})</h2>", sessions.len()).unwrap();
-    for s in sessions {
-        let r = &s.record;
-        let validity = match &r.validity {
-            records::Validity::Valid => "valid".to_string(),
-            records::Validity::Invalid { reason, detail } => format!("invalid: {reason:?} — {detail}"),
-        };
-        let verdict = r.verifier.as_ref().map(|v| format!("{:?}", v.verdict)).unwrap_or_else(|| "not scored".into());
-        writeln!(
-            o,
-            "<details><summary>{} · {} · {} ({}) · {} rep {} · {} · {} · turns {} · input tokens {}</summary>",
-            escape(&r.model.id),
-            escape(&r.module),
-            escape(&r.server),
-            escape(r.role.as_str()),
-            escape(&r.task),
-            r.rep,
-            escape(&validity),
-            escape(&verdict),
-            r.turns,
-            r.totals.input_tokens.map(|t| t.to_string()).unwrap_or_else(|| "null".into()),
-        )
-        .unwrap();
-        if let Some(v) = &r.verifier
-            && !v.reasons.is_empty()
-        {
-            writeln!(o, "<p>Verifier reasons: {}</p>", escape(&v.reasons.join("; "))).unwrap();
+    writeln!(o, "<h2>Sessions ({})</h2>", exp.sessions.len()).unwrap();
+    for s in &exp.sessions {
+        session(&mut o, s);
+    }
+    if !exp.superseded.is_empty() {
+        writeln!(o, "<h2>Replaced attempts ({}), not scored</h2>", exp.superseded.len()).unwrap();
+        for s in &exp.superseded {
+            session(&mut o, s);
         }
-        writeln!(o, "<p>Record: <code>{}</code></p>", escape(&s.path.display().to_string())).unwrap();
-        match std::fs::read_to_string(s.transcript_path()) {
-            Ok(t) => {
-                let (shown, cut) = if t.len() > TRANSCRIPT_CAP {
-                    let mut end = TRANSCRIPT_CAP;
-                    while !t.is_char_boundary(end) {
-                        end -= 1;
-                    }
-                    (&t[..end], true)
-                } else {
-                    (t.as_str(), false)
-                };
-                writeln!(o, "<pre>{}</pre>", escape(shown)).unwrap();
-                if cut {
-                    writeln!(o, "<p>Transcript cut at {TRANSCRIPT_CAP} bytes of {}; the full file is beside the record.</p>", t.len()).unwrap();
-                }
-            }
-            Err(_) => writeln!(o, "<p>No transcript beside this record.</p>").unwrap(),
-        }
-        o.push_str("</details>\n");
     }
     o.push_str("</body>\n</html>\n");
     o
+}
+
+fn session(o: &mut String, s: &Loaded) {
+    let r = &s.record;
+    let validity = match &r.validity {
+        records::Validity::Valid => "valid".to_string(),
+        records::Validity::Invalid { reason, detail } => format!("invalid: {reason:?} — {detail}"),
+    };
+    let verdict = r.verifier.as_ref().map(|v| format!("{:?}", v.verdict)).unwrap_or_else(|| "not scored".into());
+    writeln!(
+        o,
+        "<details><summary>{} · {} · {} ({}) · {} rep {} · {} · {} · turns {} · input tokens {}</summary>",
+        escape(&r.model.id),
+        escape(&r.module),
+        escape(&r.server),
+        escape(r.role.as_str()),
+        escape(&r.task),
+        r.rep,
+        escape(&validity),
+        escape(&verdict),
+        r.turns,
+        r.totals.input_tokens.map(|t| t.to_string()).unwrap_or_else(|| "null".into()),
+    )
+    .unwrap();
+    if let Some(v) = &r.verifier
+        && !v.reasons.is_empty()
+    {
+        writeln!(o, "<p>Verifier reasons: {}</p>", escape(&v.reasons.join("; "))).unwrap();
+    }
+    if let Some(sup) = &r.superseded {
+        writeln!(o, "<p>Replaced by a rerun at {}: {}</p>", sup.at.to_rfc3339(), escape(&sup.reason)).unwrap();
+    }
+    writeln!(o, "<p>Record: <code>{}</code></p>", escape(&s.path.display().to_string())).unwrap();
+    match std::fs::read_to_string(s.transcript_path()) {
+        Ok(t) => {
+            let (shown, cut) = if t.len() > TRANSCRIPT_CAP {
+                let mut end = TRANSCRIPT_CAP;
+                while !t.is_char_boundary(end) {
+                    end -= 1;
+                }
+                (&t[..end], true)
+            } else {
+                (t.as_str(), false)
+            };
+            writeln!(o, "<pre>{}</pre>", escape(shown)).unwrap();
+            if cut {
+                writeln!(o, "<p>Transcript cut at {TRANSCRIPT_CAP} bytes of {}; the full file is beside the record.</p>", t.len()).unwrap();
+            }
+        }
+        Err(_) => writeln!(o, "<p>No transcript beside this record.</p>").unwrap(),
+    }
+    o.push_str("</details>\n");
 }

@@ -1,9 +1,11 @@
 //! Session records to metrics, intervals, verdicts and reports (DESIGN §8–§9).
 //!
-//! [`report`] reads an experiment folder (records only), computes the [`metrics::Summary`] and
-//! renders it as Markdown, JSON, a chart (PNG + SVG) and a self-contained HTML page.
+//! [`report`] reads one experiment folder ([`load::load_experiment`]), refuses what it cannot
+//! stand behind ([`check`]), computes the [`metrics::Summary`] and renders it as Markdown, JSON,
+//! a chart (PNG + SVG) and a self-contained HTML page.
 
 pub mod chart;
+pub mod check;
 pub mod error;
 pub mod html;
 pub mod load;
@@ -14,7 +16,7 @@ pub mod stats;
 use std::path::{Path, PathBuf};
 
 pub use error::{AggregateError, Result};
-pub use load::{Loaded, Price, PriceTable, load_experiment};
+pub use load::{Experiment, Loaded, Price, PriceTable, load_experiment};
 pub use metrics::{Options, Summary, Verdict, summarise};
 
 /// Everything rendered for one experiment (the PNG is rendered when written).
@@ -39,17 +41,17 @@ pub struct Written {
 
 /// Loads `exp_dir` and renders every output in memory.
 pub fn report(exp_dir: &Path, prices: Option<&PriceTable>, opts: &Options) -> Result<Report> {
-    let sessions = load_experiment(exp_dir)?;
-    report_from(&sessions, prices, opts)
+    let exp = load_experiment(exp_dir)?;
+    report_from(&exp, prices, opts)
 }
 
-/// Renders from already-loaded sessions.
-pub fn report_from(sessions: &[Loaded], prices: Option<&PriceTable>, opts: &Options) -> Result<Report> {
-    let summary = summarise(sessions, prices, opts);
+/// Renders from an already-loaded experiment (the checks of [`check`] still run).
+pub fn report_from(exp: &Experiment, prices: Option<&PriceTable>, opts: &Options) -> Result<Report> {
+    let summary = summarise(exp, prices, opts)?;
     let markdown = markdown::render(&summary);
     let json = serde_json::to_string_pretty(&summary)? + "\n";
     let svg = chart::render_svg(&summary)?;
-    let html = html::render(&markdown, &svg, sessions);
+    let html = html::render(&markdown, &svg, exp);
     Ok(Report { summary, markdown, json, svg, html })
 }
 

@@ -1,9 +1,18 @@
-//! Reading an experiment folder: `results/<exp>/<model>__<server>/<task>__rep<k>.json`.
+//! Reading one experiment folder exactly as the pipeline lays it out:
+//!
+//! ```text
+//! results/<exp>/manifest.json                                  the plan (optional in old runs)
+//! results/<exp>/<model>__<server>/<task>__rep<k>.json          a record, scored
+//! results/<exp>/<model>__<server>/superseded/<…>.attempt<n>.json  a replaced attempt, counted
+//! ```
+//!
+//! Everything else at the top (`check*.json`, the lock, the report's own outputs) is not a record
+//! and is never parsed as one.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use records::SessionRecord;
+use records::{ExperimentManifest, SessionRecord};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{AggregateError, Result};
@@ -22,42 +31,144 @@ impl Loaded {
     }
 }
 
-/// Every session record under `dir` (recursively), sorted by path. Skips `manifest.json`,
-/// transcripts, dotfiles and anything that is not `*.json`. A record that does not parse is an
-/// error naming the file: a report over silently skipped records would not be honest.
-pub fn load_experiment(dir: &Path) -> Result<Vec<Loaded>> {
-    let mut paths = Vec::new();
-    walk(dir, &mut paths)?;
-    paths.sort();
-    let mut out = Vec::with_capacity(paths.len());
-    for path in paths {
-        let bytes = std::fs::read(&path).map_err(|source| AggregateError::Io { path: path.clone(), source })?;
-        let record = serde_json::from_slice(&bytes).map_err(|source| AggregateError::MalformedRecord { path: path.clone(), source })?;
-        out.push(Loaded { path, record });
-    }
-    if out.is_empty() {
-        return Err(AggregateError::NoRecords { path: dir.to_path_buf() });
-    }
-    Ok(out)
+/// One experiment: its plan (when the run wrote one) and its records.
+#[derive(Debug, Clone)]
+pub struct Experiment {
+    pub dir: PathBuf,
+    pub manifest: Option<ExperimentManifest>,
+    /// The records that are scored, sorted by path.
+    pub sessions: Vec<Loaded>,
+    /// Attempts a rerun replaced (`<model>__<server>/superseded/`): counted, never scored.
+    pub superseded: Vec<Loaded>,
+    /// Entries the layout does not explain; left unread, and listed in the report so nothing is
+    /// dropped without a word.
+    pub ignored: Vec<PathBuf>,
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+/// The report's own outputs, written into the experiment folder.
+const OUTPUTS: &[&str] = &["summary.json", "report.md", "report.html", "chart.png", "chart.svg"];
+const SUPERSEDED: &str = "superseded";
+
+/// Reads the experiment in `dir`. A record that does not parse is an error naming the file (a
+/// report over silently skipped records would not be honest), and so is a folder that is not
+/// one experiment: `results/` itself, or a folder with neither a manifest nor record folders.
+pub fn load_experiment(dir: &Path) -> Result<Experiment> {
+    let manifest = read_manifest(dir)?;
+    let mut record_dirs = Vec::new();
+    let mut experiments = Vec::new();
+    let mut ignored = Vec::new();
+    for (name, path, is_dir) in entries(dir)? {
+        if is_dir {
+            if path.join(records::manifest::FILE).is_file() {
+                experiments.push(name);
+            } else if name.contains("__") {
+                record_dirs.push(path);
+            } else if looks_like_experiment(&path)? {
+                experiments.push(name);
+            } else {
+                ignored.push(path);
+            }
+        } else if !(name == records::manifest::FILE || OUTPUTS.contains(&name.as_str()) || (name.starts_with("check") && name.ends_with(".json"))) {
+            ignored.push(path);
+        }
+    }
+    if manifest.is_none() && record_dirs.is_empty() {
+        return Err(if experiments.is_empty() {
+            AggregateError::NotAnExperiment { path: dir.to_path_buf() }
+        } else {
+            AggregateError::SeveralExperiments { path: dir.to_path_buf(), names: experiments }
+        });
+    }
+    // A folder with a plan of its own is one experiment; folders nested in it are not part of it.
+    ignored.extend(experiments.iter().map(|n| dir.join(n)));
+
+    let mut sessions = Vec::new();
+    let mut superseded = Vec::new();
+    for rd in &record_dirs {
+        for (name, path, is_dir) in entries(rd)? {
+            if is_dir && name == SUPERSEDED {
+                for (name, path, is_dir) in entries(&path)? {
+                    if !is_dir && name.ends_with(".json") {
+                        superseded.push(read_record(path)?);
+                    } else if !name.ends_with(".transcript.jsonl") {
+                        ignored.push(path);
+                    }
+                }
+            } else if !is_dir && name.ends_with(".json") {
+                let l = read_record(path)?;
+                // A record marked replaced but still in place means its replacement was never
+                // written: scoring it would count a session the run itself discarded.
+                if l.record.superseded.is_some() {
+                    return Err(AggregateError::MisplacedSuperseded { path: l.path });
+                }
+                sessions.push(l);
+            } else if !name.ends_with(".transcript.jsonl") {
+                ignored.push(path);
+            }
+        }
+    }
+    sessions.sort_by(|a, b| a.path.cmp(&b.path));
+    superseded.sort_by(|a, b| a.path.cmp(&b.path));
+    ignored.sort();
+    if sessions.is_empty() {
+        return Err(AggregateError::NoRecords { path: dir.to_path_buf() });
+    }
+    one_experiment_name(manifest.as_ref(), &dir.join(records::manifest::FILE), &sessions)?;
+    Ok(Experiment { dir: dir.to_path_buf(), manifest, sessions, superseded, ignored })
+}
+
+/// Records of two experiments in one folder were copied together: whatever they share, the
+/// folder no longer describes one run.
+fn one_experiment_name(manifest: Option<&ExperimentManifest>, manifest_path: &Path, sessions: &[Loaded]) -> Result<()> {
+    let (name, source) = match manifest {
+        Some(m) => (m.experiment.as_str(), manifest_path.to_path_buf()),
+        None => (sessions[0].record.experiment.as_str(), sessions[0].path.clone()),
+    };
+    match sessions.iter().find(|s| s.record.experiment != name) {
+        Some(s) => {
+            Err(AggregateError::MixedExperiments { ours: name.to_owned(), ours_path: source, theirs: s.record.experiment.clone(), theirs_path: s.path.clone() })
+        }
+        None => Ok(()),
+    }
+}
+
+fn read_manifest(dir: &Path) -> Result<Option<ExperimentManifest>> {
+    let path = dir.join(records::manifest::FILE);
+    match std::fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|source| AggregateError::MalformedManifest { path, source }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(AggregateError::Io { path, source }),
+    }
+}
+
+fn read_record(path: PathBuf) -> Result<Loaded> {
+    let bytes = std::fs::read(&path).map_err(|source| AggregateError::Io { path: path.clone(), source })?;
+    let record = serde_json::from_slice(&bytes).map_err(|source| AggregateError::MalformedRecord { path: path.clone(), source })?;
+    Ok(Loaded { path, record })
+}
+
+/// (name, path, is a directory) of `dir`'s entries, dotfiles left out (the lock, temporary files
+/// of an atomic write), sorted by name.
+fn entries(dir: &Path) -> Result<Vec<(String, PathBuf, bool)>> {
     let io = |source| AggregateError::Io { path: dir.to_path_buf(), source };
+    let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(io)? {
         let entry = entry.map_err(io)?;
         let name = entry.file_name().to_string_lossy().into_owned();
         if name.starts_with('.') {
             continue;
         }
-        let path = entry.path();
-        let ft = entry.file_type().map_err(io)?;
-        if ft.is_dir() {
-            walk(&path, out)?;
-        } else if ft.is_file() && name.ends_with(".json") && name != "manifest.json" && name != "summary.json" {
-            out.push(path);
-        }
+        // Follows symlinks: a linked record folder is still part of the experiment.
+        let is_dir = entry.path().is_dir();
+        out.push((name, entry.path(), is_dir));
     }
-    Ok(())
+    out.sort();
+    Ok(out)
+}
+
+/// An experiment written before manifests existed: it holds `<model>__<server>/` folders.
+fn looks_like_experiment(dir: &Path) -> Result<bool> {
+    Ok(entries(dir)?.iter().any(|(name, _, is_dir)| *is_dir && name.contains("__")))
 }
 
 /// USD per million tokens for one model id.

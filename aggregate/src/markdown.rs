@@ -86,15 +86,23 @@ fn tri(b: Option<bool>) -> &'static str {
 }
 
 fn task_arm(a: &TaskArm) -> String {
+    let missing = a.planned_k.map_or(0, |p| (p as usize).saturating_sub(a.k));
     if a.k == 0 {
-        return "— | — | —".into();
+        return if missing > 0 { format!("none of {missing} planned recorded | unknown | unknown") } else { "— | — | —".into() };
     }
     let mut s = format!("{}/{} valid passed", a.passed, a.valid);
     if a.could_not_score > 0 {
         write!(s, ", {} could not score", a.could_not_score).unwrap();
     }
+    let mut gaps = Vec::new();
     if a.valid < a.k {
-        write!(s, " ({} invalid)", a.k - a.valid).unwrap();
+        gaps.push(format!("{} invalid", a.k - a.valid));
+    }
+    if missing > 0 {
+        gaps.push(format!("{missing} missing"));
+    }
+    if !gaps.is_empty() {
+        write!(s, " ({})", gaps.join(", ")).unwrap();
     }
     format!("{s} | {} | {}", tri(a.pass_at_k), tri(a.pass_all_k))
 }
@@ -108,14 +116,58 @@ pub fn render(s: &Summary) -> String {
     let exp = if s.experiments.is_empty() { "(none)".to_string() } else { s.experiments.join(", ") };
     writeln!(o, "# mcp-pattern-bench report — {exp}\n").unwrap();
 
-    writeln!(o, "## Attrition (attempted vs valid sessions)\n").unwrap();
-    writeln!(o, "| model | module | server | role | attempted | valid | invalid (reason: count) |").unwrap();
-    writeln!(o, "| --- | --- | --- | --- | ---: | ---: | --- |").unwrap();
+    // How the run went comes before any number: a stopped run is missing sessions, and a
+    // skipped preflight means nothing checked the endpoint could call tools.
+    if let Some(stop) = &s.run.stopped {
+        writeln!(
+            o,
+            "> **The run stopped early** ({}, at {}): {}. Sessions it never reached are missing, not failed; resume the run to complete it.\n",
+            stop.kind,
+            stop.at.to_rfc3339(),
+            stop.detail
+        )
+        .unwrap();
+    }
+    if s.run.preflight_skipped {
+        writeln!(o, "> **The endpoint preflight was skipped** (--skip-preflight): nothing checked before the sessions that the endpoint parses tool calls and reports usage.\n").unwrap();
+    }
+    for n in &s.notices {
+        writeln!(o, "> {n}\n").unwrap();
+    }
+
+    writeln!(o, "## Attrition (planned, attempted and valid sessions)\n").unwrap();
+    writeln!(
+        o,
+        "| model | module | server | role | planned | attempts | replaced | recorded | valid | invalid (reason: count) | turn-cap hits | context overflows | tool calls as text | unparseable output |"
+    )
+    .unwrap();
+    writeln!(o, "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |").unwrap();
     for r in &s.attrition {
         let model = if r.provider == Provider::Oracle { format!("{} (oracle floor)", r.model) } else { r.model.clone() };
-        writeln!(o, "| {model} | {} | {} | {} | {} | {} | {} |", r.module, r.server, r.role, r.attempted, r.valid, invalid_list(&r.invalid)).unwrap();
+        writeln!(
+            o,
+            "| {model} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.module,
+            r.server,
+            r.role,
+            r.planned.map_or_else(|| "—".into(), |p| p.to_string()),
+            r.attempts,
+            r.replaced,
+            r.attempted,
+            r.valid,
+            invalid_list(&r.invalid),
+            r.turn_cap_hits,
+            r.context_exceeded,
+            r.tool_call_as_text,
+            r.unparseable_output
+        )
+        .unwrap();
     }
-    writeln!(o).unwrap();
+    writeln!(
+        o,
+        "\nplanned: k × the module's tasks, from the manifest (— without one). attempts: sessions ever recorded; replaced: attempts a rerun superseded (kept under superseded/, never scored); recorded: the current records, valid or not. The last four columns count valid sessions (each a failure, flagged).\n"
+    )
+    .unwrap();
 
     if s.models.is_empty() {
         writeln!(o, "No model sessions: nothing to compare (oracle floors below are structural, not model results).\n").unwrap();
@@ -203,6 +255,14 @@ pub fn render(s: &Summary) -> String {
     writeln!(o, "- Relative differences (in parentheses): {}.", s.method.relative_interval).unwrap();
     writeln!(o, "- Distributions are over valid sessions, shown as median / mean [95% CI of the mean]; null usage is counted, never treated as 0.").unwrap();
     writeln!(o, "- Verdict (needs ≥ {} valid pairs): {}", s.method.min_pairs_for_verdict, s.method.verdict_rules).unwrap();
+    match s.run.planned_k {
+        Some(k) => writeln!(o, "- pass@k and pass^k use the planned k = {k} from the manifest: a task whose {k} reps are not all recorded and valid has pass^k unknown (and pass@k unknown unless a recorded rep passed).").unwrap(),
+        None => writeln!(o, "- pass@k and pass^k use the reps found per task (no manifest, so the planned k is unknown).").unwrap(),
+    }
+    writeln!(o, "- Records are pooled only when their fingerprints agree (within a model: everything but the server manifest and the task's own fields; within a task: world seed and scale, task sha256, turn cap; within a server: its manifest); fingerprints here: {}.", match s.run.fingerprints {
+        crate::check::Fingerprints::Checked => "checked",
+        crate::check::Fingerprints::Unknown => "absent, not checked",
+    }).unwrap();
     writeln!(o, "- Power: {}", s.method.power_method).unwrap();
     o
 }
@@ -217,9 +277,10 @@ fn render_module(o: &mut String, m: &ModuleReport, prices_loaded: bool) {
     let title = |a: &Option<ArmMetrics>, r: &str| a.as_ref().map(|a| format!("{r}: {}", a.server)).unwrap_or_else(|| r.into());
     writeln!(o, "| metric | {} | {} | paired difference (pattern − control) [95% CI] |", title(p, "pattern"), title(c, "control")).unwrap();
     writeln!(o, "| --- | --- | --- | --- |").unwrap();
+    let planned = m.paired.pairs_planned.map(|n| format!(" ({n} planned)")).unwrap_or_default();
     writeln!(
         o,
-        "| valid / attempted | {} | {} | {} pairs used of {} |",
+        "| valid / attempted | {} | {} | {} pairs used of {}{planned} |",
         arm_col(p, |a| format!("{}/{}", a.valid, a.attempted)),
         arm_col(c, |a| format!("{}/{}", a.valid, a.attempted)),
         m.paired.pairs_used,
@@ -275,6 +336,20 @@ fn render_module(o: &mut String, m: &ModuleReport, prices_loaded: bool) {
         arm_col(c, |a| a.context_exceeded.to_string())
     )
     .unwrap();
+    writeln!(
+        o,
+        "| tool calls written as text (valid failures) | {} | {} | |",
+        arm_col(p, |a| a.tool_call_as_text.to_string()),
+        arm_col(c, |a| a.tool_call_as_text.to_string())
+    )
+    .unwrap();
+    writeln!(
+        o,
+        "| unparseable output (valid failures) | {} | {} | |",
+        arm_col(p, |a| a.unparseable_output.to_string()),
+        arm_col(c, |a| a.unparseable_output.to_string())
+    )
+    .unwrap();
     if prices_loaded {
         writeln!(o, "| cost per session, USD (median / mean) | {} | {} | |", arm_col(p, |a| cost_cell(&a.cost_usd)), arm_col(c, |a| cost_cell(&a.cost_usd)))
             .unwrap();
@@ -303,7 +378,16 @@ fn render_module(o: &mut String, m: &ModuleReport, prices_loaded: bool) {
     writeln!(o, "| task | pattern: outcome | pattern pass@k | pattern pass^k | control: outcome | control pass@k | control pass^k |").unwrap();
     writeln!(o, "| --- | --- | --- | --- | --- | --- | --- |").unwrap();
     for t in &m.tasks {
-        writeln!(o, "| {} (k={}) | {} | {} |", t.task, t.pattern.k.max(t.control.k), task_arm(&t.pattern), task_arm(&t.control)).unwrap();
+        let k = match t.pattern.planned_k {
+            Some(k) => format!("k={k} planned"),
+            None => format!("k={}", t.pattern.k.max(t.control.k)),
+        };
+        writeln!(o, "| {} ({k}) | {} | {} |", t.task, task_arm(&t.pattern), task_arm(&t.control)).unwrap();
     }
     writeln!(o).unwrap();
+    let unknown = m.tasks.iter().flat_map(|t| [&t.pattern, &t.control]).any(|a| a.pass_at_k.is_none() || a.pass_all_k.is_none());
+    if unknown {
+        writeln!(o, "unknown: some of the k reps are invalid or missing, so the answer is not known (a pass^k of \"unknown\" is never counted as a pass).\n")
+            .unwrap();
+    }
 }

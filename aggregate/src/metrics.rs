@@ -9,6 +9,9 @@
 //!   percentile bootstrap 95% interval of the mean difference (fixed seed, SplitMix64).
 //! - Oracle sessions are structural floors, never mixed with model results; model ids are never
 //!   pooled.
+//! - With a manifest, k is the planned k: a task whose planned reps are not all recorded and
+//!   valid has an unknown pass^k, never a true one.
+//! - Replaced attempts (superseded) are counted per cell, never scored and never silent.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -16,7 +19,9 @@ use records::Verdict as TaskVerdict;
 use records::{Provider, Role, SessionRecord};
 use serde::{Deserialize, Serialize};
 
-use crate::load::{Loaded, PriceTable};
+use crate::check::{self, Fingerprints};
+use crate::error::Result;
+use crate::load::{Experiment, PriceTable};
 use crate::stats::{self, Interval};
 
 pub const SUMMARY_SCHEMA: &str = "mcp-pattern-bench/aggregate-summary/v1";
@@ -46,6 +51,12 @@ pub struct Summary {
     pub experiments: Vec<String>,
     pub method: Method,
     pub prices_loaded: bool,
+    /// How the run went and how far the records could be checked; the report starts with it.
+    #[serde(default)]
+    pub run: RunInfo,
+    /// Experiment-level notices, shown before the results.
+    #[serde(default)]
+    pub notices: Vec<String>,
     /// One row per (model, module, server), model sessions and oracle sessions alike.
     pub attrition: Vec<AttritionRow>,
     /// One entry per model (id + provider); never pooled. Oracle excluded.
@@ -68,6 +79,26 @@ pub struct Method {
     pub power_method: String,
 }
 
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// A manifest.json was read: the plan (k, tasks, arms) is known.
+    pub manifest: bool,
+    /// Planned repetitions per task and arm; null without a manifest (k is then the reps found).
+    pub planned_k: Option<u32>,
+    /// The run stopped before every planned session had run (quota, circuit breaker, interrupt).
+    pub stopped: Option<records::manifest::RunStop>,
+    /// The endpoint preflight was skipped (said by the manifest or by a record's fingerprint).
+    pub preflight_skipped: bool,
+    /// `checked`: every record has a fingerprint and they agree where they must; `unknown`: no
+    /// record has one.
+    pub fingerprints: Fingerprints,
+    /// Attempts a rerun replaced (kept under `superseded/`, not scored), and why.
+    pub superseded: usize,
+    pub superseded_reasons: BTreeMap<String, usize>,
+    /// Entries of the folder outside the experiment layout, left unread.
+    pub ignored: Vec<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AttritionRow {
     pub model: String,
@@ -75,10 +106,29 @@ pub struct AttritionRow {
     pub module: String,
     pub server: String,
     pub role: Role,
+    /// k × the module's tasks from the manifest; null without one.
+    #[serde(default)]
+    pub planned: Option<usize>,
+    /// Sessions ever recorded for this cell: the current records plus the replaced attempts.
+    #[serde(default)]
+    pub attempts: usize,
+    /// Attempts a rerun replaced (under `superseded/`): counted here, never scored.
+    #[serde(default)]
+    pub replaced: usize,
+    /// The current records, valid or not.
     pub attempted: usize,
     pub valid: usize,
     /// Invalid reason → count.
     pub invalid: BTreeMap<String, usize>,
+    /// Flags over the valid sessions (each a valid failure).
+    #[serde(default)]
+    pub turn_cap_hits: usize,
+    #[serde(default)]
+    pub context_exceeded: usize,
+    #[serde(default)]
+    pub tool_call_as_text: usize,
+    #[serde(default)]
+    pub unparseable_output: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -108,6 +158,9 @@ pub enum Verdict {
     Confirmed,
     Negative,
     Inconclusive,
+    /// The sessions measure a fault of the endpoint, not the pattern: no verdict whatever the
+    /// intervals say (see [`VERDICT_RULES`]).
+    Withheld,
 }
 
 impl Verdict {
@@ -116,6 +169,7 @@ impl Verdict {
             Self::Confirmed => "confirmed",
             Self::Negative => "negative",
             Self::Inconclusive => "inconclusive",
+            Self::Withheld => "withheld",
         }
     }
 }
@@ -134,6 +188,12 @@ pub struct ArmMetrics {
     /// Valid sessions whose conversation outgrew the model's context window (failures).
     #[serde(default)]
     pub context_exceeded: usize,
+    /// Valid sessions whose answer held a tool call written as text (failures).
+    #[serde(default)]
+    pub tool_call_as_text: usize,
+    /// Valid sessions the endpoint ended because it could not parse the model's output (failures).
+    #[serde(default)]
+    pub unparseable_output: usize,
     pub success: Rate,
     pub turns: Dist,
     pub input_tokens: Dist,
@@ -171,6 +231,9 @@ pub struct Paired {
     pub pairs_seen: usize,
     /// Valid in both arms.
     pub pairs_used: usize,
+    /// k × tasks from the manifest; null without one.
+    #[serde(default)]
+    pub pairs_planned: Option<usize>,
     /// Reason → count of pairs left out.
     pub dropped: BTreeMap<String, usize>,
     pub dropped_pairs: Vec<DroppedPair>,
@@ -227,15 +290,19 @@ pub struct TaskRow {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TaskArm {
-    /// Reps attempted.
+    /// Reps recorded (valid or not).
     pub k: usize,
+    /// Reps planned (the manifest's k); null without a manifest, when k is the reps recorded.
+    #[serde(default)]
+    pub planned_k: Option<u32>,
     pub valid: usize,
     pub passed: usize,
     pub failed: usize,
     pub could_not_score: usize,
-    /// Any of the k reps passed; null when none passed and some reps were invalid (unknown).
+    /// Any of the k reps passed; null when none passed and some reps were invalid or missing
+    /// (unknown).
     pub pass_at_k: Option<bool>,
-    /// All k reps passed; null when every valid rep passed but some reps were invalid.
+    /// All k reps passed; null when every valid rep passed but some reps were invalid or missing.
     pub pass_all_k: Option<bool>,
 }
 
@@ -296,33 +363,106 @@ fn is_oracle(r: &SessionRecord) -> bool {
     r.model.provider == Provider::Oracle
 }
 
-/// Builds the whole summary.
-pub fn summarise(sessions: &[Loaded], prices: Option<&PriceTable>, opts: &Options) -> Summary {
+/// What a manifest planned for one module: k reps of each of its tasks.
+#[derive(Debug, Clone)]
+struct ModulePlan {
+    k: u32,
+    tasks: Vec<String>,
+}
+
+fn module_plan(m: &records::ExperimentManifest, module: &str) -> ModulePlan {
+    let tasks = m.tasks.iter().filter_map(|t| t.key.strip_prefix(module)?.strip_prefix('/').map(str::to_owned)).collect();
+    ModulePlan { k: m.k, tasks }
+}
+
+/// Why a replaced attempt was rerun: the rerun's reason and what the attempt had been.
+fn superseded_reason(r: &SessionRecord) -> String {
+    let why = r.superseded.as_ref().map_or("no reason recorded", |s| s.reason.as_str());
+    match invalid_reason(r) {
+        Some(x) => format!("{why} (was invalid: {x})"),
+        None => format!("{why} (was valid)"),
+    }
+}
+
+type CellKey = (String, Provider, String, String, Role);
+
+fn attrition_row(key: &CellKey) -> AttritionRow {
+    let (model, provider, module, server, role) = key.clone();
+    AttritionRow {
+        model,
+        provider,
+        module,
+        server,
+        role,
+        planned: None,
+        attempts: 0,
+        replaced: 0,
+        attempted: 0,
+        valid: 0,
+        invalid: BTreeMap::new(),
+        turn_cap_hits: 0,
+        context_exceeded: 0,
+        tool_call_as_text: 0,
+        unparseable_output: 0,
+    }
+}
+
+fn cell(r: &SessionRecord) -> CellKey {
+    (r.model.id.clone(), r.model.provider, r.module.clone(), r.server.clone(), r.role)
+}
+
+/// Builds the whole summary, after [`check::check`] has refused anything that cannot be pooled.
+pub fn summarise(exp: &Experiment, prices: Option<&PriceTable>, opts: &Options) -> Result<Summary> {
+    let fingerprints = check::check(exp)?;
+    let manifest = exp.manifest.as_ref();
+    let sessions = &exp.sessions;
     let experiments: BTreeSet<String> = sessions.iter().map(|s| s.record.experiment.clone()).collect();
 
-    // Attrition: (model, provider, module, server, role).
-    let mut attr: BTreeMap<(String, Provider, String, String, Role), AttritionRow> = BTreeMap::new();
+    let mut attr: BTreeMap<CellKey, AttritionRow> = BTreeMap::new();
+    if let Some(m) = manifest {
+        for model in &m.models {
+            for server in &m.servers {
+                let key = (model.id.clone(), model.provider, server.module.clone(), server.name.clone(), server.role);
+                attr.entry(key.clone()).or_insert_with(|| attrition_row(&key)).planned = Some(m.k as usize * module_plan(m, &server.module).tasks.len());
+            }
+        }
+    }
     for s in sessions {
         let r = &s.record;
-        let row = attr.entry((r.model.id.clone(), r.model.provider, r.module.clone(), r.server.clone(), r.role)).or_insert_with(|| AttritionRow {
-            model: r.model.id.clone(),
-            provider: r.model.provider,
-            module: r.module.clone(),
-            server: r.server.clone(),
-            role: r.role,
-            attempted: 0,
-            valid: 0,
-            invalid: BTreeMap::new(),
-        });
+        let key = cell(r);
+        let row = attr.entry(key.clone()).or_insert_with(|| attrition_row(&key));
+        row.attempts += 1;
         row.attempted += 1;
         match invalid_reason(r) {
-            None => row.valid += 1,
+            None => {
+                row.valid += 1;
+                row.turn_cap_hits += r.turn_cap_hit as usize;
+                row.context_exceeded += r.context_exceeded as usize;
+                row.tool_call_as_text += r.tool_call_as_text as usize;
+                row.unparseable_output += r.unparseable_output as usize;
+            }
             Some(reason) => *row.invalid.entry(reason).or_default() += 1,
         }
     }
+    let mut superseded_reasons: BTreeMap<String, usize> = BTreeMap::new();
+    for s in &exp.superseded {
+        let key = cell(&s.record);
+        let row = attr.entry(key.clone()).or_insert_with(|| attrition_row(&key));
+        row.attempts += 1;
+        row.replaced += 1;
+        *superseded_reasons.entry(superseded_reason(&s.record)).or_default() += 1;
+    }
 
-    // Model sessions: (model id, provider) → module → records.
+    // Model sessions: (model id, provider) → module → records. A planned module without a record
+    // still gets its report, which then says it has no sessions.
     let mut by_model: BTreeMap<(String, Provider), BTreeMap<String, Vec<&SessionRecord>>> = BTreeMap::new();
+    if let Some(m) = manifest {
+        for model in m.models.iter().filter(|x| !x.is_oracle()) {
+            for server in &m.servers {
+                by_model.entry((model.id.clone(), model.provider)).or_default().entry(server.module.clone()).or_default();
+            }
+        }
+    }
     let mut oracle: BTreeMap<String, Vec<&SessionRecord>> = BTreeMap::new();
     for s in sessions {
         let r = &s.record;
@@ -336,14 +476,46 @@ pub fn summarise(sessions: &[Loaded], prices: Option<&PriceTable>, opts: &Option
     let models = by_model
         .into_iter()
         .map(|((model, provider), modules)| {
-            let modules = modules.into_iter().map(|(module, recs)| module_report(&model, &module, &recs, prices, opts)).collect();
+            let modules = modules
+                .into_iter()
+                .map(|(module, recs)| {
+                    let plan = manifest.map(|m| module_plan(m, &module));
+                    module_report(&model, &module, &recs, plan.as_ref(), prices, opts)
+                })
+                .collect();
             ModelReport { model, provider, modules }
         })
         .collect();
 
     let oracle_floors = oracle.into_iter().map(|(module, recs)| oracle_module(module, &recs)).collect();
 
-    Summary {
+    let preflight_skipped =
+        manifest.is_some_and(|m| m.preflight_skipped) || sessions.iter().any(|s| s.record.fingerprint.as_ref().is_some_and(|f| f.preflight_skipped));
+    let ignored: Vec<String> = exp.ignored.iter().map(|p| p.strip_prefix(&exp.dir).unwrap_or(p).display().to_string()).collect();
+    let mut notices = Vec::new();
+    if manifest.is_none() {
+        notices.push(
+            "No manifest.json: the planned k is unknown, so k per task is the number of reps found in the records; a task whose missing reps were never recorded can look complete."
+                .to_string(),
+        );
+    }
+    if fingerprints == Fingerprints::Unknown {
+        notices.push("No record has a fingerprint (they were written before fingerprints existed): whether all sessions ran under the same model parameters, world, task definitions and build could not be checked.".to_string());
+    }
+    if !exp.superseded.is_empty() {
+        let why: Vec<String> = superseded_reasons.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+        notices.push(format!(
+            "{} session{} rerun; the replaced attempts are kept under superseded/, counted in the attrition table and not scored. Why: {}.",
+            exp.superseded.len(),
+            if exp.superseded.len() == 1 { " was" } else { "s were" },
+            why.join("; ")
+        ));
+    }
+    if !ignored.is_empty() {
+        notices.push(format!("Not part of the experiment layout, left unread: {}.", ignored.join(", ")));
+    }
+
+    Ok(Summary {
         schema: SUMMARY_SCHEMA.into(),
         experiments: experiments.into_iter().collect(),
         method: Method {
@@ -357,13 +529,24 @@ pub fn summarise(sessions: &[Loaded], prices: Option<&PriceTable>, opts: &Option
             power_method: POWER_METHOD.into(),
         },
         prices_loaded: prices.is_some(),
+        run: RunInfo {
+            manifest: manifest.is_some(),
+            planned_k: manifest.map(|m| m.k),
+            stopped: manifest.and_then(|m| m.stopped.clone()),
+            preflight_skipped,
+            fingerprints,
+            superseded: exp.superseded.len(),
+            superseded_reasons,
+            ignored,
+        },
+        notices,
         attrition: attr.into_values().collect(),
         models,
         oracle_floors,
-    }
+    })
 }
 
-pub const VERDICT_RULES: &str = "Correctness first. negative: the success-rate difference interval lies entirely below 0 (any token saving notwithstanding), or success is not shown worse and the input-token difference interval lies entirely above 0 (the pattern costs more). confirmed: the success-rate difference interval is not entirely below 0 (no detected regression; its upper bound ≥ 0 — this is not a proof of equivalence) AND the input-token difference interval lies entirely below 0. inconclusive: anything else, including fewer valid pairs than the minimum or a missing arm.";
+pub const VERDICT_RULES: &str = "Correctness first. negative: the success-rate difference interval lies entirely below 0 (any token saving notwithstanding), or success is not shown worse and the input-token difference interval lies entirely above 0 (the pattern costs more). confirmed: the success-rate difference interval is not entirely below 0 (no detected regression; its upper bound ≥ 0 — this is not a proof of equivalence) AND the input-token difference interval lies entirely below 0. inconclusive: anything else, including fewer valid pairs than the minimum or a missing arm. withheld (before all of the above): more than half of either arm's valid sessions wrote their tool calls as text instead of calling them — the endpoint is probably not parsing tool calls, so the sessions measure the endpoint, not the pattern.";
 
 pub const RELATIVE_INTERVAL: &str = "percentile bootstrap 95% interval of Σpattern / Σcontrol − 1 over the same pairs, resampled with the same seed as the difference interval (the ratio is recomputed in every resample, so the control mean's own uncertainty is included)";
 
@@ -405,6 +588,8 @@ fn arm_metrics(recs: &[&SessionRecord], model: &str, prices: Option<&PriceTable>
         could_not_score,
         turn_cap_hits: valid.iter().filter(|r| r.turn_cap_hit).count(),
         context_exceeded: valid.iter().filter(|r| r.context_exceeded).count(),
+        tool_call_as_text: valid.iter().filter(|r| r.tool_call_as_text).count(),
+        unparseable_output: valid.iter().filter(|r| r.unparseable_output).count(),
         success: Rate {
             successes: passed_n,
             n: valid.len(),
@@ -452,28 +637,34 @@ fn diff(pairs: &[(&SessionRecord, &SessionRecord)], f: impl Fn(&SessionRecord) -
     })
 }
 
-fn task_arm(recs: &[&SessionRecord]) -> TaskArm {
+/// pass@k and pass^k over the planned k when there is a plan (the duplicate and plan checks
+/// make the recorded reps distinct and within 1..=k), else over the reps found.
+fn task_arm(recs: &[&SessionRecord], planned_k: Option<u32>) -> TaskArm {
     let valid: Vec<_> = recs.iter().filter(|r| r.validity.is_valid()).collect();
     let k = recs.len();
     let passed_n = valid.iter().filter(|r| passed(r)).count();
     let failed = valid.iter().filter(|r| verdict_of(r) == Some(TaskVerdict::Failed)).count();
-    let all_valid = valid.len() == k;
+    let expected = planned_k.map_or(k, |p| p as usize);
+    // Every one of the k reps is there and has an outcome: only then is a "no" for pass@k or a
+    // "yes" for pass^k known.
+    let complete = expected > 0 && valid.len() == expected;
     TaskArm {
         k,
+        planned_k,
         valid: valid.len(),
         passed: passed_n,
         failed,
         could_not_score: valid.len() - passed_n - failed,
         pass_at_k: if passed_n > 0 {
             Some(true)
-        } else if all_valid && k > 0 {
+        } else if complete {
             Some(false)
         } else {
             None
         },
         pass_all_k: if passed_n < valid.len() {
             Some(false)
-        } else if all_valid && k > 0 {
+        } else if complete {
             Some(true)
         } else {
             None
@@ -481,7 +672,7 @@ fn task_arm(recs: &[&SessionRecord]) -> TaskArm {
     }
 }
 
-fn module_report(model: &str, module: &str, recs: &[&SessionRecord], prices: Option<&PriceTable>, opts: &Options) -> ModuleReport {
+fn module_report(model: &str, module: &str, recs: &[&SessionRecord], plan: Option<&ModulePlan>, prices: Option<&PriceTable>, opts: &Options) -> ModuleReport {
     let mut notices = Vec::new();
     let mut by_role: BTreeMap<Role, BTreeMap<&str, Vec<&SessionRecord>>> = BTreeMap::new();
     for r in recs {
@@ -495,9 +686,9 @@ fn module_report(model: &str, module: &str, recs: &[&SessionRecord], prices: Opt
     let arm = |role: Role| -> Vec<&SessionRecord> { by_role.get(&role).and_then(|s| s.values().next()).cloned().unwrap_or_default() };
     let (pat, ctl) = (arm(Role::Pattern), arm(Role::Control));
 
-    // Index by (task, rep).
-    let pi = index_by_pair(&pat, "pattern", &mut notices);
-    let ci = index_by_pair(&ctl, "control", &mut notices);
+    // Index by (task, rep); the duplicate check has made the keys unique.
+    let pi = index_by_pair(&pat);
+    let ci = index_by_pair(&ctl);
     let keys: BTreeSet<(String, u32)> = pi.keys().chain(ci.keys()).cloned().collect();
     let mut pairs = Vec::new();
     let mut dropped_pairs = Vec::new();
@@ -527,6 +718,7 @@ fn module_report(model: &str, module: &str, recs: &[&SessionRecord], prices: Opt
     let paired = Paired {
         pairs_seen: keys.len(),
         pairs_used: pairs.len(),
+        pairs_planned: plan.map(|p| p.k as usize * p.tasks.len()),
         dropped,
         dropped_pairs,
         success: diff(&pairs, |r| Some(if passed(r) { 1.0 } else { 0.0 }), opts),
@@ -538,15 +730,30 @@ fn module_report(model: &str, module: &str, recs: &[&SessionRecord], prices: Opt
     let pattern = (!pat.is_empty()).then(|| arm_metrics(&pat, model, prices, opts));
     let control = (!ctl.is_empty()).then(|| arm_metrics(&ctl, model, prices, opts));
 
-    let model_too_strong = control.as_ref().is_some_and(|c| c.valid > 0 && c.passed == c.valid && c.valid == c.attempted);
+    // "Every time" needs every planned session: a missing one might have failed.
+    let all_planned = |c: &ArmMetrics| plan.is_none_or(|p| c.attempted == p.k as usize * p.tasks.len());
+    let model_too_strong = control.as_ref().is_some_and(|c| c.valid > 0 && c.passed == c.valid && c.valid == c.attempted && all_planned(c));
     if model_too_strong {
         notices.push("The control passed every task every time: the model may be too strong for these tasks to show a success difference.".into());
     }
 
-    let (verdict, verdict_reason) = decide(&paired, pattern.is_some() && control.is_some(), opts);
+    let (mut verdict, mut verdict_reason) = decide(&paired, pattern.is_some() && control.is_some(), opts);
+    let as_text: Vec<&ArmMetrics> = [&pattern, &control].into_iter().flatten().filter(|a| a.valid > 0 && 2 * a.tool_call_as_text > a.valid).collect();
+    if !as_text.is_empty() {
+        for a in &as_text {
+            notices.push(format!(
+                "{} arm: the endpoint is probably not parsing tool calls ({} of {} sessions wrote their calls as text); see the preflight",
+                a.role, a.tool_call_as_text, a.valid
+            ));
+        }
+        let arms: Vec<&str> = as_text.iter().map(|a| a.role.as_str()).collect();
+        verdict = Verdict::Withheld;
+        verdict_reason = format!("verdict withheld: more than half of the valid sessions of the {} arm wrote their tool calls as text", arms.join(" and "));
+    }
 
     // Power from paired input-token differences.
-    let task_set: BTreeSet<&str> = keys.iter().map(|k| k.0.as_str()).collect();
+    let mut task_set: BTreeSet<&str> = keys.iter().map(|k| k.0.as_str()).collect();
+    task_set.extend(plan.iter().flat_map(|p| p.tasks.iter().map(String::as_str)));
     let power = paired.input_tokens.as_ref().and_then(|d| {
         let sd = d.sd?;
         let delta = opts.power_relative_difference * d.control_mean;
@@ -563,7 +770,11 @@ fn module_report(model: &str, module: &str, recs: &[&SessionRecord], prices: Opt
         })
     });
 
-    let tasks = task_set.iter().map(|t| TaskRow { task: t.to_string(), pattern: task_arm(&of_task(&pat, t)), control: task_arm(&of_task(&ctl, t)) }).collect();
+    let planned_k = plan.map(|p| p.k);
+    let tasks = task_set
+        .iter()
+        .map(|t| TaskRow { task: t.to_string(), pattern: task_arm(&of_task(&pat, t), planned_k), control: task_arm(&of_task(&ctl, t), planned_k) })
+        .collect();
 
     ModuleReport { module: module.into(), pattern, control, paired, verdict, verdict_reason, model_too_strong, power, notices, tasks }
 }
@@ -572,15 +783,8 @@ fn of_task<'a>(v: &[&'a SessionRecord], task: &str) -> Vec<&'a SessionRecord> {
     v.iter().copied().filter(|r| r.task == task).collect()
 }
 
-/// Records by (task, rep); a duplicate is noted and the later file wins.
-fn index_by_pair<'a>(v: &[&'a SessionRecord], name: &str, notices: &mut Vec<String>) -> BTreeMap<(String, u32), &'a SessionRecord> {
-    let mut m = BTreeMap::new();
-    for r in v {
-        if m.insert((r.task.clone(), r.rep), *r).is_some() {
-            notices.push(format!("duplicate {name} record for task {} rep {}: the later file wins", r.task, r.rep));
-        }
-    }
-    m
+fn index_by_pair<'a>(v: &[&'a SessionRecord]) -> BTreeMap<(String, u32), &'a SessionRecord> {
+    v.iter().map(|r| ((r.task.clone(), r.rep), *r)).collect()
 }
 
 /// The verdict rules of [`VERDICT_RULES`].

@@ -3,119 +3,12 @@
 
 use std::path::Path;
 
+mod common;
+
 use aggregate::metrics::Verdict;
 use aggregate::{Options, PriceTable};
-use records::{HarnessTimings, InvalidReason, ModelSpec, Offered, OracleFloor, Role, SessionRecord, ToolCallRecord, Totals, Validity};
-use records::{Verdict as V, VerifierOutcome as Outcome};
-
-#[derive(Clone, Copy)]
-struct S {
-    verdict: Option<V>,
-    invalid: Option<InvalidReason>,
-    turns: usize,
-    input: Option<u64>,
-    cached: Option<u64>,
-    output: Option<u64>,
-    /// The conversation outgrew the context window.
-    overflow: bool,
-}
-
-fn ok(v: V, input: u64, turns: usize) -> S {
-    S { verdict: Some(v), invalid: None, turns, input: Some(input), cached: Some(0), output: Some(10), overflow: false }
-}
-
-fn bad(reason: InvalidReason) -> S {
-    S { verdict: None, invalid: Some(reason), turns: 1, input: Some(50), cached: Some(0), output: Some(5), overflow: false }
-}
-
-fn model(id: &str) -> ModelSpec {
-    if id == "oracle" {
-        ModelSpec::oracle()
-    } else {
-        ModelSpec { id: id.into(), provider: records::Provider::OpenAiCompatible, temperature: Some(0.0), max_tokens: None, seed: None }
-    }
-}
-
-fn record(m: &str, module: &str, role: &str, task: &str, rep: u32, s: S) -> SessionRecord {
-    let oracle = m == "oracle";
-    let t = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap();
-    SessionRecord {
-        schema_version: 1,
-        experiment: "fixture".into(),
-        module: module.into(),
-        server: format!("{module}_{role}"),
-        role: if role == "pattern" { records::Role::Pattern } else { records::Role::Control },
-        task: task.into(),
-        task_sha256: "00".into(),
-        rep,
-        arm_position: 1,
-        model: model(m),
-        manifest_sha256: "00".into(),
-        system_prompt_sha256: None,
-        git_commit: None,
-        git_dirty: None,
-        world_seed: 1,
-        world_scale: 1,
-        transport: None,
-        fingerprint: None,
-        fingerprint_sha256: None,
-        attempt: None,
-        started_at: t,
-        ended_at: t,
-        turn_cap: 20,
-        turn_cap_hit: false,
-        context_exceeded: s.overflow,
-        tool_call_as_text: false,
-        unparseable_output: false,
-        turns: s.turns,
-        turn_records: vec![],
-        totals: Totals { input_tokens: s.input, cached_input_tokens: s.cached, uncached_input_tokens: None, output_tokens: s.output, reasoning_tokens: None },
-        provider_retries: None,
-        failed_turn: None,
-        tool_calls: vec![ToolCallRecord {
-            turn: 1,
-            kind: records::CallKind::Tool,
-            name: "x".into(),
-            args_bytes: 2,
-            result_bytes: 2,
-            is_error: task == "t2" && role == "control",
-            invalid_arguments: false,
-            unknown_tool: false,
-            latency_ms: 1.0,
-        }],
-        offered: Offered::default(),
-        final_answer: None,
-        verifier: s.verdict.map(|verdict| Outcome { verdict, reasons: if verdict == V::Passed { vec![] } else { vec!["no".into()] }, elapsed_ms: 1.0 }),
-        validity: match s.invalid {
-            None => Validity::Valid,
-            Some(r) => Validity::invalid(r, "boom"),
-        },
-        oracle: oracle.then(|| OracleFloor {
-            calls: if role == "pattern" { 2 } else { 5 },
-            schema_bytes: 400,
-            args_bytes: 40,
-            result_bytes: if role == "pattern" { 200 } else { 800 },
-            estimated_tokens: if role == "pattern" { 160 } else { 310 },
-            estimate_method: "bytes/4".into(),
-            // t2's pattern record predates the input estimate: that role's total must be absent.
-            estimated_input_tokens: (task != "t2" || role == "control").then_some(if role == "pattern" { 300 } else { 900 }),
-            input_estimate_method: Some("turns".into()),
-        }),
-        cost_usd: None,
-        harness: HarnessTimings::default(),
-        superseded: None,
-    }
-}
-
-fn write(dir: &Path, r: &SessionRecord, transcript: bool) {
-    let sub = dir.join(format!("{}__{}", r.model.id, r.server));
-    std::fs::create_dir_all(&sub).unwrap();
-    let path = sub.join(format!("{}__rep{}.json", r.task, r.rep));
-    std::fs::write(&path, serde_json::to_vec_pretty(r).unwrap()).unwrap();
-    if transcript {
-        std::fs::write(path.with_extension("transcript.jsonl"), "{\"role\":\"user\",\"content\":\"<do the task> & report\"}\n").unwrap();
-    }
-}
+use common::*;
+use records::{InvalidReason, Role, Verdict as V};
 
 fn fixture(dir: &Path) {
     use InvalidReason::*;
@@ -153,7 +46,10 @@ fn fixture(dir: &Path) {
     for (m, role, task, rep, s) in rows {
         write(dir, &record(m, "m1", role, task, rep, s), true);
     }
-    std::fs::write(dir.join("manifest.json"), "{\"not\": \"a record\"}").unwrap();
+    // What else a spec run leaves in the folder: gate results, a lock, a dotfile. None is a record.
+    std::fs::write(dir.join("check.json"), "{\"gates\": []}").unwrap();
+    std::fs::write(dir.join("check-20260101T000000Z.json"), "{\"gates\": []}").unwrap();
+    std::fs::write(dir.join(".lock"), "4242").unwrap();
     std::fs::write(dir.join(".hidden.json"), "garbage").unwrap();
 }
 
@@ -330,8 +226,9 @@ fn malformed_record_names_the_file() {
     let e = aggregate::report(dir.path(), None, &Options::default()).unwrap_err();
     assert!(matches!(e, aggregate::AggregateError::MalformedRecord { .. }));
     assert!(e.to_string().contains("t9__rep1.json"), "{e}");
+    // A folder with neither a manifest nor record folders is no experiment at all.
     let empty = tempfile::tempdir().unwrap();
-    assert!(matches!(aggregate::report(empty.path(), None, &Options::default()), Err(aggregate::AggregateError::NoRecords { .. })));
+    assert!(matches!(aggregate::report(empty.path(), None, &Options::default()), Err(aggregate::AggregateError::NotAnExperiment { .. })));
 }
 
 #[test]

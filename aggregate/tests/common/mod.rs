@@ -1,0 +1,230 @@
+//! Fixture helpers shared by the integration tests: records with known answers, written in the
+//! pipeline's layout, with or without fingerprints, manifests and replaced attempts.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use records::manifest::{ManifestServer, ManifestTask, RunStop};
+use records::{
+    ExperimentManifest, Fingerprint, HarnessTimings, InvalidReason, ModelSpec, Offered, OracleFloor, SessionRecord, ToolCallRecord, Totals, Validity,
+};
+use records::{Verdict as V, VerifierOutcome as Outcome};
+
+#[derive(Clone, Copy)]
+pub struct S {
+    pub verdict: Option<V>,
+    pub invalid: Option<InvalidReason>,
+    pub turns: usize,
+    pub input: Option<u64>,
+    pub cached: Option<u64>,
+    pub output: Option<u64>,
+    /// The conversation outgrew the context window.
+    pub overflow: bool,
+}
+
+pub fn ok(v: V, input: u64, turns: usize) -> S {
+    S { verdict: Some(v), invalid: None, turns, input: Some(input), cached: Some(0), output: Some(10), overflow: false }
+}
+
+pub fn bad(reason: InvalidReason) -> S {
+    S { verdict: None, invalid: Some(reason), turns: 1, input: Some(50), cached: Some(0), output: Some(5), overflow: false }
+}
+
+pub fn model(id: &str) -> ModelSpec {
+    if id == "oracle" {
+        ModelSpec::oracle()
+    } else {
+        ModelSpec { id: id.into(), provider: records::Provider::OpenAiCompatible, temperature: Some(0.0), max_tokens: None, seed: None }
+    }
+}
+
+pub fn record(m: &str, module: &str, role: &str, task: &str, rep: u32, s: S) -> SessionRecord {
+    let oracle = m == "oracle";
+    let t = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+    SessionRecord {
+        schema_version: 1,
+        experiment: "fixture".into(),
+        module: module.into(),
+        server: format!("{module}_{role}"),
+        role: if role == "pattern" { records::Role::Pattern } else { records::Role::Control },
+        task: task.into(),
+        task_sha256: "00".into(),
+        rep,
+        arm_position: 1,
+        model: model(m),
+        manifest_sha256: "00".into(),
+        system_prompt_sha256: None,
+        git_commit: None,
+        git_dirty: None,
+        world_seed: 1,
+        world_scale: 1,
+        transport: None,
+        fingerprint: None,
+        fingerprint_sha256: None,
+        attempt: None,
+        started_at: t,
+        ended_at: t,
+        turn_cap: 20,
+        turn_cap_hit: false,
+        context_exceeded: s.overflow,
+        tool_call_as_text: false,
+        unparseable_output: false,
+        turns: s.turns,
+        turn_records: vec![],
+        totals: Totals { input_tokens: s.input, cached_input_tokens: s.cached, uncached_input_tokens: None, output_tokens: s.output, reasoning_tokens: None },
+        provider_retries: None,
+        failed_turn: None,
+        tool_calls: vec![ToolCallRecord {
+            turn: 1,
+            kind: records::CallKind::Tool,
+            name: "x".into(),
+            args_bytes: 2,
+            result_bytes: 2,
+            is_error: task == "t2" && role == "control",
+            invalid_arguments: false,
+            unknown_tool: false,
+            latency_ms: 1.0,
+        }],
+        offered: Offered::default(),
+        final_answer: None,
+        verifier: s.verdict.map(|verdict| Outcome { verdict, reasons: if verdict == V::Passed { vec![] } else { vec!["no".into()] }, elapsed_ms: 1.0 }),
+        validity: match s.invalid {
+            None => Validity::Valid,
+            Some(r) => Validity::invalid(r, "boom"),
+        },
+        oracle: oracle.then(|| OracleFloor {
+            calls: if role == "pattern" { 2 } else { 5 },
+            schema_bytes: 400,
+            args_bytes: 40,
+            result_bytes: if role == "pattern" { 200 } else { 800 },
+            estimated_tokens: if role == "pattern" { 160 } else { 310 },
+            estimate_method: "bytes/4".into(),
+            // t2's pattern record predates the input estimate: that role's total must be absent.
+            estimated_input_tokens: (task != "t2" || role == "control").then_some(if role == "pattern" { 300 } else { 900 }),
+            input_estimate_method: Some("turns".into()),
+        }),
+        cost_usd: None,
+        harness: HarnessTimings::default(),
+        superseded: None,
+    }
+}
+
+/// The record folder the pipeline writes `r` into.
+pub fn cell_dir(dir: &Path, r: &SessionRecord) -> PathBuf {
+    dir.join(format!("{}__{}", r.model.id, r.server))
+}
+
+/// Writes `r` where the pipeline would (`<model>__<server>/<task>__rep<k>.json`); returns the path.
+pub fn write(dir: &Path, r: &SessionRecord, transcript: bool) -> PathBuf {
+    let path = cell_dir(dir, r).join(format!("{}__rep{}.json", r.task, r.rep));
+    write_at(&path, r, transcript);
+    path
+}
+
+pub fn write_at(path: &Path, r: &SessionRecord, transcript: bool) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, serde_json::to_vec_pretty(r).unwrap()).unwrap();
+    if transcript {
+        std::fs::write(path.with_extension("transcript.jsonl"), "{\"role\":\"user\",\"content\":\"<do the task> & report\"}\n").unwrap();
+    }
+}
+
+/// Writes `r` as a replaced attempt: `<model>__<server>/superseded/<task>__rep<k>.attempt<n>.json`,
+/// its `superseded` field set.
+pub fn write_superseded(dir: &Path, r: &SessionRecord, attempt: u32, reason: &str) -> PathBuf {
+    let mut r = r.clone();
+    r.attempt = Some(attempt);
+    r.superseded = Some(records::session::Superseded { at: r.ended_at, reason: reason.into() });
+    let path = cell_dir(dir, &r).join("superseded").join(format!("{}__rep{}.attempt{attempt}.json", r.task, r.rep));
+    write_at(&path, &r, true);
+    path
+}
+
+/// The fingerprint a record of this fixture runs under: consistent with its other fields.
+pub fn fingerprint_of(r: &SessionRecord) -> Fingerprint {
+    let oracle = r.model.is_oracle();
+    Fingerprint {
+        model_id: r.model.id.clone(),
+        provider: r.model.provider,
+        temperature: r.model.temperature,
+        max_tokens: r.model.max_tokens,
+        seed: r.model.seed,
+        base_url: (!oracle).then(|| "http://127.0.0.1:1/v1".into()),
+        transport: records::Transport::Stdio,
+        world_seed: r.world_seed,
+        world_scale: r.world_scale,
+        task_sha256: r.task_sha256.clone(),
+        turn_cap: r.turn_cap,
+        manifest_sha256: r.manifest_sha256.clone(),
+        system_prompt_sha256: (!oracle).then(|| "p".into()),
+        build_commit: Some("c0ffee".into()),
+        build_dirty: Some(false),
+        preflight_skipped: false,
+    }
+}
+
+/// `r` with its fingerprint (and the fingerprint's sha256) set.
+pub fn fingerprinted(mut r: SessionRecord) -> SessionRecord {
+    let fp = fingerprint_of(&r);
+    r.fingerprint_sha256 = Some(fp.sha256());
+    r.fingerprint = Some(fp);
+    r
+}
+
+/// `r` with its fingerprint changed by `f`.
+pub fn with_fingerprint(r: SessionRecord, f: impl FnOnce(&mut Fingerprint)) -> SessionRecord {
+    let mut r = fingerprinted(r);
+    f(r.fingerprint.as_mut().unwrap());
+    r
+}
+
+/// A manifest planning `k` reps of `tasks` (module m1) for `models` on the two m1 arms, matching
+/// what [`record`] writes.
+pub fn manifest(models: &[&str], tasks: &[&str], k: u32) -> ExperimentManifest {
+    let t = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+    ExperimentManifest {
+        schema_version: 1,
+        experiment: "fixture".into(),
+        command: vec!["pipeline".into(), "run".into()],
+        git_commit: None,
+        git_dirty: None,
+        models: models.iter().map(|m| model(m)).collect(),
+        servers: [records::Role::Pattern, records::Role::Control]
+            .into_iter()
+            .map(|role| ManifestServer { name: format!("m1_{role}"), module: "m1".into(), role, manifest_sha256: "00".into() })
+            .collect(),
+        tasks: tasks.iter().map(|t| ManifestTask { key: format!("m1/{t}"), sha256: "00".into(), turn_cap: 20, seed: 1, scale: 1 }).collect(),
+        k,
+        jobs: 1,
+        transport: records::Transport::Stdio,
+        created_at: t,
+        base_url: None,
+        preflight_skipped: false,
+        preflight: None,
+        check: None,
+        stopped: None,
+    }
+}
+
+pub fn stop(kind: &str, detail: &str) -> RunStop {
+    RunStop { kind: kind.into(), detail: detail.into(), at: chrono::DateTime::from_timestamp(1_800_000_100, 0).unwrap() }
+}
+
+pub fn write_manifest(dir: &Path, m: &ExperimentManifest) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("manifest.json"), serde_json::to_vec_pretty(m).unwrap()).unwrap();
+}
+
+/// Writes a passing pair (pattern 100 input tokens, control 200) for each (task, rep).
+pub fn pairs(dir: &Path, m: &str, tasks: &[&str], reps: std::ops::RangeInclusive<u32>, map: impl Fn(SessionRecord) -> SessionRecord) {
+    for task in tasks {
+        for rep in reps.clone() {
+            write(dir, &map(record(m, "m1", "pattern", task, rep, ok(V::Passed, 100 + rep as u64, 2))), false);
+            write(dir, &map(record(m, "m1", "control", task, rep, ok(V::Passed, 200 + 2 * rep as u64, 4))), false);
+        }
+    }
+}
+
+pub fn opts() -> aggregate::Options {
+    aggregate::Options::default()
+}
