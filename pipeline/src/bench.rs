@@ -254,7 +254,7 @@ async fn bench_suite(k: u32, jobs: &[u32]) -> anyhow::Result<Vec<Figure>> {
     let mut figures = Vec::new();
     for &j in jobs {
         let dir = tempfile::tempdir().context("a scratch results folder")?;
-        let args = crate::run::RunArgs::from_flags(&[
+        let args = crate::flags::RunArgs::from_flags(&[
             "--all",
             "--models",
             "oracle",
@@ -268,7 +268,8 @@ async fn bench_suite(k: u32, jobs: &[u32]) -> anyhow::Result<Vec<Figure>> {
             &dir.path().display().to_string(),
         ])?;
         let started = Instant::now();
-        let summary = crate::run::run(args).await?;
+        let plan = crate::plan::RunPlan::from_flags(&args).await?;
+        let summary = crate::run::run(plan, |_| Ok(())).await?;
         let wall = started.elapsed();
         anyhow::ensure!(
             summary.valid == summary.ran && summary.passed == summary.ran,

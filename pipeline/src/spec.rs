@@ -264,20 +264,6 @@ pub struct FreezeArgs {
     pub dirs: InputDirs,
 }
 
-/// The commit at `dir` (or the current directory) and whether its tracked files differ from it.
-pub fn git_state_at(dir: Option<&Path>) -> (Option<String>, Option<bool>) {
-    let run = |args: &[&str]| {
-        let mut c = std::process::Command::new("git");
-        if let Some(d) = dir {
-            c.arg("-C").arg(d);
-        }
-        c.args(args).output().ok().filter(|o| o.status.success())
-    };
-    let commit = run(&["rev-parse", "HEAD"]).map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
-    let dirty = run(&["status", "--porcelain", "--untracked-files=no"]).map(|o| !o.stdout.is_empty());
-    (commit, dirty)
-}
-
 /// The tasks a spec selects, from the module's folder: exactly `ids` if given, else all.
 /// Ids that do not exist are returned as the second value.
 pub fn select_tasks(tasks_dir: &Path, module: &str, ids: &[String]) -> anyhow::Result<(Vec<tasks::Task>, Vec<String>)> {
@@ -296,14 +282,21 @@ pub async fn freeze(args: &FreezeArgs) -> anyhow::Result<Spec> {
     let (tasks, missing) = select_tasks(&args.dirs.tasks_dir(), &args.module, &args.tasks)?;
     anyhow::ensure!(missing.is_empty(), "no task {missing:?} in {}", args.module);
     anyhow::ensure!(!tasks.is_empty(), "no tasks in {}", args.module);
-    let (commit, dirty) = git_state_at(args.dirs.build_dir.as_deref());
-    let commit = commit.context("the build is not a git work tree (G2 needs a commit; see --build-dir)")?;
-    if dirty == Some(true) {
-        eprintln!("warning: the work tree is dirty; the frozen commit {commit} is not what is built");
+    let work = crate::build_info::BuildInfo::work_tree(args.dirs.build_dir.as_deref());
+    let binary = crate::build_info::BuildInfo::binary();
+    let commit = binary.commit.clone().context("this binary was not built inside a git work tree, so there is no commit to pin (G2); build it from a clone")?;
+    if work.commit.as_deref() != Some(commit.as_str()) {
+        eprintln!(
+            "warning: the work tree is at {}, the binary was built from {commit}; G2 will refuse until you rebuild (cargo build --release -p pipeline)",
+            work.commit.as_deref().unwrap_or("no commit")
+        );
+    }
+    if work.dirty == Some(true) || binary.dirty == Some(true) {
+        eprintln!("warning: the build is dirty; the frozen commit {commit} is not exactly what runs (G2 refuses unless allow_dirty = true)");
     }
     let mut manifests = BTreeMap::new();
     for arm in [pattern, control] {
-        let m = servers::ToolManifest::of(arm, "http://127.0.0.1:9").await?;
+        let m = servers::ToolManifest::offline(arm).await?;
         manifests.insert(
             arm.name.to_owned(),
             ArmManifest { sha256: m.sha256(), tools: m.tool_names().into_iter().map(str::to_owned).collect(), resources: m.resources },
@@ -352,7 +345,7 @@ pub async fn freeze_cmd(args: FreezeArgs) -> anyhow::Result<()> {
     );
     match &args.out {
         Some(path) => {
-            crate::run::write_atomically(path, text.as_bytes())?;
+            records::write_atomically(path, text.as_bytes())?;
             eprintln!("spec {} written to {}", spec.experiment, path.display());
         }
         None => print!("{text}"),

@@ -24,7 +24,7 @@ impl Validity {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum InvalidReason {
     /// The model provider kept failing after the bounded retries (5xx, timeouts, bad bodies).
@@ -166,8 +166,6 @@ pub struct OracleFloor {
     #[serde(default)]
     pub input_estimate_method: Option<String>,
 }
-
-/// Everything a session produced, before the verifier and the experiment fields are added.
 
 /// The verifier's judgement of one session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -16,6 +16,9 @@ use sha2::{Digest, Sha256};
 use crate::backend_client::BackendClient;
 use crate::registry::ServerEntry;
 
+/// A backend URL nothing answers (the discard port): for work that never calls the backend.
+pub const NO_BACKEND: &str = "http://127.0.0.1:9";
+
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct ToolManifest {
     pub server: String,
@@ -53,6 +56,12 @@ impl ToolManifest {
         client.cancel().await?;
         server.await??;
         manifest
+    }
+
+    /// [`Self::of`] without a backend: listing never calls it, so the client points at the
+    /// discard port, where nothing answers. The one place that relies on that.
+    pub async fn offline(entry: &ServerEntry) -> anyhow::Result<Self> {
+        Self::of(entry, NO_BACKEND).await
     }
 
     /// Lists what the server behind `client` offers: the manifest as any client sees it.

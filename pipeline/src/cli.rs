@@ -1,0 +1,82 @@
+//! The command line: one subcommand a module, dispatched here; errors become one clean message
+//! and an exit code a script can trust ([`crate::exit`]), whatever `RUST_BACKTRACE` says.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::exit::{Exit, Reported};
+use crate::{aggregate_cmd, bench, check, flags, list_cmd, new_module, servers_cmd, spec};
+
+#[derive(Debug, Parser)]
+#[command(name = "pipeline", version = crate::build_info::VERSION, about = "Measure what an MCP server's architecture costs an LLM agent")]
+#[command(args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// Without a subcommand: run an experiment (e.g. `pipeline --mcp orchestrator --k 3`).
+    #[command(flatten)]
+    run: flags::RunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the synthetic backend on DATABASE_URL or an embedded Postgres, until Ctrl-C.
+    Backend(backend::cli::ServeOpts),
+    /// List the MCP servers: module, role, pair, tool count, manifest hash, launch command.
+    Servers(servers_cmd::ServersArgs),
+    /// Run one MCP server for any MCP client (stdio by default, or streamable HTTP).
+    Serve(servers_cmd::ServeArgs),
+    /// List modules, servers and tasks (with oracle plan lengths per arm).
+    List(list_cmd::ListArgs),
+    /// Benchmarks of the harness itself (figures, not pass/fail).
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
+    /// Write an experiment spec (TOML) pinning the model, tasks, arms and the sha256 of every input.
+    Freeze(spec::FreezeArgs),
+    /// Run the gates G1–G7 against a spec and record them in check.json; spends nothing.
+    Check(check::CheckArgs),
+    /// Check a spec, then run it (refuses, with zero sessions, when a gate fails).
+    Run(check::CheckArgs),
+    /// Report on an experiment: attrition, metrics with intervals, verdicts, charts, HTML.
+    Aggregate(aggregate_cmd::AggregateArgs),
+    /// Scaffold a new pattern module (servers, server test, an example task, registration) that
+    /// compiles and passes the gates as generated.
+    NewModule(new_module::NewModuleArgs),
+}
+
+/// Parses the command line, runs it, and turns the outcome into the process's exit code.
+pub async fn main() -> ExitCode {
+    backend::cli::init_tracing();
+    let cli = Cli::parse();
+    match dispatch(cli).await {
+        Ok(exit) => exit.into(),
+        Err(e) if e.is::<Reported>() => Exit::Refused.into(),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            Exit::Refused.into()
+        }
+    }
+}
+
+async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
+    let Some(command) = cli.command else {
+        let plan = crate::plan::RunPlan::from_flags(&cli.run).await?;
+        let summary = crate::run::run(plan, |_| Ok(())).await?;
+        crate::run::print_summary(&summary);
+        return Ok(summary.exit());
+    };
+    let done = |r: anyhow::Result<()>| r.map(|()| Exit::Ok);
+    match command {
+        Command::Backend(opts) => done(backend::cli::serve_until_signal(opts).await),
+        Command::Servers(args) => done(servers_cmd::list(args).await),
+        Command::Serve(args) => done(servers_cmd::serve(args).await),
+        Command::List(args) => done(list_cmd::run(args)),
+        Command::Bench(cmd) => done(bench::run(cmd).await),
+        Command::Freeze(args) => done(spec::freeze_cmd(args).await),
+        Command::Check(args) => check::check_cmd(args).await,
+        Command::Run(args) => check::run_cmd(args).await,
+        Command::Aggregate(args) => done(aggregate_cmd::run(args)),
+        Command::NewModule(args) => done(new_module::run(args)),
+    }
+}

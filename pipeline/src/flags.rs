@@ -1,0 +1,96 @@
+//! The flags of a run without a spec, `pipeline --mcp …` / `--module …` / `--all`. They are
+//! lowered into a [`crate::plan::RunPlan`] at once; nothing else reads them.
+
+use std::path::PathBuf;
+
+use records::Transport;
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunArgs {
+    /// Servers to run, comma-separated (e.g. `orchestrator` or `orchestrator,wrapper`).
+    #[arg(long, value_delimiter = ',', conflicts_with_all = ["module", "all"])]
+    pub mcp: Vec<String>,
+    /// Pattern modules to run with both arms, comma-separated.
+    #[arg(long, value_delimiter = ',', conflicts_with = "all")]
+    pub module: Vec<String>,
+    /// Run every module with both arms.
+    #[arg(long)]
+    pub all: bool,
+    /// Models, comma-separated; `oracle` replays the oracle plans. Never pooled in reports.
+    #[arg(long, value_delimiter = ',', env = "MCPBENCH_MODELS")]
+    pub models: Vec<String>,
+    /// Repetitions of every task on every arm.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub k: u32,
+    /// Experiment name (the folder under results/). Default: derived from the selection.
+    #[arg(long)]
+    pub exp_name: Option<String>,
+    /// Only tasks whose id contains one of these, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub tasks: Vec<String>,
+    /// Override every task's world scale.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub scale: Option<u32>,
+    /// Sessions run in parallel, each on its own isolated world.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub jobs: u32,
+    /// OpenAI-compatible base URL for model runs (OpenAI, a gateway, vLLM, Ollama, llama.cpp…).
+    #[arg(long, env = "OPENAI_BASE_URL", default_value = "https://api.openai.com/v1")]
+    pub base_url: Option<String>,
+    /// Name of the environment variable holding the API key (the key itself is never written).
+    #[arg(long, default_value = "OPENAI_API_KEY")]
+    pub api_key_env: String,
+    /// Sampling temperature, pinned for the whole experiment.
+    #[arg(long, default_value_t = 0.0)]
+    pub temperature: f64,
+    /// Most tokens per model response.
+    #[arg(long)]
+    pub max_tokens: Option<u32>,
+    /// Sampling seed, where the provider supports one.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Seconds before one model request times out (it is then retried, bounded).
+    #[arg(long, default_value_t = 120)]
+    pub request_timeout_secs: u64,
+    /// Extra HTTP header for the model provider, `NAME=VALUE` (repeatable; values are never written).
+    #[arg(long = "header", value_parser = parse_header)]
+    pub headers: Vec<(String, String)>,
+    /// How the agent reaches the servers.
+    #[arg(long, value_enum, default_value = "stdio")]
+    pub transport: Transport,
+    /// Where experiments are written.
+    #[arg(long, default_value = "results")]
+    pub results_dir: PathBuf,
+    /// Folder holding the tasks.
+    #[arg(long, env = "MCPBENCH_TASKS_DIR")]
+    pub tasks_dir: Option<PathBuf>,
+    /// Rerun the sessions recorded invalid; their old records are kept under `superseded/`.
+    #[arg(long)]
+    pub retry_invalid: bool,
+    /// Do not probe the model endpoint before the run (recorded in the manifest, every record
+    /// and the report).
+    #[arg(long)]
+    pub skip_preflight: bool,
+    /// Stop the run when this many sessions in a row are invalid for the same reason.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_consecutive_invalid: u32,
+}
+
+pub fn parse_header(s: &str) -> Result<(String, String), String> {
+    let (name, value) = s.split_once('=').ok_or_else(|| "--header takes NAME=VALUE".to_owned())?;
+    Ok((name.trim().to_owned(), value.to_owned()))
+}
+
+impl RunArgs {
+    /// Parses run flags as the command line would (`pipeline bench suite` runs the suite this
+    /// way, exactly as a user would type it).
+    pub fn from_flags(flags: &[&str]) -> anyhow::Result<Self> {
+        #[derive(clap::Parser)]
+        struct Only {
+            #[command(flatten)]
+            run: RunArgs,
+        }
+        use clap::Parser;
+        Ok(Only::try_parse_from(std::iter::once("pipeline").chain(flags.iter().copied()))?.run)
+    }
+}

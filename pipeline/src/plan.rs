@@ -1,0 +1,415 @@
+//! The run plan: everything one run will do, typed. Both front doors lower into a [`RunPlan`] —
+//! flags (`pipeline --module … --k 3`, [`RunPlan::from_flags`]) and specs (`pipeline run SPEC`,
+//! [`RunPlan::from_spec`]) — and nothing downstream sees either: no string round trip, no
+//! fields patched in afterwards.
+//!
+//! A plan knows its sessions ([`RunPlan::sessions`]: every (task, rep) pair with both arms in
+//! rotated ABBA order) and the [`Fingerprint`] of each: what must be equal for two sessions to
+//! be the same measurement. Resume and `aggregate` compare fingerprints, never names alone.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use records::{Fingerprint, ModelSpec, Provider, Transport};
+use servers::registry::{self, Role, ServerEntry};
+use tasks::Task;
+
+use crate::build_info::BuildInfo;
+use crate::flags::RunArgs;
+use crate::spec::{InputDirs, Spec};
+
+/// The tasks of one module, in the order they run.
+#[derive(Debug, Clone)]
+pub struct ModuleTasks {
+    pub module: String,
+    pub tasks: Vec<Arc<Task>>,
+}
+
+/// A model endpoint and how to reach it. Header values may be secrets: `Debug` shows names only.
+#[derive(Clone)]
+pub struct Endpoint {
+    pub base_url: String,
+    /// Name of the environment variable holding the key (never the key).
+    pub api_key_env: String,
+    pub request_timeout: Duration,
+    pub headers: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("Endpoint")
+            .field("base_url", &self.base_url)
+            .field("api_key_env", &self.api_key_env)
+            .field("request_timeout", &self.request_timeout)
+            .field("header_names", &names)
+            .finish()
+    }
+}
+
+/// One model of the plan: its pinned parameters, and its endpoint (none for the oracle).
+#[derive(Debug, Clone)]
+pub struct ModelPlan {
+    pub spec: ModelSpec,
+    pub endpoint: Option<Endpoint>,
+}
+
+impl ModelPlan {
+    pub fn oracle() -> Self {
+        Self { spec: ModelSpec::oracle(), endpoint: None }
+    }
+
+    pub fn is_oracle(&self) -> bool {
+        self.spec.is_oracle()
+    }
+
+    /// The provider configuration of a model (none for the oracle).
+    pub fn provider_config(&self) -> Option<agent::ProviderConfig> {
+        let e = self.endpoint.as_ref()?;
+        let mut config = agent::ProviderConfig::new(e.base_url.clone(), e.api_key_env.clone(), self.spec.id.clone());
+        config.temperature = self.spec.temperature.map(|t| t as f32);
+        config.max_tokens = self.spec.max_tokens;
+        config.seed = self.spec.seed.map(|s| s as i64);
+        config.request_timeout = e.request_timeout;
+        config.extra_headers = e.headers.clone();
+        Some(config)
+    }
+}
+
+/// One session to run.
+#[derive(Debug, Clone)]
+pub struct PlannedSession {
+    /// Index into [`RunPlan::models`].
+    pub model: usize,
+    pub task: Arc<Task>,
+    pub rep: u32,
+    pub server: &'static ServerEntry,
+    /// 1 if this arm goes first in its (task, rep) pair, 2 if second.
+    pub arm_position: u32,
+}
+
+/// What stops a run early besides a quota answer and an interrupt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Breaker {
+    /// This many sessions in a row invalid for the same reason stop the run.
+    pub max_consecutive_invalid: u32,
+}
+
+/// Everything one run will do.
+#[derive(Debug, Clone)]
+pub struct RunPlan {
+    pub experiment: String,
+    /// `results_dir/experiment`.
+    pub exp_dir: PathBuf,
+    /// The selected servers, pattern before control within a module.
+    pub arms: Vec<&'static ServerEntry>,
+    pub tasks: Vec<ModuleTasks>,
+    /// Repetitions of every task on every arm (the spec's `reps`, the flag `--k`).
+    pub reps: u32,
+    pub models: Vec<ModelPlan>,
+    pub transport: Transport,
+    pub jobs: u32,
+    /// sha256 of each arm's tool manifest, by server name.
+    pub manifests: BTreeMap<String, String>,
+    /// The binary that runs the sessions.
+    pub build: BuildInfo,
+    pub preflight_skipped: bool,
+    /// Rerun sessions recorded invalid (the old records are kept as superseded).
+    pub retry_invalid: bool,
+    pub breaker: Breaker,
+    /// The command line, redacted.
+    pub command: Vec<String>,
+    /// For `pipeline run SPEC`: the gate results the run starts from.
+    pub check: Option<serde_json::Value>,
+}
+
+impl RunPlan {
+    /// Lowers the ad-hoc form, `pipeline --mcp/--module/--all …`.
+    pub async fn from_flags(args: &RunArgs) -> anyhow::Result<Self> {
+        let arms = select_servers(args)?;
+        let models = models_from_flags(args)?;
+        let tasks_dir = args.tasks_dir.clone().unwrap_or_else(tasks::default_tasks_dir);
+        let mut tasks = Vec::new();
+        for module in modules_of(&arms) {
+            let mut ts = tasks::load_module(&tasks_dir, module).with_context(|| format!("loading the tasks of {module}"))?;
+            if !args.tasks.is_empty() {
+                ts.retain(|t| args.tasks.iter().any(|f| t.id.contains(f.as_str())));
+            }
+            tasks.push(ModuleTasks { module: module.to_owned(), tasks: ts.into_iter().map(Arc::new).collect() });
+        }
+        if tasks.iter().all(|m| m.tasks.is_empty()) {
+            bail!("no task matches --tasks {:?} (see `pipeline list`)", args.tasks);
+        }
+        if let Some(scale) = args.scale {
+            override_scale(&mut tasks, scale);
+        }
+        let experiment = args.exp_name.clone().unwrap_or_else(|| default_exp_name(args, &arms));
+        check_experiment_name(&experiment).context("--exp-name")?;
+        Ok(Self {
+            exp_dir: args.results_dir.join(&experiment),
+            experiment,
+            manifests: manifests_of(&arms).await?,
+            arms,
+            tasks,
+            reps: args.k,
+            models,
+            transport: args.transport,
+            jobs: args.jobs,
+            build: BuildInfo::binary(),
+            preflight_skipped: args.skip_preflight,
+            retry_invalid: args.retry_invalid,
+            breaker: Breaker { max_consecutive_invalid: args.max_consecutive_invalid },
+            command: crate::redact::command_line(std::env::args()),
+            check: None,
+        })
+    }
+
+    /// Lowers a checked spec, `pipeline run SPEC`. The spec's frozen task and manifest hashes
+    /// must still hold (they are checked again here: an input may change between the check and
+    /// the run).
+    pub async fn from_spec(spec: &Spec, dirs: &InputDirs, options: &SpecRunOptions) -> anyhow::Result<Self> {
+        let (pattern, control) = registry::arms(&spec.module).with_context(|| format!("no module named {:?}", spec.module))?;
+        let arms = vec![pattern, control];
+        let effective: Vec<_> = spec.arms.iter().map(|a| a.effective_model(&spec.model)).collect();
+        let first = effective.first().cloned().unwrap_or_else(|| spec.model.clone());
+        anyhow::ensure!(
+            effective.iter().all(|m| *m == first),
+            "the arms use different model settings (declared in treatment {:?}); the run loop runs one model setting for both arms, so this spec can be checked but not run yet",
+            spec.treatment
+        );
+        let model = if first.is_oracle() {
+            ModelPlan::oracle()
+        } else {
+            let seed = first.seed.map(|s| u64::try_from(s).map_err(|_| anyhow::anyhow!("model.seed: must be ≥ 0, not {s}"))).transpose()?;
+            ModelPlan {
+                spec: ModelSpec {
+                    id: first.id.clone(),
+                    provider: Provider::OpenAiCompatible,
+                    temperature: first.temperature,
+                    max_tokens: first.max_tokens,
+                    seed,
+                },
+                endpoint: Some(Endpoint {
+                    base_url: first.base_url.clone().unwrap_or_default(),
+                    api_key_env: first.api_key_env.clone().unwrap_or_else(|| "OPENAI_API_KEY".into()),
+                    request_timeout: Duration::from_secs(options.request_timeout_secs),
+                    headers: options.headers.clone(),
+                }),
+            }
+        };
+        let (selected, missing) = crate::spec::select_tasks(&dirs.tasks_dir(), &spec.module, &spec.tasks)?;
+        anyhow::ensure!(missing.is_empty(), "G3 frozen inputs: tasks {missing:?} are in the spec but not in {}", dirs.tasks_dir().display());
+        for t in &selected {
+            anyhow::ensure!(
+                spec.hashes.tasks.get(&t.id).map(|h| &h.sha256) == Some(&t.sha256),
+                "G3 frozen inputs: task {} changed between the check and the run; nothing was started",
+                t.key()
+            );
+        }
+        let manifests = manifests_of(&arms).await?;
+        for (name, sha) in &manifests {
+            anyhow::ensure!(
+                spec.hashes.manifests.get(name).map(|m| &m.sha256) == Some(sha),
+                "G3 frozen inputs: the tool manifest of {name} changed between the check and the run; nothing was started"
+            );
+        }
+        Ok(Self {
+            exp_dir: options.results_dir.join(&spec.experiment),
+            experiment: spec.experiment.clone(),
+            arms,
+            tasks: vec![ModuleTasks { module: spec.module.clone(), tasks: selected.into_iter().map(Arc::new).collect() }],
+            reps: spec.reps,
+            models: vec![model],
+            transport: spec.transport,
+            jobs: spec.jobs,
+            manifests,
+            build: BuildInfo::binary(),
+            preflight_skipped: options.skip_preflight,
+            retry_invalid: options.retry_invalid,
+            breaker: Breaker { max_consecutive_invalid: options.max_consecutive_invalid },
+            command: crate::redact::command_line(std::env::args()),
+            check: options.check.clone(),
+        })
+    }
+
+    /// Every session: per model, per module, per task, per rep, both arms — the arm that goes
+    /// first alternates from one pair to the next (ABBA…), so neither arm always meets a cold
+    /// provider cache or a warm one.
+    pub fn sessions(&self) -> Vec<PlannedSession> {
+        let mut out = Vec::new();
+        for model in 0..self.models.len() {
+            let mut pair = 0usize;
+            for m in &self.tasks {
+                let mut arms: Vec<&'static ServerEntry> = self.arms.iter().copied().filter(|s| s.module == m.module).collect();
+                arms.sort_by_key(|s| s.role != Role::Pattern);
+                for task in &m.tasks {
+                    for rep in 1..=self.reps {
+                        let order: Vec<&'static ServerEntry> = if pair % 2 == 0 { arms.clone() } else { arms.iter().rev().copied().collect() };
+                        pair += 1;
+                        for (i, server) in order.into_iter().enumerate() {
+                            out.push(PlannedSession { model, task: task.clone(), rep, server, arm_position: i as u32 + 1 });
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// What must be equal for a recorded session to count as this one.
+    pub fn fingerprint(&self, s: &PlannedSession) -> Fingerprint {
+        let model = &self.models[s.model];
+        let oracle = model.is_oracle();
+        Fingerprint {
+            model_id: model.spec.id.clone(),
+            provider: model.spec.provider,
+            temperature: model.spec.temperature,
+            max_tokens: model.spec.max_tokens,
+            seed: model.spec.seed,
+            base_url: model.endpoint.as_ref().map(|e| records::fingerprint::url_without_userinfo(&e.base_url)),
+            transport: self.transport,
+            world_seed: s.task.meta.seed,
+            world_scale: s.task.meta.scale,
+            task_sha256: s.task.sha256.clone(),
+            turn_cap: s.task.meta.turn_cap,
+            manifest_sha256: self.manifests.get(s.server.name).cloned().unwrap_or_default(),
+            system_prompt_sha256: (!oracle).then(agent::system_prompt_sha256),
+            build_commit: self.build.commit.clone(),
+            build_dirty: self.build.dirty,
+            // The oracle asks no endpoint anything: there is nothing to preflight.
+            preflight_skipped: !oracle && self.preflight_skipped,
+        }
+    }
+
+    /// Every task of the plan.
+    pub fn all_tasks(&self) -> impl Iterator<Item = &Arc<Task>> {
+        self.tasks.iter().flat_map(|m| m.tasks.iter())
+    }
+
+    /// The models that need an endpoint.
+    pub fn endpoint_models(&self) -> impl Iterator<Item = &ModelPlan> {
+        self.models.iter().filter(|m| !m.is_oracle())
+    }
+}
+
+/// What `pipeline run SPEC` adds to a spec: settings of this run, not of the experiment.
+#[derive(Debug, Clone)]
+pub struct SpecRunOptions {
+    pub results_dir: PathBuf,
+    pub retry_invalid: bool,
+    pub skip_preflight: bool,
+    pub max_consecutive_invalid: u32,
+    pub request_timeout_secs: u64,
+    pub headers: Vec<(String, String)>,
+    pub check: Option<serde_json::Value>,
+}
+
+/// An experiment name is one plain folder name.
+pub fn check_experiment_name(name: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        !name.is_empty() && !name.contains('/') && !name.contains('\\') && !name.starts_with('.'),
+        "the experiment name must be a plain folder name, not {name:?}"
+    );
+    Ok(())
+}
+
+/// The selected servers. `--mcp` names servers one by one; `--module` and `--all` take both arms
+/// of modules; clap refuses to combine them.
+fn select_servers(args: &RunArgs) -> anyhow::Result<Vec<&'static ServerEntry>> {
+    let mut out: Vec<&'static ServerEntry> = Vec::new();
+    let mut push = |s: &'static ServerEntry| {
+        if !out.iter().any(|o| o.name == s.name) {
+            out.push(s);
+        }
+    };
+    if args.all {
+        registry::servers().for_each(&mut push);
+    }
+    for m in &args.module {
+        let (p, c) = registry::arms(m).with_context(|| format!("no module named {m:?}; modules: {}", registry::modules().join(", ")))?;
+        push(p);
+        push(c);
+    }
+    for name in &args.mcp {
+        let s = registry::find(name).with_context(|| format!("no server named {name:?}; servers: {}", registry::names().join(", ")))?;
+        push(s);
+    }
+    if out.is_empty() {
+        bail!("nothing to run: give --mcp SERVER[,SERVER], --module MODULE or --all (see `pipeline servers`)");
+    }
+    Ok(out)
+}
+
+fn modules_of(arms: &[&'static ServerEntry]) -> Vec<&'static str> {
+    let mut modules: Vec<&'static str> = Vec::new();
+    for s in arms {
+        if !modules.contains(&s.module) {
+            modules.push(s.module);
+        }
+    }
+    modules
+}
+
+fn override_scale(tasks: &mut [ModuleTasks], scale: u32) {
+    for m in tasks {
+        for t in &mut m.tasks {
+            Arc::make_mut(t).meta.scale = scale;
+        }
+    }
+}
+
+fn default_exp_name(args: &RunArgs, arms: &[&ServerEntry]) -> String {
+    if args.all {
+        return format!("all_k{}", args.k);
+    }
+    let names: Vec<&str> = arms.iter().map(|s| s.name).collect();
+    format!("{}_k{}", names.join("+"), args.k)
+}
+
+fn models_from_flags(args: &RunArgs) -> anyhow::Result<Vec<ModelPlan>> {
+    if args.models.is_empty() {
+        bail!(
+            "no model given: pass --models oracle to replay the oracle plans, or --models MODEL_ID for a model-driven run \
+             (with the API key in ${} and, for a gateway or a local server, --base-url URL)",
+            args.api_key_env
+        );
+    }
+    let mut out: Vec<ModelPlan> = Vec::new();
+    for id in &args.models {
+        if out.iter().any(|m| &m.spec.id == id) {
+            continue;
+        }
+        if id == "oracle" {
+            out.push(ModelPlan::oracle());
+            continue;
+        }
+        out.push(ModelPlan {
+            spec: ModelSpec {
+                id: id.clone(),
+                provider: Provider::OpenAiCompatible,
+                temperature: Some(args.temperature),
+                max_tokens: args.max_tokens,
+                seed: args.seed,
+            },
+            endpoint: Some(Endpoint {
+                base_url: args.base_url.clone().unwrap_or_default(),
+                api_key_env: args.api_key_env.clone(),
+                request_timeout: Duration::from_secs(args.request_timeout_secs),
+                headers: args.headers.clone(),
+            }),
+        });
+    }
+    Ok(out)
+}
+
+async fn manifests_of(arms: &[&'static ServerEntry]) -> anyhow::Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for s in arms {
+        let m = servers::ToolManifest::offline(s).await.with_context(|| format!("listing the tool manifest of {}", s.name))?;
+        out.insert(s.name.to_owned(), m.sha256());
+    }
+    Ok(out)
+}

@@ -1,0 +1,172 @@
+//! One session: reset the world, start the arm, run the model (or the oracle), verify, and turn
+//! it all into a [`SessionRecord`].
+
+use std::time::Instant;
+
+use agent::{ServerConnection, SessionOutcome};
+use records::{HarnessTimings, InvalidReason, SCHEMA_VERSION, SessionRecord, Totals, Validity, VerifierOutcome};
+use servers::registry::ServerEntry;
+
+use crate::experiment::Pending;
+use crate::run::RunContext;
+
+/// What one session left, and what the run loop needs to know about it.
+pub struct Finished {
+    pub record: SessionRecord,
+    /// The transcript as JSON Lines.
+    pub transcript: String,
+    /// The harness's own milliseconds (reset, verify, and the session minus model and tools).
+    pub harness_ms: f64,
+    /// Set when the harness's own infrastructure failed (database, backend, serving the arm):
+    /// the run stops, since every later session would fail the same way.
+    pub infrastructure: Option<String>,
+}
+
+/// Resets, runs, verifies.
+pub async fn run_one(ctx: &RunContext, pending: &Pending, backend_url: &str, world: &backend::World) -> Finished {
+    let job = &pending.session;
+    let task = &job.task;
+    let model = &ctx.plan.models[job.model];
+    let reset_started = Instant::now();
+    let reset = world.reset(task.spec()).await.map_err(|e| format!("resetting the world: {e}"));
+    let baseline = match reset {
+        Ok(()) => task.verifier.baseline(&world.pool()).await.map_err(|e| format!("reading the baseline of the seeded world: {e}")),
+        Err(e) => Err(e),
+    };
+    let reset_ms = reset_started.elapsed().as_secs_f64() * 1000.0;
+    let session_started = Instant::now();
+    let mut infrastructure = None;
+    let outcome = match &baseline {
+        Err(e) => {
+            infrastructure = Some(e.clone());
+            harness_failure(e.clone())
+        }
+        Ok(_) => match connection(ctx, job.server, backend_url).await {
+            Err(e) => {
+                let detail = format!("serving {} over HTTP: {e}", job.server.name);
+                infrastructure = Some(detail.clone());
+                harness_failure(detail)
+            }
+            Ok((conn, http_server)) => {
+                let outcome = if model.is_oracle() {
+                    match task.plan_for(job.server.name) {
+                        Some(plan) => agent::oracle::run(&conn, &task.text, plan).await,
+                        None => harness_failure(format!("no oracle plan for {}", job.server.name)),
+                    }
+                } else {
+                    match ctx.providers.get(&model.spec.id) {
+                        Some(provider) => agent::session::run(&conn, &task.text, agent::SYSTEM_PROMPT, task.meta.turn_cap, provider, &ctx.quota).await,
+                        None => harness_failure(format!("no provider for model {}", model.spec.id)),
+                    }
+                };
+                if let Some(h) = http_server {
+                    h.abort();
+                }
+                outcome
+            }
+        },
+    };
+    let session_ms = session_started.elapsed().as_secs_f64() * 1000.0;
+    let verify_started = Instant::now();
+    let verifier = match (&baseline, outcome.validity.is_valid()) {
+        (Ok(baseline), true) => Some(task.verifier.verify(&world.pool(), baseline, outcome.final_answer.as_deref().unwrap_or("")).await),
+        _ => None,
+    };
+    let verify_ms = verify_started.elapsed().as_secs_f64() * 1000.0;
+    // The harness's own time: everything but the tool calls and the model's answering requests
+    // (a provider's failed attempts and backoff waits are not separated out, so the run's
+    // summary reports overhead over valid sessions only).
+    let call_ms: f64 = outcome.tool_calls.iter().map(|c| c.latency_ms).sum();
+    let model_ms: f64 = outcome.turns.iter().map(|t| t.latency_ms).sum();
+    let harness_ms = reset_ms + verify_ms + (session_ms - call_ms - model_ms).max(0.0);
+    let transcript: String = outcome.transcript.iter().map(|e| format!("{e}\n")).collect();
+    let timings = HarnessTimings { reset_ms, session_ms, verify_ms, write_ms: 0.0 };
+    Finished { record: record_of(ctx, pending, &outcome, verifier, timings), transcript, harness_ms, infrastructure }
+}
+
+/// The record of a session stopped by an interrupt while in flight: invalid, `interrupted`, so a
+/// resume runs it again.
+pub fn interrupted(ctx: &RunContext, pending: &Pending, signal: &str) -> Finished {
+    let outcome = harness_failure(String::new());
+    let mut record = record_of(ctx, pending, &outcome, None, HarnessTimings::default());
+    record.validity = Validity::invalid(InvalidReason::Interrupted, format!("the run was interrupted ({signal}) while this session was in flight"));
+    Finished { record, transcript: String::new(), harness_ms: 0.0, infrastructure: None }
+}
+
+fn record_of(ctx: &RunContext, pending: &Pending, outcome: &SessionOutcome, verifier: Option<VerifierOutcome>, harness: HarnessTimings) -> SessionRecord {
+    let job = &pending.session;
+    let task = &job.task;
+    let model = &ctx.plan.models[job.model];
+    let fingerprint = ctx.plan.fingerprint(job);
+    SessionRecord {
+        schema_version: SCHEMA_VERSION,
+        experiment: ctx.plan.experiment.clone(),
+        module: task.module.clone(),
+        server: job.server.name.to_owned(),
+        role: job.server.role,
+        task: task.id.clone(),
+        task_sha256: task.sha256.clone(),
+        rep: job.rep,
+        arm_position: job.arm_position,
+        model: model.spec.clone(),
+        manifest_sha256: fingerprint.manifest_sha256.clone(),
+        system_prompt_sha256: fingerprint.system_prompt_sha256.clone(),
+        git_commit: ctx.plan.build.commit.clone(),
+        git_dirty: ctx.plan.build.dirty,
+        world_seed: task.meta.seed,
+        world_scale: task.meta.scale,
+        transport: Some(ctx.plan.transport),
+        fingerprint_sha256: Some(fingerprint.sha256()),
+        fingerprint: Some(fingerprint),
+        attempt: Some(pending.attempt),
+        started_at: outcome.started_at,
+        ended_at: outcome.ended_at,
+        turn_cap: task.meta.turn_cap,
+        turn_cap_hit: outcome.turn_cap_hit,
+        context_exceeded: outcome.context_exceeded,
+        tool_call_as_text: outcome.tool_call_as_text,
+        unparseable_output: outcome.unparseable_output,
+        turns: outcome.turns.len(),
+        turn_records: outcome.turns.clone(),
+        totals: Totals::of(&outcome.turns),
+        provider_retries: Some(outcome.provider_retries),
+        failed_turn: outcome.failed_turn.clone(),
+        tool_calls: outcome.tool_calls.clone(),
+        offered: outcome.offered.clone(),
+        final_answer: outcome.final_answer.clone(),
+        verifier,
+        validity: outcome.validity.clone(),
+        oracle: outcome.oracle.clone(),
+        cost_usd: None,
+        harness,
+        superseded: None,
+    }
+}
+
+fn harness_failure(detail: String) -> SessionOutcome {
+    let now = chrono::Utc::now();
+    SessionOutcome {
+        provider: "harness".into(),
+        validity: Validity::invalid(InvalidReason::HarnessError, detail),
+        turns: vec![],
+        tool_calls: vec![],
+        final_answer: None,
+        turn_cap_hit: false,
+        context_exceeded: false,
+        tool_call_as_text: false,
+        unparseable_output: false,
+        offered: Default::default(),
+        oracle: None,
+        started_at: now,
+        ended_at: now,
+        provider_retries: 0,
+        failed_turn: None,
+        transcript: vec![],
+    }
+}
+
+/// How this session reaches its server: a `pipeline serve` child over stdio, or an in-process
+/// streamable HTTP server (returned so it can be stopped).
+async fn connection(ctx: &RunContext, server: &ServerEntry, backend_url: &str) -> std::io::Result<(ServerConnection, Option<tokio::task::JoinHandle<()>>)> {
+    crate::arm::connect(server, ctx.plan.transport, backend_url, &ctx.serve_prefix).await
+}
