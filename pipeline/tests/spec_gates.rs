@@ -2,9 +2,11 @@
 //! and runs; then one deliberately broken spec or setup per gate (DESIGN §9), each of which must
 //! print `INVALID — gate failures:` with the gate's name, exit 1 and start zero sessions.
 //!
-//! Every test pins the build check (G2) to a throwaway git repository (`MCPBENCH_BUILD_DIR`), so
-//! the outcome does not depend on whether this work tree is clean; tests that break a task work
-//! on a copy of the tasks (`MCPBENCH_TASKS_DIR`). Runs the real binary.
+//! Every test pins the build check (G2) to a throwaway clone of this repository at the commit
+//! the binary was built from (`MCPBENCH_BUILD_DIR`), so the outcome does not depend on whether
+//! this work tree is clean; when the binary itself was built from uncommitted changes, specs are
+//! frozen with `--allow-dirty` (G2 holds the binary too). Tests that break a task work on a copy
+//! of the tasks (`MCPBENCH_TASKS_DIR`). Runs the real binary.
 
 mod common;
 
@@ -15,22 +17,33 @@ use std::process::{Command, Output};
 const MODULE: &str = "tool_orchestrator";
 const TASK: &str = "lena_goes_on_leave";
 
-/// A throwaway git repository standing in for the build, and the results folder.
+/// A throwaway clone of the build, and the results folder.
 struct Env {
     tmp: tempfile::TempDir,
     tasks_dir: Option<PathBuf>,
+    /// The binary was built from uncommitted changes.
+    binary_dirty: bool,
+}
+
+/// The commit the binary was built from and whether it was dirty, from `pipeline --version`.
+fn binary_build() -> (String, bool) {
+    let out = Command::new(env!("CARGO_BIN_EXE_pipeline")).arg("--version").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let commit = text.split("(commit ").nth(1).and_then(|r| r.split(',').next()).unwrap_or_default().to_owned();
+    assert_eq!(commit.len(), 40, "the binary must embed its commit: {text}");
+    (commit, text.contains("dirty: true"))
 }
 
 impl Env {
     fn new() -> Self {
         let tmp = tempfile::tempdir().unwrap();
         let repo = tmp.path().join("build");
-        std::fs::create_dir_all(&repo).unwrap();
-        std::fs::write(repo.join("src.txt"), "built\n").unwrap();
-        git(&repo, &["init", "-q"]);
-        git(&repo, &["add", "src.txt"]);
-        git(&repo, &["-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-qm", "build"]);
-        Self { tmp, tasks_dir: None }
+        let (commit, binary_dirty) = binary_build();
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let s = Command::new("git").args(["clone", "-q", "--no-checkout", "--shared"]).arg(root).arg(&repo).status().unwrap();
+        assert!(s.success(), "cloning the build");
+        git(&repo, &["checkout", "-q", "--detach", &commit]);
+        Self { tmp, tasks_dir: None, binary_dirty }
     }
 
     fn build_dir(&self) -> PathBuf {
@@ -68,8 +81,17 @@ impl Env {
         c
     }
 
-    /// `pipeline freeze` of two tasks of the module; returns the spec as a TOML table.
+    /// `pipeline freeze` of two tasks of the module (allowing a dirty build when the binary is
+    /// dirty); returns the spec as a TOML table.
     fn freeze(&self, extra: &[&str]) -> toml::Table {
+        let mut args = extra.to_vec();
+        if self.binary_dirty {
+            args.push("--allow-dirty");
+        }
+        self.freeze_exactly(&args)
+    }
+
+    fn freeze_exactly(&self, extra: &[&str]) -> toml::Table {
         let out = self
             .pipeline()
             .args(["freeze", "--module", MODULE, "--tasks", &format!("{TASK},two_tickets_for_globex"), "--exp-name", "e", "--out"])
@@ -218,8 +240,8 @@ fn g1_an_extra_tool_offered_to_an_arm() {
 #[test]
 fn g2_a_dirty_build() {
     let env = Env::new();
-    env.freeze(&["--models", "oracle"]);
-    std::fs::write(env.build_dir().join("src.txt"), "edited after the commit\n").unwrap();
+    env.freeze_exactly(&["--models", "oracle"]);
+    std::fs::write(env.build_dir().join("README.md"), "edited after the commit\n").unwrap();
     let text = assert_invalid(&env, &env.cmd("run"), "G2 build");
     assert!(text.contains("uncommitted"), "{text}");
 
