@@ -10,6 +10,7 @@ pub mod error;
 pub mod html;
 pub mod load;
 pub mod markdown;
+pub mod merge;
 pub mod metrics;
 pub mod stats;
 
@@ -17,6 +18,7 @@ use std::path::{Path, PathBuf};
 
 pub use error::{AggregateError, Result};
 pub use load::{Experiment, Loaded, Price, PriceTable, load_experiment};
+pub use merge::merge_experiments;
 pub use metrics::{Options, Summary, Verdict, summarise};
 
 /// Everything rendered for one experiment (the PNG is rendered when written).

@@ -151,3 +151,39 @@ fn records_of_another_experiment_are_refused() {
     assert!(matches!(e, AggregateError::MixedExperiments { ref theirs_path, .. } if *theirs_path == path), "{e}");
     assert!(e.to_string().contains("\"other\""), "{e}");
 }
+
+#[test]
+fn folders_with_identical_fingerprints_merge_and_unlike_ones_do_not() {
+    let root = tempfile::tempdir().unwrap();
+    let (a, b) = (root.path().join("exp-a"), root.path().join("exp-b"));
+    let named = |name: &'static str| {
+        move |mut r: records::SessionRecord| {
+            r.experiment = name.into();
+            fingerprinted(r)
+        }
+    };
+    pairs(&a, "m", &["t1"], 1..=2, named("exp-a"));
+    pairs(&b, "m", &["t2"], 1..=2, named("exp-b"));
+    let merged = aggregate::merge_experiments(&[a.clone(), b.clone()]).unwrap();
+    let rep = aggregate::report_from(&merged, None, &opts()).unwrap();
+    assert_eq!(rep.summary.experiments, ["exp-a", "exp-b"]);
+    assert_eq!(rep.summary.models[0].modules[0].paired.pairs_used, 4, "pooled, as one experiment");
+
+    // A part that ran at another temperature is refused, naming a file of each part.
+    let c = root.path().join("exp-c");
+    pairs(&c, "m", &["t3"], 1..=2, |r| with_fingerprint(named("exp-c")(r), |f| f.temperature = Some(1.0)));
+    let e = aggregate::merge_experiments(&[a.clone(), c.clone()]).unwrap_err();
+    assert!(matches!(e, AggregateError::Incomparable { .. }), "{e}");
+    assert!(e.to_string().contains("exp-a") && e.to_string().contains("exp-c"), "{e}");
+
+    // The same session in two parts is a duplicate.
+    let e = aggregate::merge_experiments(&[a.clone(), a.clone()]).unwrap_err();
+    assert!(matches!(e, AggregateError::DuplicateRecord { .. }), "{e}");
+
+    // Records without fingerprints cannot show they belong together.
+    let old = root.path().join("exp-old");
+    pairs(&old, "m", &["t4"], 1..=1, |r| r);
+    let e = aggregate::merge_experiments(&[a, old]).unwrap_err();
+    assert!(matches!(e, AggregateError::Unmergeable { .. }), "{e}");
+    assert!(e.to_string().contains("no fingerprints"), "{e}");
+}
