@@ -129,7 +129,7 @@ pub fn render(s: &Summary) -> String {
         .unwrap();
     }
     if s.run.preflight_skipped {
-        writeln!(o, "> **The endpoint preflight was skipped** (--skip-preflight): nothing checked before the sessions that the endpoint parses tool calls and reports usage.\n").unwrap();
+        writeln!(o, "> **The endpoint preflight was skipped** (--skip-preflight): nothing checked before the sessions that the endpoint answers, serves the model id and returns tool calls natively; a broken setup can look like valid failures.\n").unwrap();
     }
     for n in &s.notices {
         writeln!(o, "> {n}\n").unwrap();
