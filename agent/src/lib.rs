@@ -7,6 +7,8 @@
 //!   model; labelled `oracle` everywhere and never mixed into model results.
 //! * [`provider`]: the OpenAI-compatible model provider — tolerant parsing, exact usage, retries
 //!   it decides and counts itself, quota/session-limit detection; the API key never leaves it.
+//! * [`preflight`]: before a run, a few tokens check that the endpoint answers, serves the model
+//!   and returns native tool calls; it fails closed, naming what to fix.
 //! * [`session`]: the model-driven agent loop, the fixed system prompt, the run-wide stop signal.
 //! * [`text_call`]: a function call the model wrote as text instead of a native tool call.
 //! * [`record`]: what a session produced ([`SessionOutcome`]); the record it becomes, and its
@@ -14,12 +16,14 @@
 
 pub mod mcp;
 pub mod oracle;
+pub mod preflight;
 pub mod provider;
 pub mod record;
 pub mod session;
 pub mod text_call;
 
 pub use mcp::ServerConnection;
+pub use preflight::{Preflight, PreflightCheck, PreflightFailure, PreflightFailureKind, preflight};
 pub use provider::{OpenAiCompatible, ProviderConfig, RetryPolicy};
 pub use record::{InvalidReason, SessionOutcome, Usage, Validity};
 pub use session::{SYSTEM_PROMPT, StopSignal, system_prompt_sha256, transcript_jsonl};

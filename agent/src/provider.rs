@@ -17,7 +17,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use async_openai::config::OpenAIConfig;
+use async_openai::config::{Config, OpenAIConfig};
 use async_openai::error::OpenAIError;
 use async_openai::middleware::HttpRequestFactory;
 use reqwest::StatusCode;
@@ -327,6 +327,38 @@ impl OpenAiCompatible {
 
     /// Exactly one HTTP request, classified.
     async fn attempt(&self, body: &Value) -> AttemptOutcome {
+        self.exchange(body).await.0
+    }
+
+    /// The chat-completions URL requests go to.
+    pub(crate) fn chat_url(&self) -> String {
+        self.client_config.url("/chat/completions")
+    }
+
+    pub(crate) fn models_url(&self) -> String {
+        self.client_config.url("/models")
+    }
+
+    /// `GET /models` with the key and extra headers every request carries: status and body.
+    pub(crate) async fn list_models(&self) -> Result<(u16, String), reqwest::Error> {
+        let response = self.http.get(self.models_url()).headers(self.client_config.headers()).send().await?;
+        let status = response.status().as_u16();
+        Ok((status, response.text().await?))
+    }
+
+    /// What must never be written: every header value sent (`Bearer <key>`, extra headers) and
+    /// the key alone. Values shorter than 8 bytes are left out: they cannot be told apart from
+    /// ordinary words, and redacting those would mangle a provider's text.
+    pub(crate) fn secret_values(&self) -> Vec<String> {
+        let mut values: Vec<String> = self.client_config.headers().values().filter_map(|v| v.to_str().ok()).map(str::to_owned).collect();
+        values.extend(values.iter().filter_map(|v| v.strip_prefix("Bearer ")).map(str::to_owned).collect::<Vec<_>>());
+        values.retain(|v| v.len() >= 8);
+        values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        values
+    }
+
+    /// One request, classified as [`Self::complete`] classifies it, with what came back.
+    pub(crate) async fn exchange(&self, body: &Value) -> (AttemptOutcome, Exchange) {
         let seen: Arc<Mutex<Option<(StatusCode, HeaderMap)>>> = Arc::default();
         let service = {
             let http = self.http.clone();
@@ -345,7 +377,37 @@ impl OpenAiCompatible {
         let client = async_openai::Client::build(self.http.clone(), self.client_config.clone()).with_http_service(service);
         let result: Result<Value, OpenAIError> = client.chat().create_byot(body).await;
         let seen = seen.lock().unwrap().take();
-        classify(result, seen)
+        let exchange = Exchange::of(&result, seen.as_ref().map(|(s, _)| *s));
+        (classify(result, seen), exchange)
+    }
+}
+
+/// What one request got back, as far as async-openai keeps it: a chat completion or a body that
+/// is not JSON verbatim, a 5xx body verbatim (it keeps it whole as the message), a 4xx JSON error
+/// re-serialised from the fields it parses (`message`, `type`, `param`, `code`). Never headers.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Exchange {
+    /// `None` when no HTTP answer arrived.
+    pub status: Option<u16>,
+    pub body: Option<String>,
+    /// The body is the bytes as received (false for a re-serialised 4xx error).
+    pub verbatim: bool,
+}
+
+impl Exchange {
+    fn of(result: &Result<Value, OpenAIError>, status: Option<StatusCode>) -> Self {
+        let status = status.map(|s| s.as_u16());
+        let (body, verbatim) = match result {
+            Ok(raw) => (Some(raw.to_string()), true),
+            Err(OpenAIError::ApiError(api)) if api.status_code.is_server_error() => (Some(api.api_error.message.clone()), true),
+            Err(OpenAIError::ApiError(api)) => {
+                let e = &api.api_error;
+                (Some(json!({ "error": { "message": e.message, "type": e.r#type, "param": e.param, "code": e.code } }).to_string()), false)
+            }
+            Err(OpenAIError::JSONDeserialize(_, body)) => (Some(body.clone()), true),
+            Err(_) => (None, false),
+        };
+        Self { status, body, verbatim }
     }
 }
 
@@ -395,7 +457,7 @@ impl ProviderFailure {
 }
 
 #[derive(Debug)]
-enum AttemptOutcome {
+pub(crate) enum AttemptOutcome {
     Answer(ChatResponse, Value),
     Transient { detail: String, retry_after: Option<Duration> },
     Limit(String),
@@ -489,7 +551,7 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
 }
 
-fn error_chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut source = e.source();
     while let Some(inner) = source {
@@ -594,7 +656,7 @@ impl ChatResponse {
     }
 
     /// The verbatim text when this answer is a quota or session-limit refusal.
-    fn limit_refusal(&self) -> Option<String> {
+    pub(crate) fn limit_refusal(&self) -> Option<String> {
         let m = self.message();
         if !m.tool_calls.is_empty() {
             return None;

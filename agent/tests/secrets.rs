@@ -55,3 +55,37 @@ async fn no_written_artefact_contains_the_key_or_a_header_value() {
     assert!(debug.contains(KEY_ENV) && debug.contains(SECRET_HEADER));
     assert!(agent::transcript_jsonl(&ok).lines().all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()));
 }
+
+#[tokio::test]
+async fn a_serialised_preflight_never_contains_the_key_or_a_header_value() {
+    let mut preflights = vec![];
+    // Passing: both requests carried the key and the header.
+    let fake = FakeModel::start(vec![Reply::json(tool_calls(&[("c", "preflight_echo", r#"{"word":"ready"}"#)], usage(10, 1)))]).await;
+    fake.list_models(&["fake-model"]);
+    preflights.push(agent::preflight(&provider(config(&fake.base_url))).await);
+    assert!(preflights[0].passed);
+    assert_eq!(fake.models_received()[0].header(SECRET_HEADER), Some(SECRET_HEADER_VALUE));
+    // A gateway that quotes what it was sent, in the listing and in the chat answer.
+    let echo = format!(
+        r#"{{"error":{{"message":"rejected Authorization: Bearer {KEY} with {SECRET_HEADER}: {SECRET_HEADER_VALUE}","type":"invalid_request_error"}}}}"#
+    );
+    let fake = FakeModel::start(vec![Reply::raw(403, &echo)]).await;
+    fake.serve_models(404, &echo);
+    preflights.push(agent::preflight(&provider(config(&fake.base_url))).await);
+    let fake = FakeModel::start(vec![Reply::json(text(&format!("my key is {KEY}"), usage(1, 1)))]).await;
+    preflights.push(agent::preflight(&provider(config(&fake.base_url))).await);
+    let fake = FakeModel::start(vec![Reply::raw(500, &echo)]).await;
+    preflights.push(agent::preflight(&provider(config(&fake.base_url))).await);
+
+    for p in &preflights {
+        let written = [serde_json::to_string_pretty(p).unwrap(), format!("{p:?}"), p.summary()];
+        for text in &written {
+            for secret in [KEY, SECRET_HEADER_VALUE] {
+                assert!(!text.contains(secret), "a preflight record contains a secret: {text}");
+            }
+        }
+    }
+    let echoed = serde_json::to_string(&preflights[1]).unwrap();
+    assert!(echoed.contains("rejected Authorization: <redacted> with x-gateway-token: <redacted>"), "{echoed}");
+    assert!(serde_json::to_string(&preflights[2]).unwrap().contains("my key is <redacted>"));
+}

@@ -83,6 +83,10 @@ impl Received {
 struct FakeState {
     script: Arc<Mutex<VecDeque<Reply>>>,
     received: Arc<Mutex<Vec<Received>>>,
+    /// The answer to every `GET /v1/models` (status, body); none: 404, as from a server without
+    /// the listing.
+    models: Arc<Mutex<Option<(u16, String)>>>,
+    models_received: Arc<Mutex<Vec<Received>>>,
 }
 
 pub struct FakeModel {
@@ -96,7 +100,10 @@ impl FakeModel {
     pub async fn start(replies: Vec<Reply>) -> Self {
         let state = FakeState::default();
         state.script.lock().unwrap().extend(replies);
-        let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(chat_completions)).with_state(state.clone());
+        let app = axum::Router::new()
+            .route("/v1/chat/completions", axum::routing::post(chat_completions))
+            .route("/v1/models", axum::routing::get(models))
+            .with_state(state.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
         let server = tokio::spawn(async move {
@@ -112,6 +119,39 @@ impl FakeModel {
     pub fn unanswered(&self) -> usize {
         self.state.script.lock().unwrap().len()
     }
+
+    /// Answers every `GET /v1/models` with `status` and `body`.
+    pub fn serve_models(&self, status: u16, body: &str) {
+        *self.state.models.lock().unwrap() = Some((status, body.to_owned()));
+    }
+
+    /// Answers `GET /v1/models` with an OpenAI-style listing of `ids`.
+    pub fn list_models(&self, ids: &[&str]) {
+        let data: Vec<Value> = ids.iter().map(|id| json!({ "id": id, "object": "model", "created": 1_700_000_000, "owned_by": "fake" })).collect();
+        self.serve_models(200, &json!({ "object": "list", "data": data }).to_string());
+    }
+
+    /// The `GET /v1/models` requests received (headers only; they have no body).
+    pub fn models_received(&self) -> Vec<Received> {
+        self.state.models_received.lock().unwrap().clone()
+    }
+}
+
+async fn models(State(state): State<FakeState>, headers: HeaderMap) -> Response {
+    let headers = headers.iter().map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("<binary>").to_owned())).collect();
+    state.models_received.lock().unwrap().push(Received { headers, body: Value::Null });
+    match state.models.lock().unwrap().clone() {
+        Some((status, body)) => (StatusCode::from_u16(status).unwrap(), [("content-type", "application/json")], body).into_response(),
+        None => (StatusCode::NOT_FOUND, "fake model: no model listing").into_response(),
+    }
+}
+
+/// A base URL where nothing listens: a port the OS just handed out and that was released.
+pub async fn nobody_listening() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    format!("http://{addr}/v1")
 }
 
 impl Drop for FakeModel {
