@@ -164,7 +164,7 @@ impl Run<'_> {
             }
         };
         let body = self.clean(&body);
-        self.probes.push(json!({ "request": request, "response": self.response(Some(status), Some(&body), true) }));
+        self.probes.push(json!({ "request": request, "response": self.response(status, Some(&body), true) }));
         if matches!(status, 401 | 403) {
             self.endpoint = Some((false, format!("GET {url} refused the key: HTTP {status}")));
             return Err(self.unauthorized(format!("HTTP {status}: {body}")));
@@ -317,19 +317,19 @@ impl Run<'_> {
             None => json!({ "request": request, "response": null }),
             Some(status) => {
                 let text = exchange.body.as_deref().map(|b| self.clean(b));
-                json!({ "request": request, "response": self.response(Some(status), text.as_deref(), exchange.verbatim) })
+                json!({ "request": request, "response": self.response(status, text.as_deref(), exchange.verbatim) })
             }
         };
         self.probes.push(probe);
     }
 
-    fn response(&self, status: Option<u16>, body: Option<&str>, verbatim: bool) -> Value {
+    fn response(&self, status: u16, body: Option<&str>, verbatim: bool) -> Value {
         let mut response = json!({ "status": status, "body": body.map(|b| truncate(b, PROBE_BODY_LIMIT)) });
         if let Some(b) = body.filter(|b| b.len() > PROBE_BODY_LIMIT) {
             response["body_bytes"] = json!(b.len());
         }
         if !verbatim {
-            // async-openai parses a 4xx JSON error and drops the bytes; this is its fields again.
+            // async-openai parses JSON answers and drops the bytes: this is the parsed value again.
             response["body_reserialised"] = json!(true);
         }
         response

@@ -9,6 +9,10 @@
 //!   its `middleware` feature instead, so each HTTP request is exactly one attempt; the retry loop
 //!   lives in [`OpenAiCompatible::complete`] and every retry is counted. The service also keeps
 //!   the status and headers of the attempt, which async-openai's error type drops (`Retry-After`).
+//! * An endpoint that says it could not parse the model's own output (llama.cpp's, Ollama's
+//!   wording in [`UNPARSEABLE_OUTPUT_PHRASES`]) is told apart from other server errors: it is the
+//!   model's doing. With pinned sampling it is retried once, since a second identical answer
+//!   proves it deterministic; otherwise as any transient fault.
 //! * The API key is read once from a named environment variable and lives only inside
 //!   async-openai's `SecretString`; extra header values (possibly secrets too) live only in its
 //!   header map. Neither is reachable through `Debug`, [`ProviderConfig::record_params`] or any
@@ -250,8 +254,10 @@ impl OpenAiCompatible {
         body
     }
 
-    /// One turn: sends the request, retrying transient faults within the policy. Every attempt
-    /// that failed is appended to `events` (status, verbatim error text, the wait before the next).
+    /// One turn: sends the request, retrying transient faults within the policy (an output the
+    /// endpoint cannot parse: once, when sampling is pinned and the retry repeats it). Every
+    /// attempt that failed is appended to `events` (status, verbatim error text, the wait before
+    /// the next).
     pub async fn complete(&self, messages: &[Value], tools: &[Value], events: &mut Vec<Value>) -> Result<Completion, ProviderFailure> {
         let body = self.request_body(messages, tools);
         let mut retries = 0u32;
@@ -382,15 +388,16 @@ impl OpenAiCompatible {
     }
 }
 
-/// What one request got back, as far as async-openai keeps it: a chat completion or a body that
-/// is not JSON verbatim, a 5xx body verbatim (it keeps it whole as the message), a 4xx JSON error
+/// What one request got back, as far as async-openai keeps it: a body that is not JSON and a 5xx
+/// body verbatim (it keeps the latter whole as the message); a chat completion re-serialised
+/// from the JSON value it parsed (same content, keys may be reordered); a 4xx JSON error
 /// re-serialised from the fields it parses (`message`, `type`, `param`, `code`). Never headers.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Exchange {
     /// `None` when no HTTP answer arrived.
     pub status: Option<u16>,
     pub body: Option<String>,
-    /// The body is the bytes as received (false for a re-serialised 4xx error).
+    /// The body is the bytes as received (false for anything re-serialised).
     pub verbatim: bool,
 }
 
@@ -398,7 +405,7 @@ impl Exchange {
     fn of(result: &Result<Value, OpenAIError>, status: Option<StatusCode>) -> Self {
         let status = status.map(|s| s.as_u16());
         let (body, verbatim) = match result {
-            Ok(raw) => (Some(raw.to_string()), true),
+            Ok(raw) => (Some(raw.to_string()), false),
             Err(OpenAIError::ApiError(api)) if api.status_code.is_server_error() => (Some(api.api_error.message.clone()), true),
             Err(OpenAIError::ApiError(api)) => {
                 let e = &api.api_error;
