@@ -375,8 +375,11 @@ pub struct PreflightReport {
 }
 
 pub async fn preflight_model(provider: &OpenAiCompatible) -> PreflightReport {
-    let _ = provider;
-    PreflightReport { verdict: Err("PREFLIGHT-PENDING".into()), json: serde_json::Value::Null }
+    let p = agent::preflight::preflight(provider).await;
+    let json = serde_json::to_value(&p).unwrap_or_default();
+    // One line per failure, so every line of a gate report starts with the gate's name.
+    let verdict = if p.passed { Ok(()) } else { Err(format!("{} (--skip-preflight runs anyway, recorded)", p.summary().replace('\n', " — "))) };
+    PreflightReport { verdict, json }
 }
 
 /// G1 (what the agent is really offered), G5 and G7: they need a backend.

@@ -184,19 +184,21 @@ pub async fn run(plan: RunPlan, accepted: impl FnOnce(&Experiment) -> anyhow::Re
         let world = if w == 0 { WorkerWorld::Shared(main.url().to_owned(), main.world().clone()) } else { WorkerWorld::Own(main.cluster().clone()) };
         workers.push(tokio::spawn(async move { worker(w, queue, ctx, results, world, experiment_dir).await }));
     }
-    let mut first_error = None;
+    // A worker that fails (its world would not start, a record could not be written) stops the
+    // run like any broken infrastructure: the others stop starting sessions, the summary stands.
     for w in workers {
         if let Err(e) = w.await.map_err(anyhow::Error::from).and_then(|r| r) {
-            first_error.get_or_insert(e);
+            ctx.halt("infrastructure", format!("{e:#}"));
         }
     }
-    main.shutdown().await?;
+    // After the sessions, a failing shutdown (the database may be what broke) must not hide the
+    // summary and the exit code: it is reported, and the cluster is still removed on drop.
+    if let Err(e) = main.shutdown().await {
+        eprintln!("warning: stopping the backend: {e:#}");
+    }
     signals.abort();
     if let Some(bar) = &ctx.progress {
         bar.finish();
-    }
-    if let Some(e) = first_error {
-        return Err(e);
     }
     summary.halt = halt_of(&ctx);
     if let Some(h) = &summary.halt {
@@ -307,8 +309,10 @@ async fn worker(
         };
         write(&ctx, &experiment_dir, &pending, finished, &results)?;
     }
-    if let Some(b) = own {
-        b.shutdown().await?;
+    if let Some(b) = own
+        && let Err(e) = b.shutdown().await
+    {
+        eprintln!("warning: stopping worker {index}'s world: {e:#}");
     }
     Ok(())
 }

@@ -17,3 +17,37 @@ pub fn records(exp: &Path) -> Vec<serde_json::Value> {
     }
     out
 }
+
+pub mod fake_model;
+
+/// The pipeline binary, with no ambient database, model defaults or noisy logs.
+pub fn pipeline() -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_pipeline"));
+    c.env_remove("DATABASE_URL")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("MCPBENCH_MODELS")
+        .env_remove("MCPBENCH_TASKS_DIR")
+        .env("RUST_LOG", "warn")
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    c
+}
+
+/// Every file under `dir`, recursively, with its bytes.
+pub fn all_files(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else { return out };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(all_files(&p));
+        } else {
+            out.push((p.clone(), std::fs::read(&p).unwrap()));
+        }
+    }
+    out
+}
+
+/// The experiment's manifest.json.
+pub fn manifest(exp: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(exp.join("manifest.json")).unwrap()).unwrap()
+}
