@@ -11,8 +11,9 @@
 //!   the status and headers of the attempt, which async-openai's error type drops (`Retry-After`).
 //! * An endpoint that says it could not parse the model's own output (llama.cpp's, Ollama's
 //!   wording in [`UNPARSEABLE_OUTPUT_PHRASES`]) is told apart from other server errors: it is the
-//!   model's doing. With pinned sampling it is retried once, since a second identical answer
-//!   proves it deterministic; otherwise as any transient fault.
+//!   model's doing. With pinned sampling it is retried once: a second identical answer shows the
+//!   model writes the same thing again, and more retries would only spend tokens. Otherwise it is
+//!   retried as any transient fault.
 //! * The API key is read once from a named environment variable and lives only inside
 //!   async-openai's `SecretString`; extra header values (possibly secrets too) live only in its
 //!   header map. Neither is reachable through `Debug`, [`ProviderConfig::record_params`] or any
