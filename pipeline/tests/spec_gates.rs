@@ -197,6 +197,17 @@ fn frozen_oracle_spec_passes_check_and_runs() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("resumes only its own sessions") && err.contains("Nothing was started"), "{err}");
     assert_eq!(records(&env.exp_dir()).len(), 4);
+
+    // The refused spec's check went beside the experiment's own, which still describes its spec.
+    let own: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(env.exp_dir().join("check.json")).unwrap()).unwrap();
+    assert_eq!(own["spec_sha256"], check["spec_sha256"], "check.json is the experiment's own");
+    let beside = std::fs::read_dir(env.exp_dir()).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().starts_with("check-")).count();
+    assert_eq!(beside, 1, "the other spec's check is kept beside it");
+
+    // A spec run's experiment reports like any other: gate files are not session records.
+    let report = env.pipeline().args(["aggregate", "--result-dir"]).arg(env.exp_dir()).output().unwrap();
+    assert!(report.status.success(), "{}", String::from_utf8_lossy(&report.stderr));
+    assert!(String::from_utf8_lossy(&report.stdout).contains("Attrition"));
 }
 
 #[test]

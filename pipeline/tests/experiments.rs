@@ -1,0 +1,123 @@
+//! Experiments never mix: a resume under another plan (scale, transport, records without a
+//! fingerprint) refuses and names what differs; conflicting selections are refused; the report
+//! of a resumed experiment reads exactly its records. Runs the real binary with the oracle.
+
+mod common;
+
+use std::path::Path;
+use std::process::Output;
+
+use common::{pipeline, records};
+
+fn oracle_run(results: &Path, extra: &[&str]) -> Output {
+    pipeline()
+        .args(["--module", "tool_orchestrator", "--tasks", "lena_goes_on_leave", "--models", "oracle", "--exp-name", "x", "--results-dir"])
+        .arg(results)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn text(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// Every file of the experiment but its lock (which names whichever run held it last), as
+/// (path, length, a digest of the bytes).
+fn file_bytes(dir: &Path) -> Vec<(std::path::PathBuf, usize, u64)> {
+    use std::hash::{Hash, Hasher};
+    let mut v: Vec<_> = common::all_files(dir)
+        .into_iter()
+        .filter(|(p, _)| !p.ends_with(".lock"))
+        .map(|(p, b)| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            b.hash(&mut h);
+            (p, b.len(), h.finish())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_resume_under_another_plan_refuses_and_names_the_field() {
+    let tmp = tempfile::tempdir().unwrap();
+    let first = oracle_run(tmp.path(), &[]);
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first));
+    let exp = tmp.path().join("x");
+    assert_eq!(records(&exp).len(), 2);
+    for r in records(&exp) {
+        assert_eq!(r["transport"], "stdio");
+        assert_eq!(r["fingerprint"]["world_scale"], 1);
+        assert_eq!(r["fingerprint_sha256"].as_str().unwrap().len(), 64);
+    }
+    let before = file_bytes(&exp);
+
+    for (flags, field, now, recorded) in [(&["--scale", "2"][..], "world_scale", "2", "1"), (&["--transport", "http"][..], "transport", "http", "stdio")] {
+        let out = oracle_run(tmp.path(), flags);
+        let t = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{t}");
+        assert!(t.contains(&format!("{field}: now {now}, recorded {recorded}")), "names the field and both values: {t}");
+        assert!(t.contains("--exp-name") && t.contains("nothing was started"), "{t}");
+        assert_eq!(file_bytes(&exp), before, "a refused run leaves the experiment exactly as it was");
+    }
+
+    // The same plan resumes.
+    let again = oracle_run(tmp.path(), &[]);
+    assert!(text(&again).contains("2 already recorded, 0 to run"), "{}", text(&again));
+}
+
+#[test]
+fn records_without_a_fingerprint_are_never_counted_as_done() {
+    let tmp = tempfile::tempdir().unwrap();
+    assert_eq!(oracle_run(tmp.path(), &[]).status.code(), Some(0));
+    let exp = tmp.path().join("x");
+    // What a record written before fingerprints looks like.
+    let path = exp.join("oracle__orchestrator").join("lena_goes_on_leave__rep1.json");
+    let mut r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    for f in ["fingerprint", "fingerprint_sha256", "transport", "attempt"] {
+        r.as_object_mut().unwrap().remove(f);
+    }
+    std::fs::write(&path, serde_json::to_vec_pretty(&r).unwrap()).unwrap();
+    let out = oracle_run(tmp.path(), &[]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(t.contains("before records carried a plan fingerprint") && t.contains("lena_goes_on_leave__rep1.json"), "{t}");
+    // The report refuses to pool it with the newer record, too.
+    let report = pipeline().args(["aggregate", "--result-dir"]).arg(&exp).output().unwrap();
+    assert_eq!(report.status.code(), Some(1), "{}", text(&report));
+}
+
+#[test]
+fn conflicting_selections_and_the_wrong_front_door_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = pipeline().args(["--mcp", "wrapper", "--all", "--models", "oracle", "--results-dir"]).arg(tmp.path()).output().unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "a usage error: {t}");
+    assert!(t.contains("--mcp") && t.contains("cannot be used with"), "{t}");
+    let out = pipeline().args(["--mcp", "wrapper", "--module", "tool_orchestrator", "--models", "oracle"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+
+    let out = pipeline().args(["run", "--module", "tool_orchestrator"]).output().unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(t.contains("takes a spec file") && t.contains("pipeline --module") && t.contains("pipeline freeze"), "{t}");
+    assert!(std::fs::read_dir(tmp.path()).unwrap().count() == 0);
+}
+
+#[test]
+fn aggregate_refuses_a_folder_of_several_experiments() {
+    let tmp = tempfile::tempdir().unwrap();
+    assert_eq!(oracle_run(tmp.path(), &[]).status.code(), Some(0));
+    let other = pipeline()
+        .args(["--mcp", "orchestrator", "--tasks", "lena_goes_on_leave", "--models", "oracle", "--exp-name", "y", "--results-dir"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(other.status.code(), Some(0), "{}", text(&other));
+    let out = pipeline().args(["aggregate", "--result-dir"]).arg(tmp.path()).output().unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(t.contains("--exp-name"), "{t}");
+    assert!(!tmp.path().join("report.md").exists(), "nothing is written into the results folder itself");
+}
