@@ -1,4 +1,4 @@
-//! Session records to metrics, intervals, verdicts and reports (DESIGN §8–§9).
+//! Session records to metrics, intervals, verdicts and reports (rules: `docs/honesty-rules.md`).
 //!
 //! [`report`] reads one experiment folder ([`load::load_experiment`]), refuses what it cannot
 //! stand behind ([`check`]), computes the [`metrics::Summary`] and renders it as Markdown, JSON,

@@ -1,4 +1,4 @@
-//! Records → per-cell metrics, paired differences, verdicts, power (DESIGN §9).
+//! Records → per-cell metrics, paired differences, verdicts, power (rules: `docs/honesty-rules.md` §7).
 //!
 //! Rules kept here, all of which the report restates:
 //! - Attrition first: every cell says attempted vs valid sessions and why the rest are invalid.

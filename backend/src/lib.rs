@@ -1,5 +1,5 @@
 //! The synthetic backend: one flat, vendor-shaped HTTP API over Postgres that every MCP server
-//! in the bench fronts (DESIGN §4).
+//! in the bench fronts (`docs/patterns.md`).
 //!
 //! * [`seed`] generates the synthetic company deterministically from a seed and a scale.
 //! * [`world`] turns that into databases: a seeded template per (seed, scale), and isolated

@@ -5,7 +5,7 @@
 //! releases, which would silently give a different world for the same seed after an upgrade.
 //!
 //! The first rows of every table are fixed **anchors** (same ids at every seed and scale) that
-//! tasks refer to, including the deliberate traps of DESIGN §4: near-identical customer names,
+//! tasks refer to, including the deliberate traps of `docs/patterns.md`: near-identical customer names,
 //! two repos of the same name under different owners, and a runbook whose internal notes read
 //! like an answer. The rest is seeded filler, multiplied by `scale`.
 

@@ -1,5 +1,5 @@
 //! Starting an arm for a session or a gate: a `pipeline serve NAME` child over stdio, or an
-//! in-process streamable HTTP server on a free loopback port. The one place that knows how.
+//! in-process streamable HTTP server on a free loopback port, both built by `servers::launch`.
 
 use agent::ServerConnection;
 use records::Transport;
@@ -17,22 +17,15 @@ pub async fn connect(
     match transport {
         Transport::Stdio => Ok((ServerConnection::Stdio { argv: stdio_argv(server, backend_url, serve_prefix) }, None)),
         Transport::Http => {
-            let router = server.launcher.http_router(servers::BackendClient::new(backend_url), Default::default());
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-            let url = format!("http://{}/mcp", listener.local_addr()?);
-            let handle = tokio::spawn(async move {
-                let _ = axum::serve(listener, router).await;
-            });
+            let (url, handle) = servers::launch::serve_http_in_process(server, backend_url).await?;
             Ok((ServerConnection::Http { url }, Some(handle)))
         }
     }
 }
 
-/// The argv that serves `server` over stdio.
+/// The argv that serves `server` over stdio with this binary.
 pub fn stdio_argv(server: &ServerEntry, backend_url: &str, serve_prefix: &[String]) -> Vec<String> {
-    let mut argv = serve_prefix.to_vec();
-    argv.extend([server.name.to_owned(), "--transport".into(), "stdio".into(), "--backend-url".into(), backend_url.to_owned()]);
-    argv
+    servers::launch::stdio_argv(serve_prefix, server.name, backend_url)
 }
 
 /// The argv prefix that runs this binary's `serve` subcommand.

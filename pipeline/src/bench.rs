@@ -1,6 +1,6 @@
 //! `pipeline bench …`: timings of the harness's own steps, printed as a table or, with `--json`,
-//! one JSON object per figure per line. Targets live in DESIGN §10; these are measurements, not
-//! tests, because shared machines are noisy.
+//! one JSON object per figure per line. Targets live in `docs/performance.md`; these are
+//! measurements, not tests, because shared machines are noisy.
 
 use std::time::{Duration, Instant};
 

@@ -51,7 +51,7 @@ struct ServerRow {
 /// The command line that serves `name` over stdio with this very binary.
 pub fn stdio_command(name: &str, backend_url: &str) -> anyhow::Result<Vec<String>> {
     let exe = std::env::current_exe().context("locating the pipeline binary")?;
-    Ok(vec![exe.display().to_string(), "serve".into(), name.into(), "--transport".into(), "stdio".into(), "--backend-url".into(), backend_url.into()])
+    Ok(servers::launch::stdio_argv(&[exe.display().to_string(), "serve".into()], name, backend_url))
 }
 
 pub async fn list(args: ServersArgs) -> anyhow::Result<()> {

@@ -1,4 +1,4 @@
-//! Experiment specs (DESIGN §9): a TOML file that pins the model and its parameters, the module
+//! Experiment specs (`docs/honesty-rules.md` §2): a TOML file that pins the model and its parameters, the module
 //! and tasks, the reps, the arms, the declared treatment key(s), and the sha256 of every input.
 //! `pipeline freeze` writes one with the current hashes; `pipeline check SPEC` runs the gates
 //! against it (see `check.rs`); `pipeline run SPEC` checks, then runs.

@@ -1,5 +1,5 @@
 //! `pipeline freeze`, `pipeline check SPEC`, `pipeline run SPEC`: a frozen oracle spec passes
-//! and runs; then one deliberately broken spec or setup per gate (DESIGN §9), each of which must
+//! and runs; then one deliberately broken spec or setup per gate (`docs/honesty-rules.md` §2), each of which must
 //! print `INVALID — gate failures:` with the gate's name, exit 1 and start zero sessions.
 //!
 //! Every test pins the build check (G2) to a throwaway clone of this repository at the commit

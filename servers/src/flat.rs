@@ -1,4 +1,4 @@
-//! The flat, vendor-named 1:1 wrapper tools every control server is built from (DESIGN §5).
+//! The flat, vendor-named 1:1 wrapper tools every control server is built from (`docs/patterns.md`).
 //!
 //! One tool per backend endpoint, named after it (`tickets_list` ↔ `GET /tickets`), taking
 //! exactly the endpoint's parameters and returning its JSON unchanged: the wrapper a team

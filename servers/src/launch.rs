@@ -76,3 +76,28 @@ impl<S: BenchServer> Launch for Launcher<S> {
         })
     }
 }
+
+/// The arguments after a serving program's own prefix that serve `name` over stdio with its
+/// backend at `backend_url` — what `pipeline serve` and `mcp-bench-server` both take. The one
+/// place that spells them, for sessions, gates and tests alike.
+pub fn stdio_args(name: &str, backend_url: &str) -> [String; 5] {
+    [name.to_owned(), "--transport".into(), "stdio".into(), "--backend-url".into(), backend_url.to_owned()]
+}
+
+/// `prefix` (the program and any subcommand, e.g. `[pipeline, serve]`) followed by
+/// [`stdio_args`].
+pub fn stdio_argv(prefix: &[String], name: &str, backend_url: &str) -> Vec<String> {
+    prefix.iter().cloned().chain(stdio_args(name, backend_url)).collect()
+}
+
+/// An arm served in-process over streamable HTTP on a free loopback port: its `/mcp` URL and the
+/// task serving it (abort it when done).
+pub async fn serve_http_in_process(entry: &crate::registry::ServerEntry, backend_url: &str) -> std::io::Result<(String, tokio::task::JoinHandle<()>)> {
+    let router = entry.launcher.http_router(BackendClient::new(backend_url), StreamableHttpServerConfig::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}/mcp", listener.local_addr()?);
+    let handle = tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    Ok((url, handle))
+}

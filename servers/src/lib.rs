@@ -1,4 +1,4 @@
-//! The MCP servers of the bench: five pattern servers and their plain controls (DESIGN §5).
+//! The MCP servers of the bench: five pattern servers and their plain controls (`docs/patterns.md`).
 //!
 //! * [`modules`]: one folder per pattern module, holding its pattern server, its control and
 //!   what they share. Controls are built from [`flat`]'s 1:1 vendor-named wrapper tools.

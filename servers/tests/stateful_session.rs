@@ -38,7 +38,7 @@ async fn http_client(url: &str) -> Client {
 /// `session_server` over stdio with the draft TTL set through the environment.
 async fn stdio_with_ttl(backend_url: &str, ttl_secs: u64) -> Client {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-bench-server"));
-    cmd.args(["session_server", "--transport", "stdio", "--backend-url", backend_url]).env(DRAFT_TTL_ENV, ttl_secs.to_string());
+    cmd.args(servers::launch::stdio_args("session_server", backend_url)).env(DRAFT_TTL_ENV, ttl_secs.to_string());
     ().serve(TokioChildProcess::new(cmd).unwrap()).await.expect("connect over stdio")
 }
 

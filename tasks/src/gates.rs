@@ -1,4 +1,4 @@
-//! The task gates of DESIGN §9 that look at tasks themselves: G5 neutrality and G7 ground
+//! The task gates (`docs/honesty-rules.md` §2) that look at tasks themselves: G5 neutrality and G7 ground
 //! truth. The pipeline runs them before spending anything; the test suite runs them over every
 //! task of every module.
 
@@ -85,7 +85,7 @@ pub async fn ground_truth(task: &Task, server: &str, world: &backend::World, bac
     }
     let (program, prefix) = command.split_first().ok_or("empty server command")?;
     let mut cmd = tokio::process::Command::new(program);
-    cmd.args(prefix).args([server, "--transport", "stdio", "--backend-url", backend_url]);
+    cmd.args(prefix).args(servers::launch::stdio_args(server, backend_url));
     cmd.env("RUST_LOG", "warn");
     let transport = TokioChildProcess::new(cmd).map_err(|e| format!("spawning {server}: {e}"))?;
     let client = ().serve(transport).await.map_err(|e| format!("connecting to {server}: {e}"))?;

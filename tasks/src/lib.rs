@@ -1,4 +1,4 @@
-//! Tasks, verifiers and oracle plans (DESIGN §6).
+//! Tasks, verifiers and oracle plans (`docs/patterns.md`, Tasks).
 //!
 //! A task is a folder `tasks/<module>/<task_id>/` holding:
 //!

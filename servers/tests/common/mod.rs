@@ -43,18 +43,13 @@ pub async fn connect(name: &str, backend_url: &str, via: Via) -> Connected {
     match via {
         Via::Stdio => {
             let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-bench-server"));
-            cmd.args([name, "--transport", "stdio", "--backend-url", backend_url]);
+            cmd.args(servers::launch::stdio_args(name, backend_url));
             let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.expect("connect over stdio");
             Connected { client, http_server: None }
         }
         Via::Http => {
             let entry = servers::registry::find(name).unwrap();
-            let router = entry.launcher.http_router(servers::BackendClient::new(backend_url), Default::default());
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-            let server = tokio::spawn(async move {
-                axum::serve(listener, router).await.unwrap();
-            });
+            let (url, server) = servers::launch::serve_http_in_process(entry, backend_url).await.unwrap();
             let client = ().serve(StreamableHttpClientTransport::from_uri(url)).await.expect("connect over HTTP");
             Connected { client, http_server: Some(server) }
         }
