@@ -264,6 +264,10 @@ fn the_scaffolded_module_compiles_and_passes_the_gates() {
     assert!(fmt.status.success(), "generated code is not formatted:\n{}", String::from_utf8_lossy(&fmt.stdout));
 
     give_the_copy_its_own_versions(&ws);
+    // The copy is a repository of its own, so its binary embeds the copy's commit (G2 below).
+    git(&ws, &["init", "-q"]);
+    git(&ws, &["add", "-A"]);
+    git(&ws, &["-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-qm", "the scaffolded copy"]);
     // The same selection as `cargo nextest run --workspace`, so features unify as they did for
     // this build and every compiled dependency is reused; then the two test binaries run directly.
     let build: Vec<&str> = [&["test", "--offline", "--no-run", "--workspace", "--message-format", "json-render-diagnostics"][..], &profile_args].concat();
@@ -290,4 +294,42 @@ fn the_scaffolded_module_compiles_and_passes_the_gates() {
     let row = rows.iter().find(|r| r["module"] == *m).expect("the new module is listed");
     assert_eq!(row["id"], "globex_checkout_down");
     assert_eq!(row["oracle_calls"], serde_json::json!({ m.clone(): 1, control.clone(): 2 }));
+
+    // G2 holds the binary, not the work tree: a commit after the build makes the binary stale.
+    let spec = work.join("spec.toml");
+    let freeze = Command::new(&bin)
+        .args(["freeze", "--module", &m, "--models", "oracle", "--out"])
+        .arg(&spec)
+        .current_dir(&ws)
+        .env_remove("MCPBENCH_BUILD_DIR")
+        .env_remove("MCPBENCH_TASKS_DIR")
+        .output()
+        .unwrap();
+    assert!(freeze.status.success(), "{}", stderr(&freeze));
+    let check = |what: &str| {
+        let out = Command::new(&bin)
+            .arg("check")
+            .arg(&spec)
+            .arg("--results-dir")
+            .arg(work.join("results"))
+            .current_dir(&ws)
+            .env_remove("MCPBENCH_BUILD_DIR")
+            .env_remove("MCPBENCH_TASKS_DIR")
+            .env_remove("DATABASE_URL")
+            .output()
+            .unwrap();
+        (out.status.code(), format!("{what}: {}", stderr(&out)))
+    };
+    let (code, text) = check("fresh binary");
+    assert_eq!(code, Some(0), "{text}");
+    std::fs::write(ws.join("README.md"), "a change committed after the build\n").unwrap();
+    git(&ws, &["-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-qam", "after the build"]);
+    let (code, text) = check("stale binary");
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("G2 build: the work tree is at commit") && l.contains("rebuild")), "{text}");
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let s = Command::new("git").arg("-C").arg(dir).args(args).status().unwrap();
+    assert!(s.success(), "git {args:?}");
 }
