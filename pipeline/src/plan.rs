@@ -112,6 +112,8 @@ pub struct RunPlan {
     pub models: Vec<ModelPlan>,
     pub transport: Transport,
     pub jobs: u32,
+    /// `--scale`: one world scale for every task, chosen by the run.
+    pub scale_override: Option<u32>,
     /// sha256 of each arm's tool manifest, by server name.
     pub manifests: BTreeMap<String, String>,
     /// The binary that runs the sessions.
@@ -158,6 +160,7 @@ impl RunPlan {
             models,
             transport: args.transport,
             jobs: args.jobs,
+            scale_override: args.scale,
             build: BuildInfo::binary(),
             preflight_skipped: args.skip_preflight,
             retry_invalid: args.retry_invalid,
@@ -225,6 +228,7 @@ impl RunPlan {
             models: vec![model],
             transport: spec.transport,
             jobs: spec.jobs,
+            scale_override: None,
             manifests,
             build: BuildInfo::binary(),
             preflight_skipped: options.skip_preflight,
@@ -273,6 +277,7 @@ impl RunPlan {
             transport: self.transport,
             world_seed: s.task.meta.seed,
             world_scale: s.task.meta.scale,
+            world_scale_override: self.scale_override,
             task_sha256: s.task.sha256.clone(),
             turn_cap: s.task.meta.turn_cap,
             manifest_sha256: self.manifests.get(s.server.name).cloned().unwrap_or_default(),
@@ -490,6 +495,6 @@ mod tests {
         let plain = RunPlan::from_flags(&flags(&["--mcp", "orchestrator", "--models", "oracle"])).await.unwrap();
         let (s, p) = (&plan.sessions()[0], &plain.sessions()[0]);
         let d = plan.fingerprint(s).differences(&plain.fingerprint(p));
-        assert_eq!(d.iter().map(|d| d.field.as_str()).collect::<Vec<_>>(), ["world_scale"]);
+        assert_eq!(d.iter().map(|d| d.field.as_str()).collect::<Vec<_>>(), ["world_scale", "world_scale_override"]);
     }
 }

@@ -121,3 +121,35 @@ fn aggregate_refuses_a_folder_of_several_experiments() {
     assert!(t.contains("--exp-name"), "{t}");
     assert!(!tmp.path().join("report.md").exists(), "nothing is written into the results folder itself");
 }
+
+#[test]
+fn shards_of_one_plan_merge_into_one_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (exp, task) in [("a", "lena_goes_on_leave"), ("b", "two_tickets_for_globex")] {
+        let out = pipeline()
+            .args(["--module", "tool_orchestrator", "--tasks", task, "--models", "oracle", "--exp-name", exp, "--results-dir"])
+            .arg(tmp.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    }
+    let out_dir = tmp.path().join("a+b");
+    let out = pipeline().args(["aggregate", "--merge", "a,b", "--out"]).arg(&out_dir).arg("--results-dir").arg(tmp.path()).output().unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out_dir.join("summary.json")).unwrap()).unwrap();
+    let s = summary.to_string();
+    assert!(s.contains("lena_goes_on_leave") && s.contains("two_tickets_for_globex"), "both shards' tasks are in one report");
+    assert!(!tmp.path().join("a").join("report.md").exists(), "the parts stay untouched");
+
+    // A shard of another plan (world scale 2) is refused.
+    let c = pipeline()
+        .args(["--module", "tool_orchestrator", "--tasks", "escalation", "--scale", "2", "--models", "oracle", "--exp-name", "c", "--results-dir"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(c.status.code(), Some(0), "{}", text(&c));
+    let out = pipeline().args(["aggregate", "--merge", "a,c", "--out"]).arg(tmp.path().join("a+c")).arg("--results-dir").arg(tmp.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("world_scale_override"), "{}", text(&out));
+}

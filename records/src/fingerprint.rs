@@ -22,6 +22,10 @@ pub struct Fingerprint {
     pub transport: Transport,
     pub world_seed: u64,
     pub world_scale: u32,
+    /// `--scale`: the run's own choice of world scale for every task, when it made one. A plan
+    /// decision, compared across tasks, where `world_scale` is compared per task.
+    #[serde(default)]
+    pub world_scale_override: Option<u32>,
     pub task_sha256: String,
     pub turn_cap: u32,
     pub manifest_sha256: String,
@@ -88,6 +92,7 @@ pub const FIELDS: &[&str] = &[
     "transport",
     "world_seed",
     "world_scale",
+    "world_scale_override",
     "task_sha256",
     "turn_cap",
     "manifest_sha256",
@@ -137,6 +142,7 @@ mod tests {
             transport: Transport::Stdio,
             world_seed: 42,
             world_scale: 1,
+            world_scale_override: None,
             task_sha256: "t".into(),
             turn_cap: 12,
             manifest_sha256: "m1".into(),
@@ -160,6 +166,7 @@ mod tests {
             ("transport", Fingerprint { transport: Transport::Http, ..sample() }),
             ("world_seed", Fingerprint { world_seed: 1, ..sample() }),
             ("world_scale", Fingerprint { world_scale: 2, ..sample() }),
+            ("world_scale_override", Fingerprint { world_scale_override: Some(2), ..sample() }),
             ("task_sha256", Fingerprint { task_sha256: "u".into(), ..sample() }),
             ("turn_cap", Fingerprint { turn_cap: 3, ..sample() }),
             ("manifest_sha256", Fingerprint { manifest_sha256: "m2".into(), ..sample() }),

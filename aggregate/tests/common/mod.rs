@@ -153,6 +153,7 @@ pub fn fingerprint_of(r: &SessionRecord) -> Fingerprint {
         transport: records::Transport::Stdio,
         world_seed: r.world_seed,
         world_scale: r.world_scale,
+        world_scale_override: None,
         task_sha256: r.task_sha256.clone(),
         turn_cap: r.turn_cap,
         manifest_sha256: r.manifest_sha256.clone(),
