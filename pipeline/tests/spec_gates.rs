@@ -337,3 +337,26 @@ fn g7_a_verifier_that_passes_on_the_untouched_seed() {
     assert!(lines_of(&text, "G7 ground truth").iter().any(|l| l.contains(TASK) && l.contains("passes on the untouched seeded state")), "{text}");
     assert!(lines_of(&text, "G3 frozen inputs").is_empty(), "{text}");
 }
+
+/// G6 includes the endpoint preflight: a server that returns the model's calls as text fails the
+/// check with the provider's words and the likely fix, before any session; a native one passes.
+#[test]
+fn g6_an_endpoint_that_returns_calls_as_text() {
+    use common::fake_model::{FakeModel, MODEL, Mode};
+    let env = Env::new();
+    let fake = FakeModel::start(Mode::TextCalls);
+    env.freeze(&["--models", MODEL, "--temperature", "0", "--seed", "1", "--base-url", &fake.base_url, "--api-key-env", "MCPBENCH_TEST_FAKE_KEY"]);
+    let check =
+        |sub: &str| env.pipeline().env("MCPBENCH_TEST_FAKE_KEY", "k").arg(sub).arg(env.spec_path()).arg("--results-dir").arg(env.results()).output().unwrap();
+    for sub in ["check", "run"] {
+        let text = assert_invalid(&env, &check(sub), "G6 model");
+        assert!(lines_of(&text, "G6 model").iter().any(|l| l.contains("tool_call_as_text") && l.contains("--jinja")), "{text}");
+    }
+    assert_eq!(fake.session_requests(), 0, "the preflight is all that was sent");
+    let stored: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(env.exp_dir().join("check.json")).unwrap()).unwrap();
+    assert!(stored["preflight"][MODEL]["probes"].as_array().is_some_and(|p| !p.is_empty()), "the probe's request and answer are recorded: {stored}");
+
+    fake.set_mode(Mode::Native);
+    let out = check("check");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
