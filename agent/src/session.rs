@@ -238,6 +238,7 @@ async fn converse(
             latency_ms: completion.latency_ms,
             finish_reason: completion.response.finish_reason(),
             tool_calls: reply.tool_calls.len() as u32,
+            extras: Default::default(),
         });
         if reply.tool_calls.is_empty() {
             let text = reply.text();

@@ -378,7 +378,7 @@ pub async fn preflight_model(provider: &OpenAiCompatible) -> PreflightReport {
     let p = agent::preflight::preflight(provider).await;
     let json = serde_json::to_value(&p).unwrap_or_default();
     // One line per failure, so every line of a gate report starts with the gate's name.
-    let verdict = if p.passed { Ok(()) } else { Err(format!("{} (--skip-preflight runs anyway, recorded)", p.summary().replace('\n', " — "))) };
+    let verdict = if p.passed { Ok(()) } else { Err(p.summary().replace('\n', " — ")) };
     PreflightReport { verdict, json }
 }
 

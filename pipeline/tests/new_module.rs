@@ -265,6 +265,8 @@ fn the_scaffolded_module_compiles_and_passes_the_gates() {
 
     give_the_copy_its_own_versions(&ws);
     // The copy is a repository of its own, so its binary embeds the copy's commit (G2 below).
+    // The lock file first takes the versions given above, so the build leaves the tree clean.
+    cargo(&ws, &target, build_dir, &["update", "--workspace", "--offline"]).unwrap_or_else(|e| panic!("updating the copy's lock file:\n{e}"));
     git(&ws, &["init", "-q"]);
     git(&ws, &["add", "-A"]);
     git(&ws, &["-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-qm", "the scaffolded copy"]);

@@ -16,8 +16,10 @@ pub mod session;
 pub use fingerprint::{FieldDifference, Fingerprint};
 pub use fsio::write_atomically;
 pub use manifest::ExperimentManifest;
-pub use outcome::{CallKind, FailedTurn, InvalidReason, Offered, OracleFloor, ToolCallRecord, TurnRecord, Usage, Validity, Verdict, VerifierOutcome};
-pub use session::{HarnessTimings, ModelSpec, SCHEMA_VERSION, SessionRecord, Totals};
+pub use outcome::{
+    CallKind, FailedTurn, InvalidReason, Offered, OracleFloor, ProviderExtras, ToolCallRecord, TurnRecord, Usage, Validity, Verdict, VerifierOutcome,
+};
+pub use session::{Auth, HarnessTimings, ModelSpec, SCHEMA_VERSION, SessionRecord, Totals};
 
 use serde::{Deserialize, Serialize};
 

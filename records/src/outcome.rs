@@ -92,6 +92,23 @@ pub struct TurnRecord {
     pub finish_reason: Option<String>,
     /// Tool calls the model asked for in this turn.
     pub tool_calls: u32,
+    /// What the provider reported beyond usage, as given. Empty in older records.
+    #[serde(default)]
+    pub extras: ProviderExtras,
+}
+
+/// What a provider sends beyond usage, kept as given; each is null when it sends none.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProviderExtras {
+    /// llama.cpp's `timings` object (`prompt_n`, `cache_n`, `prompt_ms`, `predicted_n`,
+    /// `predicted_ms`, …), verbatim.
+    #[serde(default)]
+    pub timings: Option<serde_json::Value>,
+    #[serde(default)]
+    pub system_fingerprint: Option<String>,
+    /// The model id the server says answered, when it differs from the one requested.
+    #[serde(default)]
+    pub served_model: Option<String>,
 }
 
 /// A model request that never got an answer (its retries ran out, or the provider refused): the

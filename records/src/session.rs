@@ -74,6 +74,16 @@ pub struct HarnessTimings {
     pub write_ms: f64,
 }
 
+/// How the harness authenticated to the model endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Auth {
+    /// A bearer key read from the named environment variable.
+    Key,
+    /// No key: a loopback endpoint and the key variable unset.
+    None,
+}
+
 /// Set on a record that a later attempt of the same session replaced (`--retry-invalid`, or a
 /// resume after a quota stop or an interrupt). The record is kept, moved under `superseded/`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -95,6 +105,9 @@ pub struct SessionRecord {
     /// 1 if this arm ran first for its (task, rep) pair, 2 if second (ABBA rotation).
     pub arm_position: u32,
     pub model: ModelSpec,
+    /// How the endpoint was authenticated; null for the oracle and in older records.
+    #[serde(default)]
+    pub auth: Option<Auth>,
     pub manifest_sha256: String,
     pub system_prompt_sha256: Option<String>,
     pub git_commit: Option<String>,
@@ -175,7 +188,15 @@ mod tests {
         usages
             .into_iter()
             .enumerate()
-            .map(|(i, usage)| TurnRecord { index: i as u32 + 1, usage, retries: 0, latency_ms: 0.0, finish_reason: None, tool_calls: 0 })
+            .map(|(i, usage)| TurnRecord {
+                index: i as u32 + 1,
+                usage,
+                retries: 0,
+                latency_ms: 0.0,
+                finish_reason: None,
+                tool_calls: 0,
+                extras: Default::default(),
+            })
             .collect()
     }
 

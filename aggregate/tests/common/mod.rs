@@ -52,6 +52,7 @@ pub fn record(m: &str, module: &str, role: &str, task: &str, rep: u32, s: S) -> 
         rep,
         arm_position: 1,
         model: model(m),
+        auth: None,
         manifest_sha256: "00".into(),
         system_prompt_sha256: None,
         git_commit: None,
