@@ -13,6 +13,7 @@ pub mod markdown;
 pub mod merge;
 pub mod metrics;
 pub mod stats;
+pub mod u64_string;
 
 use std::path::{Path, PathBuf};
 

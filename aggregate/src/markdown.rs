@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::metrics::{ArmMetrics, Diff, Dist, ModuleReport, Summary, TaskArm};
+use crate::metrics::{ArmMetrics, Diff, Dist, ModuleReport, PairOutcomes, Summary, TaskArm};
 use crate::stats::Interval;
 use records::{Provider, Role};
 
@@ -105,6 +105,37 @@ fn task_arm(a: &TaskArm) -> String {
         write!(s, " ({})", gaps.join(", ")).unwrap();
     }
     format!("{s} | {} | {}", tri(a.pass_at_k), tri(a.pass_all_k))
+}
+
+/// "3 both passed · 1 pattern only · 0 control only · 8 neither".
+pub(crate) fn pair_outcomes(o: &PairOutcomes) -> String {
+    format!("{} both passed · {} pattern only · {} control only · {} neither", o.both_passed, o.pattern_only, o.control_only, o.neither)
+}
+
+/// The label the all-pairs turn and token differences carry when an arm passed too little: they
+/// are then computed over failures and must not read as savings.
+pub(crate) fn over_failures(m: &ModuleReport) -> Option<String> {
+    if m.few_passes.is_empty() {
+        return None;
+    }
+    let arms: Vec<&str> = m.few_passes.iter().map(|r| r.as_str()).collect();
+    Some(format!(
+        "computed over failures ({} passed too little; {} of {} pairs passed in neither arm), not a saving",
+        arms.join(" and "),
+        m.paired.outcomes.neither,
+        m.paired.pairs_used
+    ))
+}
+
+/// An arm's mean over the both-passed pairs (the control's mean plus the mean difference).
+fn both_mean(d: &Option<Diff>, role: Role) -> String {
+    match d {
+        None => "—".into(),
+        Some(d) => num(match role {
+            Role::Pattern => d.control_mean + d.mean,
+            Role::Control => d.control_mean,
+        }),
+    }
 }
 
 fn arm_col(a: &Option<ArmMetrics>, f: impl Fn(&ArmMetrics) -> String) -> String {
@@ -254,7 +285,8 @@ pub fn render(s: &Summary) -> String {
     writeln!(o, "- Differences: {} ({} resamples, seed {}).", s.method.difference_interval, s.method.bootstrap_resamples, s.method.bootstrap_seed).unwrap();
     writeln!(o, "- Relative differences (in parentheses): {}.", s.method.relative_interval).unwrap();
     writeln!(o, "- Distributions are over valid sessions, shown as median / mean [95% CI of the mean]; null usage is counted, never treated as 0.").unwrap();
-    writeln!(o, "- Verdict (needs ≥ {} valid pairs): {}", s.method.min_pairs_for_verdict, s.method.verdict_rules).unwrap();
+    writeln!(o, "- Verdict: {}", s.method.verdict_rules).unwrap();
+    writeln!(o, "- Paired differences over two sets of pairs: {}", s.method.pair_sets).unwrap();
     match s.run.planned_k {
         Some(k) => writeln!(o, "- pass@k and pass^k use the planned k = {k} from the manifest: a task whose {k} reps are not all recorded and valid has pass^k unknown (and pass@k unknown unless a recorded rep passed).").unwrap(),
         None => writeln!(o, "- pass@k and pass^k use the reps found per task (no manifest, so the planned k is unknown).").unwrap(),
@@ -291,12 +323,15 @@ fn render_module(o: &mut String, m: &ModuleReport, prices_loaded: bool) {
         Some(r) => format!("{} ({}/{}){}", pct(r), a.success.successes, a.success.n, ci(a.success.wilson95, pct)),
         None => "—".into(),
     };
+    writeln!(o, "| pair outcomes | | | {} |", pair_outcomes(&m.paired.outcomes)).unwrap();
     writeln!(o, "| success rate [Wilson 95%] | {} | {} | {} |", arm_col(p, success), arm_col(c, success), diff_cell(&m.paired.success, true)).unwrap();
     let outcomes = |a: &ArmMetrics| format!("{} / {} / {}", a.passed, a.failed, a.could_not_score);
     writeln!(o, "| passed / failed / could not score | {} | {} | |", arm_col(p, outcomes), arm_col(c, outcomes)).unwrap();
+    let failures = over_failures(m).map(|n| format!(" — {n}")).unwrap_or_default();
+    let both = &m.paired.both_passed;
     writeln!(
         o,
-        "| turns (median / mean [CI]) | {} | {} | {} |",
+        "| turns (median / mean [CI]), all pairs | {} | {} | {}{failures} |",
         arm_col(p, |a| dist_cell(&a.turns)),
         arm_col(c, |a| dist_cell(&a.turns)),
         diff_cell(&m.paired.turns, false)
@@ -304,17 +339,33 @@ fn render_module(o: &mut String, m: &ModuleReport, prices_loaded: bool) {
     .unwrap();
     writeln!(
         o,
-        "| input tokens (median / mean [CI]) | {} | {} | {} |",
+        "| turns (mean), both passed | {} | {} | {} |",
+        both_mean(&both.turns, Role::Pattern),
+        both_mean(&both.turns, Role::Control),
+        diff_cell(&both.turns, false)
+    )
+    .unwrap();
+    writeln!(
+        o,
+        "| input tokens (median / mean [CI]), all pairs | {} | {} | {}{failures} |",
         arm_col(p, |a| dist_cell(&a.input_tokens)),
         arm_col(c, |a| dist_cell(&a.input_tokens)),
         diff_cell(&m.paired.input_tokens, false)
+    )
+    .unwrap();
+    writeln!(
+        o,
+        "| input tokens (mean), both passed | {} | {} | {} |",
+        both_mean(&both.input_tokens, Role::Pattern),
+        both_mean(&both.input_tokens, Role::Control),
+        diff_cell(&both.input_tokens, false)
     )
     .unwrap();
     writeln!(o, "| cached input tokens | {} | {} | |", arm_col(p, |a| dist_cell(&a.cached_input_tokens)), arm_col(c, |a| dist_cell(&a.cached_input_tokens)))
         .unwrap();
     writeln!(
         o,
-        "| output tokens | {} | {} | {} |",
+        "| output tokens, all pairs | {} | {} | {}{failures} |",
         arm_col(p, |a| dist_cell(&a.output_tokens)),
         arm_col(c, |a| dist_cell(&a.output_tokens)),
         diff_cell(&m.paired.output_tokens, false)

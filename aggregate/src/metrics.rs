@@ -36,11 +36,28 @@ pub struct Options {
     /// Fewer valid pairs than this → "inconclusive" whatever the intervals say (a percentile
     /// bootstrap over a handful of pairs is too optimistic to support a verdict).
     pub min_pairs_for_verdict: usize,
+    /// An arm that passed in fewer of the used pairs than this (while failing in at least as
+    /// many) passes too little to compare: its turns and tokens are mostly spent failing. The
+    /// default, 5, is the usual success–failure condition for comparing two proportions
+    /// (n·p ≥ 5); below it a difference in cost says how the arms fail, not what success costs.
+    /// The same number of pairs where both arms passed is what a "confirmed" needs.
+    #[serde(default = "default_min_passes")]
+    pub min_passes_for_verdict: usize,
+}
+
+fn default_min_passes() -> usize {
+    5
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { resamples: stats::BOOTSTRAP_RESAMPLES, seed: stats::BOOTSTRAP_SEED, power_relative_difference: 0.10, min_pairs_for_verdict: 10 }
+        Self {
+            resamples: stats::BOOTSTRAP_RESAMPLES,
+            seed: stats::BOOTSTRAP_SEED,
+            power_relative_difference: 0.10,
+            min_pairs_for_verdict: 10,
+            min_passes_for_verdict: default_min_passes(),
+        }
     }
 }
 
@@ -73,8 +90,17 @@ pub struct Method {
     #[serde(default)]
     pub relative_interval: String,
     pub bootstrap_resamples: usize,
+    /// A string: the seed is above 2^53, where a JSON number would be read as another value by
+    /// JavaScript and most JSON libraries that parse numbers as doubles.
+    #[serde(with = "crate::u64_string")]
     pub bootstrap_seed: u64,
     pub min_pairs_for_verdict: usize,
+    /// See [`Options::min_passes_for_verdict`].
+    #[serde(default = "default_min_passes")]
+    pub min_passes_for_verdict: usize,
+    /// What "all pairs" and "both passed" differences are computed over.
+    #[serde(default)]
+    pub pair_sets: String,
     pub verdict_rules: String,
     pub power_method: String,
 }
@@ -147,6 +173,14 @@ pub struct ModuleReport {
     pub verdict: Verdict,
     pub verdict_reason: String,
     pub model_too_strong: bool,
+    /// The control passed too little to compare (see [`Options::min_passes_for_verdict`]): the
+    /// mirror of [`Self::model_too_strong`], except that it withholds the verdict.
+    #[serde(default)]
+    pub model_too_weak: bool,
+    /// Arms that passed in fewer than the minimum of the used pairs while failing in at least as
+    /// many: their turn and token differences over all pairs are mostly failures, never savings.
+    #[serde(default)]
+    pub few_passes: Vec<Role>,
     pub power: Option<Power>,
     pub notices: Vec<String>,
     pub tasks: Vec<TaskRow>,
@@ -159,7 +193,7 @@ pub enum Verdict {
     Negative,
     Inconclusive,
     /// The sessions measure a fault of the endpoint, not the pattern: no verdict whatever the
-    /// intervals say (see [`VERDICT_RULES`]).
+    /// intervals say (see [`verdict_rules`]).
     Withheld,
 }
 
@@ -238,6 +272,47 @@ pub struct Paired {
     pub dropped: BTreeMap<String, usize>,
     pub dropped_pairs: Vec<DroppedPair>,
     pub success: Option<Diff>,
+    /// Over all used pairs, whatever their outcome (see [`Self::both_passed`] for the cost of
+    /// success).
+    pub turns: Option<Diff>,
+    pub input_tokens: Option<Diff>,
+    pub output_tokens: Option<Diff>,
+    /// How the used pairs ended.
+    #[serde(default)]
+    pub outcomes: PairOutcomes,
+    /// The same differences over the pairs where both arms passed: what success costs in each
+    /// arm. A design that saves tokens by failing faster shows a saving over all pairs only.
+    #[serde(default)]
+    pub both_passed: BothPassed,
+}
+
+/// Used pairs by outcome; "passed" is the verifier's pass (a could-not-score is not one).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PairOutcomes {
+    pub both_passed: usize,
+    pub pattern_only: usize,
+    pub control_only: usize,
+    pub neither: usize,
+}
+
+impl PairOutcomes {
+    pub fn passes(&self, role: Role) -> usize {
+        self.both_passed
+            + match role {
+                Role::Pattern => self.pattern_only,
+                Role::Control => self.control_only,
+            }
+    }
+
+    pub fn total(&self) -> usize {
+        self.both_passed + self.pattern_only + self.control_only + self.neither
+    }
+}
+
+/// Paired differences over the pairs where both arms passed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BothPassed {
+    pub pairs: usize,
     pub turns: Option<Diff>,
     pub input_tokens: Option<Diff>,
     pub output_tokens: Option<Diff>,
@@ -525,7 +600,9 @@ pub fn summarise(exp: &Experiment, prices: Option<&PriceTable>, opts: &Options) 
             bootstrap_resamples: opts.resamples,
             bootstrap_seed: opts.seed,
             min_pairs_for_verdict: opts.min_pairs_for_verdict,
-            verdict_rules: VERDICT_RULES.into(),
+            min_passes_for_verdict: opts.min_passes_for_verdict,
+            pair_sets: PAIR_SETS.into(),
+            verdict_rules: verdict_rules(opts),
             power_method: POWER_METHOD.into(),
         },
         prices_loaded: prices.is_some(),
@@ -546,7 +623,24 @@ pub fn summarise(exp: &Experiment, prices: Option<&PriceTable>, opts: &Options) 
     })
 }
 
-pub const VERDICT_RULES: &str = "Correctness first. negative: the success-rate difference interval lies entirely below 0 (any token saving notwithstanding), or success is not shown worse and the input-token difference interval lies entirely above 0 (the pattern costs more). confirmed: the success-rate difference interval is not entirely below 0 (no detected regression; its upper bound ≥ 0 — this is not a proof of equivalence) AND the input-token difference interval lies entirely below 0. inconclusive: anything else, including fewer valid pairs than the minimum or a missing arm. withheld (before all of the above): more than half of either arm's valid sessions wrote their tool calls as text instead of calling them — the endpoint is probably not parsing tool calls, so the sessions measure the endpoint, not the pattern.";
+/// The verdict rules with this analysis' thresholds, as the report states them.
+pub fn verdict_rules(opts: &Options) -> String {
+    let (pairs, m) = (opts.min_pairs_for_verdict, opts.min_passes_for_verdict);
+    format!(
+        "In this order. inconclusive: an arm has no sessions, or fewer than {pairs} pairs are valid in both arms. \
+withheld, model too weak: the control passed in fewer than {m} of the valid pairs while failing in at least {m} — its turns and tokens are spent failing, so no difference in cost means anything (below {pairs} pairs this is a notice beside the inconclusive verdict). \
+negative: the success-rate difference interval lies entirely below 0 (correctness first: any token saving notwithstanding). \
+withheld, too few passes: the pattern passed in fewer than {m} pairs while failing in at least {m}, and its success is not shown worse. \
+negative: the input-token difference interval over all pairs lies entirely above 0 (the pattern costs more). \
+confirmed: success not shown worse (the success interval's upper bound ≥ 0 — not a proof of equivalence), AND the input-token difference interval lies entirely below 0 over all pairs AND over the pairs where both arms passed, of which there are at least {m}. \
+inconclusive: anything else, including a saving over all pairs that the both-passed pairs do not show. \
+withheld, overriding all of the above: more than half of either arm's valid sessions wrote their tool calls as text instead of calling them — the endpoint is probably not parsing tool calls, so the sessions measure the endpoint, not the pattern. \
+A notice, not a verdict: when the control passed every planned session, the model may be too strong for these tasks to show a success difference. \
+{m} is the success–failure condition for comparing two proportions (at least {m} successes and {m} failures)."
+    )
+}
+
+pub const PAIR_SETS: &str = "\"all pairs\": every (task, rep) pair valid in both arms, whatever the outcome — what each arm costs as used, failures included. \"both passed\": only the pairs where both arms passed — what success costs in each arm. A saving over all pairs that the both-passed pairs do not show was made by failing differently, and is no saving.";
 
 pub const RELATIVE_INTERVAL: &str = "percentile bootstrap 95% interval of Σpattern / Σcontrol − 1 over the same pairs, resampled with the same seed as the difference interval (the ratio is recomputed in every resample, so the control mean's own uncertainty is included)";
 
@@ -715,6 +809,19 @@ fn module_report(model: &str, module: &str, recs: &[&SessionRecord], plan: Optio
     for d in &dropped_pairs {
         *dropped.entry(d.reason.clone()).or_insert(0) += 1;
     }
+    let mut outcomes = PairOutcomes::default();
+    for (p, c) in &pairs {
+        match (passed(p), passed(c)) {
+            (true, true) => outcomes.both_passed += 1,
+            (true, false) => outcomes.pattern_only += 1,
+            (false, true) => outcomes.control_only += 1,
+            (false, false) => outcomes.neither += 1,
+        }
+    }
+    let succeeded: Vec<(&SessionRecord, &SessionRecord)> = pairs.iter().copied().filter(|(p, c)| passed(p) && passed(c)).collect();
+    let turns = |r: &SessionRecord| Some(r.turns as f64);
+    let input = |r: &SessionRecord| r.totals.input_tokens.map(|x| x as f64);
+    let output = |r: &SessionRecord| r.totals.output_tokens.map(|x| x as f64);
     let paired = Paired {
         pairs_seen: keys.len(),
         pairs_used: pairs.len(),
@@ -722,9 +829,16 @@ fn module_report(model: &str, module: &str, recs: &[&SessionRecord], plan: Optio
         dropped,
         dropped_pairs,
         success: diff(&pairs, |r| Some(if passed(r) { 1.0 } else { 0.0 }), opts),
-        turns: diff(&pairs, |r| Some(r.turns as f64), opts),
-        input_tokens: diff(&pairs, |r| r.totals.input_tokens.map(|x| x as f64), opts),
-        output_tokens: diff(&pairs, |r| r.totals.output_tokens.map(|x| x as f64), opts),
+        turns: diff(&pairs, turns, opts),
+        input_tokens: diff(&pairs, input, opts),
+        output_tokens: diff(&pairs, output, opts),
+        outcomes,
+        both_passed: BothPassed {
+            pairs: succeeded.len(),
+            turns: diff(&succeeded, turns, opts),
+            input_tokens: diff(&succeeded, input, opts),
+            output_tokens: diff(&succeeded, output, opts),
+        },
     };
 
     let pattern = (!pat.is_empty()).then(|| arm_metrics(&pat, model, prices, opts));
@@ -735,6 +849,20 @@ fn module_report(model: &str, module: &str, recs: &[&SessionRecord], plan: Optio
     let model_too_strong = control.as_ref().is_some_and(|c| c.valid > 0 && c.passed == c.valid && c.valid == c.attempted && all_planned(c));
     if model_too_strong {
         notices.push("The control passed every task every time: the model may be too strong for these tasks to show a success difference.".into());
+    }
+    let few_passes = few_passes(&paired.outcomes, opts);
+    let model_too_weak = few_passes.contains(&Role::Control);
+    let (n, m) = (paired.pairs_used, opts.min_passes_for_verdict);
+    for role in &few_passes {
+        let passes = paired.outcomes.passes(*role);
+        notices.push(match role {
+            Role::Control => format!(
+                "Model too weak to show a difference: the control passed in {passes} of {n} valid pairs (fewer than {m}). The turn and token differences over all pairs are computed over failures, not savings."
+            ),
+            Role::Pattern => format!(
+                "The pattern passed in {passes} of {n} valid pairs (fewer than {m}): its turn and token differences over all pairs are mostly over failures, not savings."
+            ),
+        });
     }
 
     let (mut verdict, mut verdict_reason) = decide(&paired, pattern.is_some() && control.is_some(), opts);
@@ -776,7 +904,34 @@ fn module_report(model: &str, module: &str, recs: &[&SessionRecord], plan: Optio
         .map(|t| TaskRow { task: t.to_string(), pattern: task_arm(&of_task(&pat, t), planned_k), control: task_arm(&of_task(&ctl, t), planned_k) })
         .collect();
 
-    ModuleReport { module: module.into(), pattern, control, paired, verdict, verdict_reason, model_too_strong, power, notices, tasks }
+    ModuleReport {
+        module: module.into(),
+        pattern,
+        control,
+        paired,
+        verdict,
+        verdict_reason,
+        model_too_strong,
+        model_too_weak,
+        few_passes,
+        power,
+        notices,
+        tasks,
+    }
+}
+
+/// The arms that passed in fewer than the minimum of the used pairs and failed in at least that
+/// many (the success–failure condition, [`Options::min_passes_for_verdict`]). Requiring the
+/// failures too keeps a handful of pairs that all passed from reading as "too weak".
+pub fn few_passes(outcomes: &PairOutcomes, opts: &Options) -> Vec<Role> {
+    let (n, m) = (outcomes.total(), opts.min_passes_for_verdict);
+    [Role::Control, Role::Pattern]
+        .into_iter()
+        .filter(|role| {
+            let passes = outcomes.passes(*role);
+            passes < m && n - passes >= m
+        })
+        .collect()
 }
 
 fn of_task<'a>(v: &[&'a SessionRecord], task: &str) -> Vec<&'a SessionRecord> {
@@ -787,7 +942,7 @@ fn index_by_pair<'a>(v: &[&'a SessionRecord]) -> BTreeMap<(String, u32), &'a Ses
     v.iter().map(|r| ((r.task.clone(), r.rep), *r)).collect()
 }
 
-/// The verdict rules of [`VERDICT_RULES`].
+/// The verdict rules of [`verdict_rules`].
 pub fn decide(paired: &Paired, both_arms: bool, opts: &Options) -> (Verdict, String) {
     if !both_arms {
         return (Verdict::Inconclusive, "one arm has no sessions".into());
@@ -795,17 +950,56 @@ pub fn decide(paired: &Paired, both_arms: bool, opts: &Options) -> (Verdict, Str
     if paired.pairs_used < opts.min_pairs_for_verdict {
         return (Verdict::Inconclusive, format!("{} valid pairs; at least {} are needed for a verdict", paired.pairs_used, opts.min_pairs_for_verdict));
     }
+    let (n, m) = (paired.pairs_used, opts.min_passes_for_verdict);
+    let few = few_passes(&paired.outcomes, opts);
+    if few.contains(&Role::Control) {
+        return (
+            Verdict::Withheld,
+            format!(
+                "model too weak to show a difference: the control passed in {} of {n} pairs, fewer than the {m} a comparison needs; the turn and token differences are over failures, not savings",
+                paired.outcomes.passes(Role::Control)
+            ),
+        );
+    }
     let Some(s) = paired.success.as_ref().and_then(|d| d.ci95) else {
         return (Verdict::Inconclusive, "no success-difference interval".into());
     };
     if s.entirely_below(0.0) {
         return (Verdict::Negative, "success-rate difference interval entirely below 0: the pattern is less correct".into());
     }
+    if few.contains(&Role::Pattern) {
+        return (
+            Verdict::Withheld,
+            format!(
+                "too few passes to compare: the pattern passed in {} of {n} pairs, fewer than {m}, and its success is not shown worse; its turn and token differences are mostly over failures, not savings",
+                paired.outcomes.passes(Role::Pattern)
+            ),
+        );
+    }
     let Some(t) = paired.input_tokens.as_ref().and_then(|d| d.ci95) else {
         return (Verdict::Inconclusive, "no input-token difference interval (usage missing)".into());
     };
     if t.entirely_below(0.0) {
-        (Verdict::Confirmed, "no detected success regression and the input-token difference interval is entirely below 0".into())
+        let b = &paired.both_passed;
+        let success_cost = b.input_tokens.as_ref().and_then(|d| d.ci95);
+        if b.pairs >= m && success_cost.is_some_and(|i| i.entirely_below(0.0)) {
+            (
+                Verdict::Confirmed,
+                format!(
+                    "no detected success regression, and the input-token difference interval is entirely below 0 over all pairs and over the {} pairs where both arms passed",
+                    b.pairs
+                ),
+            )
+        } else {
+            (
+                Verdict::Inconclusive,
+                format!(
+                    "input tokens are lower over all pairs, but not shown lower over the {} pairs where both arms passed ({}): a saving made by failing differently is no saving",
+                    b.pairs,
+                    if b.pairs < m { format!("fewer than {m}") } else { "their interval is not entirely below 0".to_string() }
+                ),
+            )
+        }
     } else if t.entirely_above(0.0) {
         (Verdict::Negative, "the input-token difference interval is entirely above 0: the pattern costs more".into())
     } else {
