@@ -235,10 +235,16 @@ struct RunAs {
 
 impl RunAs {
     fn detect() -> Result<Self, Error> {
-        if !Uid::effective().is_root() {
+        Self::decide(Uid::effective().is_root(), || User::from_name("postgres"))
+    }
+
+    /// As root the server runs as the `postgres` system user, which must exist; otherwise as
+    /// ourselves. `lookup` finds that user (a parameter so the refusal can be tested anywhere).
+    fn decide(root: bool, lookup: impl FnOnce() -> nix::Result<Option<User>>) -> Result<Self, Error> {
+        if !root {
             return Ok(RunAs { ids: None });
         }
-        match User::from_name("postgres") {
+        match lookup() {
             Ok(Some(user)) => Ok(RunAs { ids: Some((user.uid, user.gid)) }),
             Ok(None) => Err(Error::NoPostgresUser),
             Err(e) => Err(Error::sys("looking up the `postgres` system user", e)),
@@ -803,6 +809,15 @@ fn percent_encode(bytes: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn as_root_without_a_postgres_user_the_error_says_what_to_do() {
+        let e = RunAs::decide(true, || Ok(None)).err().expect("refused");
+        let text = e.to_string();
+        assert!(matches!(e, Error::NoPostgresUser));
+        assert!(text.contains("no `postgres` system user") && text.contains("useradd --system postgres") && text.contains("DATABASE_URL"), "{text}");
+        assert!(RunAs::decide(false, || panic!("not looked up when not root")).unwrap().ids.is_none());
+    }
+
     use super::*;
 
     #[test]

@@ -106,6 +106,7 @@ fn model_run_without_credentials_refuses_before_starting() {
     let tmp = tempfile::tempdir().unwrap();
     let out = pipeline()
         .env_remove("OPENAI_API_KEY")
+        .env("RUST_BACKTRACE", "1")
         .args(["--mcp", "orchestrator", "--k", "3", "--models", "some-model", "--results-dir"])
         .arg(tmp.path())
         .output()
@@ -113,5 +114,6 @@ fn model_run_without_credentials_refuses_before_starting() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("OPENAI_API_KEY") && err.contains("--models oracle") && err.contains("Nothing was started"), "{err}");
+    assert!(err.starts_with("error: ") && err.trim_end().lines().count() == 1, "one clean message, whatever RUST_BACKTRACE says: {err}");
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0, "nothing may be written");
 }
