@@ -188,7 +188,7 @@ fn arms(spec: &Spec, f: &mut Failures) -> Vec<&'static ServerEntry> {
 fn build(spec: &Spec, dirs: &InputDirs, f: &mut Failures) -> (BuildInfo, BuildInfo, Option<String>) {
     let work = BuildInfo::work_tree(dirs.build_dir.as_deref());
     let binary = BuildInfo::binary();
-    let rebuild = "rebuild (cargo build --release -p pipeline)";
+    let rebuild = "rebuild (cargo build -p pipeline)";
     match &binary.commit {
         None => f.add(Gate::Build, "this binary was not built inside a git work tree, so its commit cannot be pinned; build it from a clone"),
         Some(b) if *b != spec.hashes.build => f.add(

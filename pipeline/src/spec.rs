@@ -287,7 +287,7 @@ pub async fn freeze(args: &FreezeArgs) -> anyhow::Result<Spec> {
     let commit = binary.commit.clone().context("this binary was not built inside a git work tree, so there is no commit to pin (G2); build it from a clone")?;
     if work.commit.as_deref() != Some(commit.as_str()) {
         eprintln!(
-            "warning: the work tree is at {}, the binary was built from {commit}; G2 will refuse until you rebuild (cargo build --release -p pipeline)",
+            "warning: the work tree is at {}, the binary was built from {commit}; G2 will refuse until you rebuild (cargo build -p pipeline)",
             work.commit.as_deref().unwrap_or("no commit")
         );
     }
