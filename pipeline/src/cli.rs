@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::exit::{Exit, Reported};
-use crate::{aggregate_cmd, bench, check, flags, list_cmd, new_module, servers_cmd, spec};
+use crate::{aggregate_cmd, bench, check, flags, list_cmd, new_module, servers_cmd, spec, sweep};
 
 #[derive(Debug, Parser)]
 #[command(name = "pipeline", version = crate::build_info::VERSION, about = "Measure what an MCP server's architecture costs an LLM agent")]
@@ -40,6 +40,9 @@ enum Command {
     Run(check::CheckArgs),
     /// Report on an experiment: attrition, metrics with intervals, verdicts, charts, HTML.
     Aggregate(aggregate_cmd::AggregateArgs),
+    /// Run one module over a series of world scales (`--scale 1,2,4,8`), each level its own
+    /// experiment, and report where the pattern starts to pay.
+    Sweep(sweep::SweepArgs),
     /// Scaffold a new pattern module (servers, server test, an example task, registration) that
     /// compiles and passes the gates as generated.
     NewModule(new_module::NewModuleArgs),
@@ -77,6 +80,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Check(args) => check::check_cmd(args).await,
         Command::Run(args) => check::run_cmd(args).await,
         Command::Aggregate(args) => done(aggregate_cmd::run(args)),
+        Command::Sweep(args) => sweep::run(args).await,
         Command::NewModule(args) => done(new_module::run(args)),
     }
 }

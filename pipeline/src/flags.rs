@@ -28,9 +28,9 @@ pub struct RunArgs {
     /// Only tasks whose id contains one of these, comma-separated.
     #[arg(long, value_delimiter = ',')]
     pub tasks: Vec<String>,
-    /// Override every task's world scale.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub scale: Option<u32>,
+    /// Override every task's world scale (`pipeline sweep` takes several, comma-separated).
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub scale: Vec<u32>,
     /// Sessions run in parallel, each on its own isolated world.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub jobs: u32,

@@ -425,6 +425,27 @@ async fn with_backend(spec: &Spec, arms: &[&'static ServerEntry], tasks: Option<
     b.shutdown().await.context("stopping the gate backend")
 }
 
+/// G7 for a run's own tasks and arms, as the run will see them (with its `--scale`): a model run
+/// proves, before spending, that every task is solvable through each arm of its module and that
+/// its verifier does not pass on the untouched world. A task written for one world scale can fail
+/// this at another. Returns one line per failure.
+pub async fn ground_truth_of(plan: &crate::plan::RunPlan) -> anyhow::Result<Vec<String>> {
+    let b = LocalBackend::start(WorldSpec::default()).await.context("starting the backend for the ground-truth check")?;
+    let serve = crate::arm::serve_prefix()?;
+    let mut failures = Vec::new();
+    for m in &plan.tasks {
+        for t in &m.tasks {
+            for arm in plan.arms.iter().filter(|a| a.module == m.module) {
+                if let Err(e) = tasks::gates::ground_truth(t, arm.name, b.world(), b.url(), &serve).await {
+                    failures.push(format!("task {} at world scale {} via {}: {e}", t.key(), t.meta.scale, arm.name));
+                }
+            }
+        }
+    }
+    b.shutdown().await.context("stopping the ground-truth backend")?;
+    Ok(failures)
+}
+
 /// G1: the functions the agent offers for `arm`, its server started as a session would start
 /// it, are exactly its frozen manifest's tools (plus the generic resource functions).
 async fn isolation(spec: &Spec, arm: &ServerEntry, backend_url: &str, serve: &[String], f: &mut Failures) {

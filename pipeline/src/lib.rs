@@ -26,3 +26,4 @@ pub mod run;
 pub mod servers_cmd;
 pub mod session;
 pub mod spec;
+pub mod sweep;

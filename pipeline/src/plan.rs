@@ -145,7 +145,12 @@ impl RunPlan {
         if tasks.iter().all(|m| m.tasks.is_empty()) {
             bail!("no task matches --tasks {:?} (see `pipeline list`)", args.tasks);
         }
-        if let Some(scale) = args.scale {
+        let scale_override = match args.scale[..] {
+            [] => None,
+            [one] => Some(one),
+            _ => bail!("--scale {:?} names several levels; a series of levels is a sweep: `pipeline sweep … --scale …`", args.scale),
+        };
+        if let Some(scale) = scale_override {
             override_scale(&mut tasks, scale);
         }
         let experiment = args.exp_name.clone().unwrap_or_else(|| default_exp_name(args, &arms));
@@ -160,7 +165,7 @@ impl RunPlan {
             models,
             transport: args.transport,
             jobs: args.jobs,
-            scale_override: args.scale,
+            scale_override,
             build: BuildInfo::binary(),
             preflight_skipped: args.skip_preflight,
             retry_invalid: args.retry_invalid,

@@ -116,6 +116,18 @@ impl RunSummary {
 pub async fn run(plan: RunPlan, accepted: impl FnOnce(&Experiment) -> anyhow::Result<()>) -> anyhow::Result<RunSummary> {
     let providers = providers_of(&plan)?;
     let preflight = if plan.check.is_none() { preflight(&plan, &providers).await? } else { None };
+    if plan.check.is_none() && !providers.is_empty() {
+        // A spec run proved this in its check; the oracle run proves it by running.
+        let failures = crate::gates::ground_truth_of(&plan).await?;
+        if !failures.is_empty() {
+            eprintln!("INVALID — gate failures:");
+            for f in &failures {
+                eprintln!("{}: {f}", crate::gates::Gate::GroundTruth);
+            }
+            eprintln!("no session was started: these tasks cannot be scored at this world; run them at the scale they were written for");
+            return Err(Reported.into());
+        }
+    }
     let experiment = Experiment::lock(&plan.exp_dir)?;
     let resume = match experiment.resume(&plan, plan.sessions()) {
         Ok(r) => r,
@@ -242,6 +254,9 @@ fn providers_of(plan: &RunPlan) -> anyhow::Result<BTreeMap<String, Arc<OpenAiCom
                  OpenAI-compatible server ({url} now), or use --models oracle"
             )
         })?;
+        if provider.auth() == records::Auth::None {
+            eprintln!("model {}: ${env} is unset and {url} is loopback: requests carry no key (records say auth: none)", m.spec.id);
+        }
         out.insert(m.spec.id.clone(), Arc::new(provider));
     }
     Ok(out)

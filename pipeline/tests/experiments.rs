@@ -153,3 +153,42 @@ fn shards_of_one_plan_merge_into_one_report() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("world_scale_override"), "{}", text(&out));
 }
+
+#[test]
+fn a_sweep_runs_each_level_as_its_own_experiment_and_reads_off_the_crossover() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = pipeline()
+        .args(["sweep", "--module", "tool_orchestrator", "--models", "oracle", "--scale", "2,1"])
+        .args(["--tasks", "assignee_who_does_not_exist,two_tickets_for_globex", "--exp-name", "sw", "--results-dir"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    let sweep = tmp.path().join("sw");
+    for level in [1, 2] {
+        let exp = sweep.join(format!("scale{level}"));
+        let recs = records(&exp);
+        assert_eq!(recs.len(), 4, "2 tasks × 2 arms at scale {level}");
+        assert!(recs.iter().all(|r| r["fingerprint"]["world_scale_override"] == level && r["world_scale"] == level));
+        assert!(exp.join("report.md").is_file(), "each level has its own report");
+    }
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(sweep.join("sweep.json")).unwrap()).unwrap();
+    let levels: Vec<u64> = report["levels"].as_array().unwrap().iter().map(|l| l["scale"].as_u64().unwrap()).collect();
+    assert_eq!(levels, [1, 2], "levels in order");
+    for l in report["levels"].as_array().unwrap() {
+        let (p, c) = (l["pattern"]["floor_estimated_input_tokens"].as_f64().unwrap(), l["control"]["floor_estimated_input_tokens"].as_f64().unwrap());
+        assert_eq!(l["cost_difference"].as_f64().unwrap(), p - c, "the oracle's cost is its floor");
+    }
+    assert!(["at", "from_the_start", "none_in_range"].contains(&report["crossover"]["kind"].as_str().unwrap()), "{report}");
+    let md = std::fs::read_to_string(sweep.join("sweep.md")).unwrap();
+    assert!(md.contains("**Crossover:**") && md.contains("| 1 | pattern |") && md.contains("| 2 | control |"), "{md}");
+    // The folder of a sweep is not one experiment.
+    let agg = pipeline().args(["aggregate", "--result-dir"]).arg(&sweep).output().unwrap();
+    assert_eq!(agg.status.code(), Some(1), "{}", text(&agg));
+
+    // Several levels outside a sweep are refused with a pointer to it.
+    let out = oracle_run(tmp.path(), &["--scale", "1,2"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out).contains("pipeline sweep"), "{}", text(&out));
+}

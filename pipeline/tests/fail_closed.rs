@@ -308,3 +308,21 @@ fn children_named(parent: u32, name: &str) -> Vec<u32> {
     }
     out
 }
+
+#[test]
+fn a_model_run_at_a_scale_its_tasks_do_not_hold_at_is_refused_before_spending() {
+    let fake = FakeModel::start(Mode::Native);
+    let tmp = tempfile::tempdir().unwrap();
+    let mut c = pipeline();
+    c.env("OPENAI_API_KEY", KEY)
+        .args(["--module", "tool_orchestrator", "--tasks", "lena_goes_on_leave,two_tickets_for_globex", "--models", MODEL, "--seed", "1"])
+        .args(["--scale", "2", "--exp-name", "e", "--base-url", &fake.base_url, "--results-dir"])
+        .arg(tmp.path());
+    let out = c.output().unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(t.lines().any(|l| l.starts_with("G7 ground truth: task tool_orchestrator/lena_goes_on_leave at world scale 2")), "{t}");
+    assert!(!t.contains("two_tickets_for_globex at world scale"), "a task that holds at scale 2 is not reported: {t}");
+    assert_eq!(fake.session_requests(), 0, "nothing was spent");
+    assert!(nothing_written(tmp.path()));
+}

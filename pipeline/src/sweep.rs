@@ -1,0 +1,280 @@
+//! `pipeline sweep`: one module, one model, a series of world scales — where does the pattern
+//! start to pay? Every level is its own experiment (`results/<sweep>/scale<L>/`, its own
+//! manifest, lock and fingerprints, so levels can never be pooled), run and reported exactly as
+//! `pipeline --module …` would; then `sweep.md` and `sweep.json` beside them give, per level and
+//! arm, success, calls, turns and input tokens with their intervals, and the crossover: the level
+//! from which the pattern's cost stays below the control's, bracketed by the levels around it, or
+//! "no crossover in range".
+//!
+//! The cost compared is what the experiment measures: the paired input-token difference with its
+//! bootstrap interval for a model, the structural floor's estimated input tokens for the oracle
+//! (deterministic: no interval, labelled an estimate).
+
+use std::path::{Path, PathBuf};
+
+use aggregate::Summary;
+use aggregate::metrics::ModuleReport;
+use anyhow::Context;
+use records::Role;
+use serde::Serialize;
+
+use crate::exit::Exit;
+use crate::flags::RunArgs;
+use crate::plan::RunPlan;
+
+#[derive(Debug, clap::Args)]
+pub struct SweepArgs {
+    /// The run's flags, as for `pipeline --module …`; `--scale` takes the levels, comma-separated.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// One level's figures per arm.
+#[derive(Debug, Clone, Serialize)]
+pub struct LevelArm {
+    pub server: String,
+    pub attempted: usize,
+    pub valid: usize,
+    pub success_rate: Option<f64>,
+    pub success_wilson95: Option<[f64; 2]>,
+    /// Model sessions: mean turns and input tokens with 95% intervals. Null for the oracle.
+    pub turns_mean: Option<f64>,
+    pub input_tokens_mean: Option<f64>,
+    pub input_tokens_ci95: Option<[f64; 2]>,
+    /// The oracle: Σ over tasks of the structural floor (median per task), an estimate.
+    pub floor_calls: Option<f64>,
+    pub floor_estimated_input_tokens: Option<u64>,
+}
+
+/// One level of the sweep.
+#[derive(Debug, Clone, Serialize)]
+pub struct Level {
+    pub scale: u32,
+    pub experiment: String,
+    pub pattern: Option<LevelArm>,
+    pub control: Option<LevelArm>,
+    /// Pattern − control cost at this level (input tokens; an estimate for the oracle).
+    pub cost_difference: Option<f64>,
+    pub cost_difference_ci95: Option<[f64; 2]>,
+    pub verdict: Option<String>,
+}
+
+/// The sweep's result, as written to `sweep.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepReport {
+    pub sweep: String,
+    pub module: String,
+    pub model: String,
+    pub factor: &'static str,
+    /// `estimated input tokens (oracle floor)` or `input tokens (paired, measured)`.
+    pub cost: String,
+    pub levels: Vec<Level>,
+    pub crossover: Crossover,
+}
+
+/// Where the pattern starts to pay within the levels run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Crossover {
+    /// The pattern is cheaper at every level from `from` up, and not at `after` (the level
+    /// below, if any): the crossover lies in (after, from].
+    At { from: u32, after: Option<u32> },
+    /// The pattern is cheaper from the smallest level on.
+    FromTheStart { from: u32 },
+    /// At no level from which it stays cheaper.
+    NoneInRange,
+    /// Some level lacks the figure (no valid pairs, no floor): nothing can be said.
+    Unknown { missing: Vec<u32> },
+}
+
+impl Crossover {
+    pub fn sentence(&self, cost: &str) -> String {
+        match self {
+            Self::At { from, after: Some(a) } => {
+                format!("the pattern's {cost} falls below the control's between scale {a} and scale {from} and stays below up to the largest level")
+            }
+            Self::At { from, after: None } | Self::FromTheStart { from } => {
+                format!("the pattern's {cost} is below the control's from scale {from}, the smallest level run")
+            }
+            Self::NoneInRange => format!("no crossover in range: at no level does the pattern's {cost} stay below the control's"),
+            Self::Unknown { missing } => format!("unknown: scale(s) {missing:?} have no {cost} difference to compare"),
+        }
+    }
+}
+
+/// Reads the crossover off per-level differences (pattern − control; `hi` the upper end of its
+/// interval, the value itself when there is none): the smallest level from which every
+/// difference's upper end is below zero.
+pub fn crossover(levels: &[(u32, Option<f64>)]) -> Crossover {
+    let missing: Vec<u32> = levels.iter().filter(|(_, d)| d.is_none()).map(|(l, _)| *l).collect();
+    if !missing.is_empty() {
+        return Crossover::Unknown { missing };
+    }
+    let below: Vec<bool> = levels.iter().map(|(_, d)| d.is_some_and(|hi| hi < 0.0)).collect();
+    let Some(first) = (0..levels.len()).find(|&i| below[i..].iter().all(|b| *b)) else { return Crossover::NoneInRange };
+    if first == 0 {
+        return Crossover::FromTheStart { from: levels[0].0 };
+    }
+    Crossover::At { from: levels[first].0, after: Some(levels[first - 1].0) }
+}
+
+pub async fn run(args: SweepArgs) -> anyhow::Result<Exit> {
+    let mut levels = args.run.scale.clone();
+    anyhow::ensure!(levels.len() >= 2, "a sweep needs at least two levels: --scale 1,2,4,8");
+    levels.sort_unstable();
+    levels.dedup();
+    anyhow::ensure!(args.run.module.len() == 1 && args.run.mcp.is_empty() && !args.run.all, "a sweep runs one module with both arms: --module M");
+    anyhow::ensure!(args.run.models.len() == 1, "a sweep runs one model (or the oracle): --models M");
+    let module = args.run.module[0].clone();
+    let model = args.run.models[0].clone();
+    let name = args.run.exp_name.clone().unwrap_or_else(|| format!("sweep_{module}_{}_scale", model.replace(['/', ':'], "_")));
+    crate::plan::check_experiment_name(&name).context("--exp-name")?;
+    let sweep_dir = args.run.results_dir.join(&name);
+    let mut worst = Exit::Ok;
+    for &level in &levels {
+        let mut run = args.run.clone();
+        run.scale = vec![level];
+        run.exp_name = Some(format!("scale{level}"));
+        run.results_dir = sweep_dir.clone();
+        eprintln!("sweep {name}: scale {level}");
+        let plan = RunPlan::from_flags(&run).await?;
+        let summary = crate::run::run(plan, |_| Ok(())).await?;
+        crate::run::print_summary(&summary);
+        let exit = summary.exit();
+        if exit == Exit::StoppedEarly {
+            eprintln!("sweep {name}: stopped at scale {level}; levels above it were not run. Resume with the same command.");
+            return Ok(exit);
+        }
+        if exit != Exit::Ok {
+            worst = exit;
+        }
+    }
+    let report = report(&sweep_dir, &name, &module, &model, &levels)?;
+    records::write_atomically(&sweep_dir.join("sweep.json"), &serde_json::to_vec_pretty(&report)?)?;
+    let md = markdown(&report);
+    records::write_atomically(&sweep_dir.join("sweep.md"), md.as_bytes())?;
+    print!("{md}");
+    eprintln!("wrote {} and {}; each level's own report is in its folder", sweep_dir.join("sweep.md").display(), sweep_dir.join("sweep.json").display());
+    Ok(worst)
+}
+
+/// Reports every level (writing its own report into its folder) and reads the sweep off them.
+pub fn report(sweep_dir: &Path, name: &str, module: &str, model: &str, levels: &[u32]) -> anyhow::Result<SweepReport> {
+    let oracle = model == "oracle";
+    let mut out = Vec::new();
+    for &level in levels {
+        let dir: PathBuf = sweep_dir.join(format!("scale{level}"));
+        let r = aggregate::report(&dir, None, &aggregate::Options::default()).with_context(|| format!("reporting scale {level} ({})", dir.display()))?;
+        r.write(&dir).with_context(|| format!("writing the report of scale {level}"))?;
+        out.push(level_of(&r.summary, level, module, oracle));
+    }
+    let diffs: Vec<(u32, Option<f64>)> = out.iter().map(|l| (l.scale, l.cost_difference_ci95.map(|ci| ci[1]).or(l.cost_difference))).collect();
+    Ok(SweepReport {
+        sweep: name.to_owned(),
+        module: module.to_owned(),
+        model: model.to_owned(),
+        factor: "world scale",
+        cost: if oracle { "estimated input tokens (oracle floor, an estimate)".into() } else { "input tokens (paired, measured)".into() },
+        crossover: crossover(&diffs),
+        levels: out,
+    })
+}
+
+fn level_of(s: &Summary, level: u32, module: &str, oracle: bool) -> Level {
+    let m: Option<&ModuleReport> = s.models.iter().flat_map(|m| m.modules.iter()).find(|m| m.module == module);
+    let floor = s.oracle_floors.iter().find(|f| f.module == module);
+    let arm = |role: Role| -> Option<LevelArm> {
+        let metrics = m.and_then(|m| if role == Role::Pattern { m.pattern.as_ref() } else { m.control.as_ref() });
+        let rows: Vec<_> = floor.map(|f| f.rows.iter().filter(|r| r.role == role).collect()).unwrap_or_default();
+        let server = metrics.map(|a| a.server.clone()).or_else(|| rows.first().map(|r| r.server.clone()))?;
+        let attempted = metrics.map(|a| a.attempted).unwrap_or_else(|| rows.iter().map(|r| r.sessions).sum());
+        let valid = metrics.map(|a| a.valid).unwrap_or_else(|| rows.iter().map(|r| r.valid).sum());
+        let passed: usize = metrics.map(|a| a.passed).unwrap_or_else(|| rows.iter().map(|r| r.passed).sum());
+        Some(LevelArm {
+            server,
+            attempted,
+            valid,
+            success_rate: metrics.and_then(|a| a.success.rate).or_else(|| (valid > 0).then(|| passed as f64 / valid as f64)),
+            success_wilson95: metrics.and_then(|a| a.success.wilson95.as_ref()).map(|i| [i.lo, i.hi]),
+            turns_mean: metrics.and_then(|a| a.turns.mean),
+            input_tokens_mean: metrics.and_then(|a| a.input_tokens.mean),
+            input_tokens_ci95: metrics.and_then(|a| a.input_tokens.mean_ci95.as_ref()).map(|i| [i.lo, i.hi]),
+            floor_calls: (!rows.is_empty() && rows.iter().all(|r| r.calls.is_some())).then(|| rows.iter().filter_map(|r| r.calls).map(|c| c as f64).sum()),
+            floor_estimated_input_tokens: floor.and_then(|f| f.total_estimated_input_tokens.get(&role).copied()),
+        })
+    };
+    let (pattern, control) = (arm(Role::Pattern), arm(Role::Control));
+    let (cost_difference, cost_difference_ci95) = if oracle {
+        let d = pattern.as_ref().and_then(|p| p.floor_estimated_input_tokens).zip(control.as_ref().and_then(|c| c.floor_estimated_input_tokens));
+        (d.map(|(p, c)| p as f64 - c as f64), None)
+    } else {
+        let d = m.and_then(|m| m.paired.input_tokens.as_ref());
+        (d.map(|d| d.mean), d.and_then(|d| d.ci95.as_ref()).map(|i| [i.lo, i.hi]))
+    };
+    Level {
+        scale: level,
+        experiment: format!("scale{level}"),
+        pattern,
+        control,
+        cost_difference,
+        cost_difference_ci95,
+        verdict: m.map(|m| format!("{:?}", m.verdict).to_lowercase()),
+    }
+}
+
+fn num(v: Option<f64>) -> String {
+    v.map_or("—".into(), |x| format!("{x:.1}"))
+}
+
+fn ci(v: Option<[f64; 2]>) -> String {
+    v.map_or(String::new(), |[lo, hi]| format!(" [{lo:.1}, {hi:.1}]"))
+}
+
+/// The sweep as a table a person reads.
+pub fn markdown(r: &SweepReport) -> String {
+    let mut o = format!("# Sweep {} — {} with {}, over {}\n\n", r.sweep, r.module, r.model, r.factor);
+    o.push_str(&format!("**Crossover:** {}.\n\n", r.crossover.sentence(&r.cost)));
+    o.push_str(&format!("Cost compared: {}. Every level is its own experiment (`scale<L>/`, with its own report); levels are never pooled.\n\n", r.cost));
+    o.push_str("| scale | arm | server | valid / attempted | success | turns (mean) | input tokens (mean [95% CI]) | floor calls Σ | floor est. input tokens Σ | pattern − control cost |\n");
+    o.push_str("| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    for l in &r.levels {
+        for (role, arm) in [("pattern", &l.pattern), ("control", &l.control)] {
+            let Some(a) = arm else {
+                o.push_str(&format!("| {} | {role} | — | 0 / 0 | — | — | — | — | — | — |\n", l.scale));
+                continue;
+            };
+            let diff = if role == "pattern" { format!("{}{}", num(l.cost_difference), ci(l.cost_difference_ci95)) } else { String::new() };
+            o.push_str(&format!(
+                "| {} | {role} | {} | {} / {} | {}{} | {} | {}{} | {} | {} | {diff} |\n",
+                l.scale,
+                a.server,
+                a.valid,
+                a.attempted,
+                a.success_rate.map_or("—".into(), |x| format!("{:.0}%", x * 100.0)),
+                a.success_wilson95.map_or(String::new(), |[lo, hi]| format!(" [{:.0}%, {:.0}%]", lo * 100.0, hi * 100.0)),
+                num(a.turns_mean),
+                num(a.input_tokens_mean),
+                ci(a.input_tokens_ci95),
+                num(a.floor_calls),
+                a.floor_estimated_input_tokens.map_or("—".into(), |x| x.to_string()),
+            ));
+        }
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_crossover_is_where_the_pattern_stays_cheaper() {
+        assert_eq!(crossover(&[(1, Some(50.0)), (2, Some(10.0)), (4, Some(-5.0)), (8, Some(-40.0))]), Crossover::At { from: 4, after: Some(2) });
+        assert_eq!(crossover(&[(1, Some(-1.0)), (2, Some(-3.0))]), Crossover::FromTheStart { from: 1 });
+        // Cheaper at one level but not above it: it does not pay from there.
+        assert_eq!(crossover(&[(1, Some(5.0)), (2, Some(-3.0)), (4, Some(2.0))]), Crossover::NoneInRange);
+        assert_eq!(crossover(&[(1, Some(5.0)), (2, None)]), Crossover::Unknown { missing: vec![2] });
+        // An interval's upper end at zero is not below it.
+        assert_eq!(crossover(&[(1, Some(0.0)), (2, Some(-0.5))]), Crossover::At { from: 2, after: Some(1) });
+    }
+}
