@@ -17,6 +17,7 @@
 //! bodies and response statuses and bodies, never a header; any header value or the key that a
 //! provider echoes back is redacted.
 
+use records::Auth;
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -299,7 +300,13 @@ impl Run<'_> {
 
     fn unauthorized(&self, text: String) -> PreflightFailure {
         let var = &self.provider.config().api_key_env;
-        let hint = format!("the endpoint refused the key read from ${var}: export the right key in it, or name another variable with --api-key-env");
+        let hint = match self.provider.auth() {
+            Auth::Key => format!("the endpoint refused the key read from ${var}: export the right key in it, or name another variable with --api-key-env"),
+            // A loopback server started with a key (llama.cpp --api-key, vLLM --api-key) wants it.
+            Auth::None => format!(
+                "the endpoint wants a key and none was sent (${var} is unset): export the server's key in it, or name another variable with --api-key-env"
+            ),
+        };
         PreflightFailure { kind: PreflightFailureKind::Unauthorized, provider_text: text, hint }
     }
 

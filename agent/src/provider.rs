@@ -18,6 +18,13 @@
 //!   async-openai's `SecretString`; extra header values (possibly secrets too) live only in its
 //!   header map. Neither is reachable through `Debug`, [`ProviderConfig::record_params`] or any
 //!   transcript event.
+//! * A loopback endpoint (127.0.0.0/8, `[::1]`, `localhost`) may be used without a key: local
+//!   servers (llama.cpp, Ollama, vLLM) need none, and a made-up key would be recorded as if one
+//!   authenticated the run. Then no `Authorization` header is sent and [`OpenAiCompatible::auth`]
+//!   says [`Auth::None`]. Anywhere else a missing key refuses, as a remote endpoint that answers
+//!   without one is a misconfiguration worth stopping for.
+//! * What a provider reports beyond usage — llama.cpp's `timings`, `system_fingerprint`, the
+//!   model id that answered — is kept per turn as given ([`ProviderExtras`]), null when absent.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -25,8 +32,9 @@ use std::time::{Duration, Instant};
 use async_openai::config::{Config, OpenAIConfig};
 use async_openai::error::OpenAIError;
 use async_openai::middleware::HttpRequestFactory;
+use records::{Auth, ProviderExtras};
 use reqwest::StatusCode;
-use reqwest::header::HeaderMap;
+use reqwest::header::{AUTHORIZATION, HeaderMap};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -181,12 +189,24 @@ impl ProviderConfig {
 
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
-    #[error("the API key variable {0} is unset or empty; export it before running against a model")]
+    #[error("the API key variable {0} is unset or empty; export it before running against a model (only a loopback endpoint may go without a key)")]
     MissingKey(String),
     #[error("extra header {0:?} is not a valid HTTP header: {1}")]
     BadHeader(String, String),
     #[error("could not build the HTTP client: {0}")]
     Http(String),
+}
+
+/// Whether `base_url` names this machine: 127.0.0.0/8, `[::1]` or `localhost`. Only such an
+/// endpoint may be used without a key. Anything unparseable is not loopback.
+pub fn is_loopback_url(base_url: &str) -> bool {
+    let Ok(url) = reqwest::Url::parse(base_url.trim()) else { return false };
+    let Some(host) = url.host_str() else { return false };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    match host.parse::<std::net::IpAddr>() {
+        Ok(ip) => ip.is_loopback(),
+        Err(_) => host.eq_ignore_ascii_case("localhost"),
+    }
 }
 
 /// An OpenAI-compatible chat-completions endpoint with its pinned parameters.
@@ -195,17 +215,20 @@ pub struct OpenAiCompatible {
     config: ProviderConfig,
     /// async-openai's config: holds the key (as a `SecretString`) and the extra headers.
     client_config: OpenAIConfig,
+    auth: Auth,
     http: reqwest::Client,
 }
 
 impl std::fmt::Debug for OpenAiCompatible {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenAiCompatible").field("config", &self.config).field("api_key", &"<redacted>").finish()
+        f.debug_struct("OpenAiCompatible").field("config", &self.config).field("auth", &self.auth).field("api_key", &"<redacted>").finish()
     }
 }
 
 impl OpenAiCompatible {
     /// Reads the key from the environment variable `config.api_key_env` now; it is not read again.
+    /// Unset or empty, it is refused unless the endpoint is loopback ([`is_loopback_url`]): then
+    /// requests go without a key.
     pub fn new(config: ProviderConfig) -> Result<Self, SetupError> {
         Self::with_key_source(config, |name| std::env::var(name).ok())
     }
@@ -214,7 +237,11 @@ impl OpenAiCompatible {
     /// environment (tests, which cannot set variables safely while other threads run).
     pub fn with_key_source(config: ProviderConfig, lookup: impl FnOnce(&str) -> Option<String>) -> Result<Self, SetupError> {
         install_crypto_provider();
-        let key = lookup(&config.api_key_env).filter(|k| !k.is_empty()).ok_or_else(|| SetupError::MissingKey(config.api_key_env.clone()))?;
+        let (key, auth) = match lookup(&config.api_key_env).filter(|k| !k.is_empty()) {
+            Some(key) => (key, Auth::Key),
+            None if is_loopback_url(&config.base_url) => (String::new(), Auth::None),
+            None => return Err(SetupError::MissingKey(config.api_key_env.clone())),
+        };
         // OpenAIConfig::new() reads OPENAI_* variables; pin every field so only our config counts.
         let mut client_config = OpenAIConfig::new().with_api_base(config.base_url.trim_end_matches('/')).with_api_key(key).with_org_id("").with_project_id("");
         for (name, value) in &config.extra_headers {
@@ -222,11 +249,32 @@ impl OpenAiCompatible {
             client_config = client_config.with_header(header, value.as_str()).map_err(|e| SetupError::BadHeader(name.clone(), e.to_string()))?;
         }
         let http = reqwest::Client::builder().timeout(config.request_timeout).build().map_err(|e| SetupError::Http(e.to_string()))?;
-        Ok(Self { config, client_config, http })
+        Ok(Self { config, client_config, auth, http })
     }
 
     pub fn config(&self) -> &ProviderConfig {
         &self.config
+    }
+
+    /// How requests authenticate: with the key read from the variable, or with none.
+    pub fn auth(&self) -> Auth {
+        self.auth
+    }
+
+    /// Keyless, async-openai would still send `Authorization: Bearer ` (it always adds one); a
+    /// server that checks keys would then answer "invalid key" rather than "missing key". An
+    /// `Authorization` the user passed with `--header` is theirs and is kept.
+    fn strips_authorization(&self) -> bool {
+        self.auth == Auth::None && !self.config.extra_headers.iter().any(|(name, _)| name.eq_ignore_ascii_case(AUTHORIZATION.as_str()))
+    }
+
+    /// The headers every request carries.
+    fn headers(&self) -> HeaderMap {
+        let mut headers = self.client_config.headers();
+        if self.strips_authorization() {
+            headers.remove(AUTHORIZATION);
+        }
+        headers
     }
 
     /// Whether the same request is expected to produce the same output (temperature 0 or a
@@ -275,7 +323,8 @@ impl OpenAiCompatible {
                         return Err(ProviderFailure::Limit { detail: text, retries });
                     }
                     let usage = response.usage();
-                    return Ok(Completion { response, raw, usage, retries, latency_ms });
+                    let extras = response.extras(&self.config.model);
+                    return Ok(Completion { response, raw, usage, extras, retries, latency_ms });
                 }
                 AttemptOutcome::Limit(detail) => {
                     events.push(json!({ "event": "provider_limit", "error": detail }));
@@ -348,7 +397,7 @@ impl OpenAiCompatible {
 
     /// `GET /models` with the key and extra headers every request carries: status and body.
     pub(crate) async fn list_models(&self) -> Result<(u16, String), reqwest::Error> {
-        let response = self.http.get(self.models_url()).headers(self.client_config.headers()).send().await?;
+        let response = self.http.get(self.models_url()).headers(self.headers()).send().await?;
         let status = response.status().as_u16();
         Ok((status, response.text().await?))
     }
@@ -357,7 +406,7 @@ impl OpenAiCompatible {
     /// the key alone. Values shorter than 8 bytes are left out: they cannot be told apart from
     /// ordinary words, and redacting those would mangle a provider's text.
     pub(crate) fn secret_values(&self) -> Vec<String> {
-        let mut values: Vec<String> = self.client_config.headers().values().filter_map(|v| v.to_str().ok()).map(str::to_owned).collect();
+        let mut values: Vec<String> = self.headers().values().filter_map(|v| v.to_str().ok()).map(str::to_owned).collect();
         values.extend(values.iter().filter_map(|v| v.strip_prefix("Bearer ")).map(str::to_owned).collect::<Vec<_>>());
         values.retain(|v| v.len() >= 8);
         values.sort_by_key(|v| std::cmp::Reverse(v.len()));
@@ -370,11 +419,15 @@ impl OpenAiCompatible {
         let service = {
             let http = self.http.clone();
             let seen = seen.clone();
+            let strip = self.strips_authorization();
             tower::service_fn(move |factory: HttpRequestFactory| {
                 let http = http.clone();
                 let seen = seen.clone();
                 async move {
-                    let request = factory.build().await?;
+                    let mut request = factory.build().await?;
+                    if strip {
+                        request.headers_mut().remove(AUTHORIZATION);
+                    }
                     let response = http.execute(request).await.map_err(OpenAIError::Reqwest)?;
                     *seen.lock().unwrap() = Some((response.status(), response.headers().clone()));
                     Ok::<_, OpenAIError>(response)
@@ -426,6 +479,8 @@ pub struct Completion {
     /// The response body as received, for the transcript.
     pub raw: Value,
     pub usage: Usage,
+    /// What the provider reported beyond usage, as given.
+    pub extras: ProviderExtras,
     pub retries: u32,
     /// Of the attempt that answered.
     pub latency_ms: f64,
@@ -575,13 +630,20 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
 pub struct ChatResponse {
     #[serde(default)]
     pub id: Option<String>,
+    /// Kept raw, like the fields below: an odd type in a field nobody scores must not lose the
+    /// whole answer.
     #[serde(default)]
-    pub model: Option<String>,
+    pub model: Option<Value>,
     #[serde(default, deserialize_with = "null_as_default")]
     pub choices: Vec<Choice>,
     /// Kept raw and read field by field: one odd usage field must not lose the whole answer.
     #[serde(default)]
     pub usage: Option<Value>,
+    #[serde(default)]
+    pub system_fingerprint: Option<Value>,
+    /// llama.cpp's server: prompt and generation counts and milliseconds of this request.
+    #[serde(default)]
+    pub timings: Option<Value>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -660,6 +722,17 @@ impl ChatResponse {
             cached_prompt_tokens: u.pointer("/prompt_tokens_details/cached_tokens").and_then(int),
             reasoning_tokens: u.pointer("/completion_tokens_details/reasoning_tokens").and_then(int),
             total_tokens: u.get("total_tokens").and_then(int),
+        }
+    }
+
+    /// What the provider reported beyond usage. `requested` is the model id asked for: the served
+    /// id is kept only when it differs (most servers echo the request, which says nothing).
+    pub fn extras(&self, requested: &str) -> ProviderExtras {
+        let text = |v: &Option<Value>| v.as_ref().and_then(Value::as_str).map(str::to_owned);
+        ProviderExtras {
+            timings: self.timings.clone().filter(|t| !t.is_null()),
+            system_fingerprint: text(&self.system_fingerprint),
+            served_model: text(&self.model).filter(|m| m != requested),
         }
     }
 

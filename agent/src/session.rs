@@ -143,7 +143,7 @@ pub async fn run(
         turns: vec![],
         tool_calls: vec![],
         offered: Offered::default(),
-        transcript: vec![json!({ "event": "start", "params": provider.config().record_params(), "turn_cap": turn_cap })],
+        transcript: vec![json!({ "event": "start", "params": provider.config().record_params(), "auth": provider.auth(), "turn_cap": turn_cap })],
         provider_retries: 0,
         failed_turn: None,
         tool_call_as_text: false,
@@ -229,8 +229,15 @@ async fn converse(
         };
         s.provider_retries += completion.retries;
         let reply = completion.response.message();
-        s.transcript
-            .push(json!({ "event": "response", "turn": turn, "latency_ms": completion.latency_ms, "retries": completion.retries, "body": completion.raw }));
+        // The extras are in the body too; beside it they read the same for every provider.
+        s.transcript.push(json!({
+            "event": "response",
+            "turn": turn,
+            "latency_ms": completion.latency_ms,
+            "retries": completion.retries,
+            "extras": completion.extras,
+            "body": completion.raw,
+        }));
         s.turns.push(TurnRecord {
             index: turn,
             usage: completion.usage.clone(),
@@ -238,7 +245,7 @@ async fn converse(
             latency_ms: completion.latency_ms,
             finish_reason: completion.response.finish_reason(),
             tool_calls: reply.tool_calls.len() as u32,
-            extras: Default::default(),
+            extras: completion.extras.clone(),
         });
         if reply.tool_calls.is_empty() {
             let text = reply.text();

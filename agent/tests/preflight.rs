@@ -271,21 +271,3 @@ async fn a_chat_request_that_times_out_is_unreachable() {
     assert_eq!(p.probes[1]["response"], Value::Null);
     assert!(p.probes[1]["error"].as_str().unwrap().contains("timed out"));
 }
-
-/// Against a real endpoint, by hand: `AGENT_PREFLIGHT_BASE_URL=http://127.0.0.1:18081/v1
-/// AGENT_PREFLIGHT_MODEL=… [AGENT_PREFLIGHT_KEY_ENV=OPENAI_API_KEY] cargo nextest run -p agent
-/// --test preflight --run-ignored only --no-capture`. Prints what the preflight found.
-#[tokio::test]
-#[ignore = "needs a model server; set AGENT_PREFLIGHT_BASE_URL and AGENT_PREFLIGHT_MODEL"]
-async fn live_endpoint() {
-    let (Ok(base_url), Ok(model)) = (std::env::var("AGENT_PREFLIGHT_BASE_URL"), std::env::var("AGENT_PREFLIGHT_MODEL")) else {
-        panic!("set AGENT_PREFLIGHT_BASE_URL and AGENT_PREFLIGHT_MODEL");
-    };
-    let key_env = std::env::var("AGENT_PREFLIGHT_KEY_ENV").unwrap_or_else(|_| "OPENAI_API_KEY".into());
-    let mut c = agent::ProviderConfig::new(base_url, key_env, model);
-    (c.temperature, c.seed, c.request_timeout) = (Some(0.0), Some(7), std::time::Duration::from_secs(300));
-    let p = agent::OpenAiCompatible::new(c).expect("the key variable is set");
-    let started = std::time::Instant::now();
-    let found = agent::preflight(&p).await;
-    println!("{}\n{}\ntook {:?}", serde_json::to_string_pretty(&found).unwrap(), found.summary(), started.elapsed());
-}

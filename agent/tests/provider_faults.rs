@@ -262,7 +262,8 @@ async fn client_errors_are_not_retried() {
 
 #[tokio::test]
 async fn a_missing_key_is_a_setup_error_naming_the_variable() {
-    let err = agent::OpenAiCompatible::with_key_source(config("http://127.0.0.1:1/v1"), |_| None).unwrap_err();
+    // A remote address: a loopback endpoint may go without a key (tests/keyless_loopback.rs).
+    let err = agent::OpenAiCompatible::with_key_source(config("http://192.0.2.1:1/v1"), |_| None).unwrap_err();
     assert!(err.to_string().contains(KEY_ENV));
 }
 

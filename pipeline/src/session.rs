@@ -109,7 +109,8 @@ fn record_of(ctx: &RunContext, pending: &Pending, outcome: &SessionOutcome, veri
         rep: job.rep,
         arm_position: job.arm_position,
         model: model.spec.clone(),
-        auth: ctx.providers.get(&model.spec.id).map(|_| records::Auth::Key),
+        // As the provider was built: keyless when the endpoint is loopback and the variable unset.
+        auth: ctx.providers.get(&model.spec.id).map(|p| p.auth()),
         manifest_sha256: fingerprint.manifest_sha256.clone(),
         system_prompt_sha256: fingerprint.system_prompt_sha256.clone(),
         git_commit: ctx.plan.build.commit.clone(),
