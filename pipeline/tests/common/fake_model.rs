@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
@@ -31,12 +31,20 @@ pub enum Mode {
     BadRequestInSessions,
     /// The probe passes; session requests wait this long before a plain answer.
     SlowSessions(Duration),
+    /// The probe passes; a session request waits until `parties` session requests are in
+    /// flight at once (or `wait` has passed), then gets a plain answer. Parallel clients meet at
+    /// once; a client that sends one request at a time waits `wait` each time.
+    Rendezvous { parties: usize, wait: Duration },
 }
 
 struct Shared {
     mode: std::sync::Mutex<Mode>,
     chat_requests: AtomicUsize,
     session_requests: AtomicUsize,
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+    /// The `Authorization` header of every request, listing and chat alike (`None`: absent).
+    authorization: std::sync::Mutex<Vec<Option<String>>>,
 }
 
 pub struct FakeModel {
@@ -46,7 +54,14 @@ pub struct FakeModel {
 
 impl FakeModel {
     pub fn start(mode: Mode) -> Self {
-        let shared = Arc::new(Shared { mode: std::sync::Mutex::new(mode), chat_requests: AtomicUsize::new(0), session_requests: AtomicUsize::new(0) });
+        let shared = Arc::new(Shared {
+            mode: std::sync::Mutex::new(mode),
+            chat_requests: AtomicUsize::new(0),
+            session_requests: AtomicUsize::new(0),
+            in_flight: AtomicUsize::new(0),
+            max_in_flight: AtomicUsize::new(0),
+            authorization: Default::default(),
+        });
         let (tx, rx) = std::sync::mpsc::channel();
         let state = shared.clone();
         std::thread::spawn(move || {
@@ -75,9 +90,38 @@ impl FakeModel {
     pub fn chat_requests(&self) -> usize {
         self.shared.chat_requests.load(Ordering::SeqCst)
     }
+
+    /// The most session requests that were in flight at once.
+    pub fn max_in_flight(&self) -> usize {
+        self.shared.max_in_flight.load(Ordering::SeqCst)
+    }
+
+    /// The `Authorization` header of every request so far, in arrival order.
+    pub fn authorization(&self) -> Vec<Option<String>> {
+        self.shared.authorization.lock().unwrap().clone()
+    }
 }
 
-async fn models(State(s): State<Arc<Shared>>) -> Response {
+fn note_authorization(s: &Shared, headers: &HeaderMap) {
+    let value = headers.get("authorization").map(|v| v.to_str().unwrap_or("<binary>").to_owned());
+    s.authorization.lock().unwrap().push(value);
+}
+
+/// Holds a session request until `parties` are in flight or `wait` has passed.
+async fn rendezvous(s: &Shared, parties: usize, wait: Duration) {
+    let now = s.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+    s.max_in_flight.fetch_max(now, Ordering::SeqCst);
+    let deadline = tokio::time::Instant::now() + wait;
+    while s.in_flight.load(Ordering::SeqCst) < parties && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // The others may still be checking: leave them time to see the meeting before leaving it.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    s.in_flight.fetch_sub(1, Ordering::SeqCst);
+}
+
+async fn models(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    note_authorization(&s, &headers);
     let mode = *s.mode.lock().unwrap();
     let id = if mode == Mode::UnknownModel { "some-other-model" } else { MODEL };
     Json(json!({ "object": "list", "data": [{ "id": id, "object": "model", "owned_by": "fake" }] })).into_response()
@@ -119,7 +163,8 @@ fn error(status: StatusCode, message: &str, kind: &str, code: &str) -> Response 
     (status, Json(json!({ "error": { "message": message, "type": kind, "param": null, "code": code } }))).into_response()
 }
 
-async fn chat(State(s): State<Arc<Shared>>, Json(body): Json<Value>) -> Response {
+async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
+    note_authorization(&s, &headers);
     s.chat_requests.fetch_add(1, Ordering::SeqCst);
     let probe = is_probe(&body);
     if !probe {
@@ -145,6 +190,10 @@ async fn chat(State(s): State<Arc<Shared>>, Json(body): Json<Value>) -> Response
         Mode::BadRequestInSessions => error(StatusCode::BAD_REQUEST, "Invalid value for 'messages': malformed.", "invalid_request_error", "invalid_value"),
         Mode::SlowSessions(d) => {
             tokio::time::sleep(d).await;
+            answer("I could not finish the task.")
+        }
+        Mode::Rendezvous { parties, wait } => {
+            rendezvous(&s, parties, wait).await;
             answer("I could not finish the task.")
         }
     }
