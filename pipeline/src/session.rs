@@ -81,7 +81,11 @@ pub async fn run_one(ctx: &RunContext, pending: &Pending, backend_url: &str, wor
     let harness_ms = reset_ms + verify_ms + (session_ms - call_ms - model_ms).max(0.0);
     let transcript: String = outcome.transcript.iter().map(|e| format!("{e}\n")).collect();
     let timings = HarnessTimings { reset_ms, session_ms, verify_ms, write_ms: 0.0 };
-    Finished { record: record_of(ctx, pending, &outcome, verifier, timings), transcript, harness_ms, infrastructure }
+    let mut record = record_of(ctx, pending, &outcome, verifier, timings);
+    if let Some(detail) = &infrastructure {
+        record.validity = Validity::invalid(InvalidReason::Infrastructure, detail.clone());
+    }
+    Finished { record, transcript, harness_ms, infrastructure }
 }
 
 /// The record of a session stopped by an interrupt while in flight: invalid, `interrupted`, so a

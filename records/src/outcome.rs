@@ -37,10 +37,14 @@ pub enum InvalidReason {
     HarnessError,
     /// The run was interrupted (Ctrl-C, SIGTERM) while this session was in flight.
     Interrupted,
+    /// The harness's own infrastructure failed before the session could be attempted (the
+    /// database, a world reset, serving the arm); the run stopped.
+    Infrastructure,
 }
 
 impl InvalidReason {
-    pub const ALL: [Self; 5] = [Self::ProviderError, Self::QuotaOrSessionLimit, Self::McpTransport, Self::HarnessError, Self::Interrupted];
+    pub const ALL: [Self; 6] =
+        [Self::ProviderError, Self::QuotaOrSessionLimit, Self::McpTransport, Self::HarnessError, Self::Interrupted, Self::Infrastructure];
 
     /// The name records use (`provider_error`, …).
     pub fn as_str(self) -> &'static str {
@@ -50,14 +54,16 @@ impl InvalidReason {
             Self::McpTransport => "mcp_transport",
             Self::HarnessError => "harness_error",
             Self::Interrupted => "interrupted",
+            Self::Infrastructure => "infrastructure",
         }
     }
 
     /// The session never got a fair attempt because the run itself stopped (a quota refusal at
-    /// the door, an interrupt): a resume runs it again without being asked, keeping the old
-    /// record as superseded. Every other invalid session is rerun only on `--retry-invalid`.
+    /// the door, an interrupt, broken infrastructure): a resume runs it again without being
+    /// asked, keeping the old record as superseded. Every other invalid session is rerun only on
+    /// `--retry-invalid`.
     pub fn rerun_on_resume(self) -> bool {
-        matches!(self, Self::QuotaOrSessionLimit | Self::Interrupted)
+        matches!(self, Self::QuotaOrSessionLimit | Self::Interrupted | Self::Infrastructure)
     }
 }
 
