@@ -1,13 +1,20 @@
-//! Grouped bars per module — success rate, turns, input tokens — with interval whiskers (Wilson
-//! for success, bootstrap CI of the mean for turns and tokens). Oracle floors (estimated input
-//! tokens per session, labelled estimate) are drawn as markers on the input-token panel. One row of
-//! panels per model; models are never pooled.
+//! The chart: per model, three panels stacked — success rate, turns and input tokens per session
+//! — with the pattern and control bars of every module side by side and their 95% intervals
+//! (Wilson for success, bootstrap of the mean for turns and tokens). Drawn at the size the HTML
+//! page shows it (no scaling at 1280 px wide), so its text is what the font sizes say.
+//!
+//! What is not a measurement never looks like one: the oracle's token figure is an estimate,
+//! drawn as a dashed line (over model bars) or a dashed hollow bar (oracle-only runs) and
+//! labelled "estimate". A missing value is a note in its slot, never an empty axis; a 0% bar
+//! carries its "0%" label so it is not mistaken for a missing one.
 
 use std::path::Path;
 use std::sync::OnceLock;
 
 use plotters::coord::Shift;
+use plotters::element::DashedPathElement;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use records::Role;
 
 use crate::error::{AggregateError, Result};
@@ -16,9 +23,19 @@ use crate::stats::Interval;
 
 const FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
 const PATTERN: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
-const CONTROL: RGBColor = RGBColor(0xff, 0x7f, 0x0e);
-const PANEL_W: u32 = 420;
-const ROW_H: u32 = 340;
+const CONTROL: RGBColor = RGBColor(0xe0, 0x6c, 0x00);
+const GREY: RGBColor = RGBColor(0x55, 0x55, 0x55);
+/// The chart's width in pixels: the HTML page shows it at this size.
+pub const WIDTH: u32 = 960;
+const LEGEND_H: u32 = 44;
+const ROW_TITLE_H: u32 = 36;
+const PANEL_H: u32 = 280;
+
+/// A font of `px` pixels. Plotters shrinks every requested size by 1.24 when it renders (SVG
+/// and bitmap alike); asking for the size times 1.24 makes the text exactly `px` high.
+fn font(px: f64) -> FontDesc<'static> {
+    ("sans-serif", px * 1.24).into_font()
+}
 
 fn register_font() -> Result<()> {
     static DONE: OnceLock<std::result::Result<(), String>> = OnceLock::new();
@@ -27,18 +44,43 @@ fn register_font() -> Result<()> {
         .map_err(AggregateError::Chart)
 }
 
-/// One bar: value and optional interval.
-#[derive(Debug, Clone, Copy)]
+/// One bar: its value, its interval and the label printed above it.
+#[derive(Debug, Clone)]
 struct Bar {
     value: f64,
     ci: Option<Interval>,
+    label: String,
 }
 
-/// One module's group: (name, pattern bar, control bar, oracle floor markers [pattern, control]).
-type Group = (String, Option<Bar>, Option<Bar>, [Option<f64>; 2]);
+/// One arm's slot in a module's group: a bar, or why there is none.
+#[derive(Debug, Clone)]
+enum Slot {
+    Bar(Bar),
+    Missing(&'static str),
+}
+
+#[derive(Debug, Clone)]
+struct Group {
+    module: String,
+    /// Pattern, control.
+    arms: [Slot; 2],
+    /// The oracle plan's estimate for each arm, drawn dashed over the bars.
+    estimates: [Option<f64>; 2],
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Kind {
+    /// Bars are measurements.
+    Measured,
+    /// Bars are estimates: hollow and dashed, never solid.
+    Estimate,
+}
 
 struct Panel {
-    title: &'static str,
+    title: String,
+    y_title: &'static str,
+    percent: bool,
+    kind: Kind,
     groups: Vec<Group>,
 }
 
@@ -47,68 +89,139 @@ struct Row {
     panels: Vec<Panel>,
 }
 
+/// "12,345" for big numbers, "4.2" for small ones: ticks and labels read as numbers, not floats.
+pub fn readable(x: f64) -> String {
+    if x.abs() >= 1000.0 {
+        let digits = format!("{:.0}", x.abs());
+        let mut out = String::new();
+        for (i, c) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        if x < 0.0 { format!("-{out}") } else { out }
+    } else if x.fract() == 0.0 || x.abs() >= 100.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.1}")
+    }
+}
+
+fn missing(a: &Option<ArmMetrics>) -> &'static str {
+    match a {
+        None => "no sessions",
+        Some(a) if a.valid == 0 => "no valid sessions",
+        Some(_) => "not reported",
+    }
+}
+
 fn rows(s: &Summary) -> Vec<Row> {
-    let floor = |module: &str, role: Role| -> Option<f64> {
+    // Per session, over the module's tasks: the mean of the per-task medians.
+    let estimate = |module: &str, role: Role| -> Option<f64> {
         let f = s.oracle_floors.iter().find(|f| f.module == module)?;
-        let v: Vec<f64> = f.rows.iter().filter(|r| r.role == role).filter_map(|r| r.estimated_input_tokens).collect();
+        let v: Vec<f64> = f.rows.iter().filter(|r| r.role == role).filter_map(|r| r.estimated_input_tokens.map(|t| t as f64)).collect();
         crate::stats::mean(&v)
     };
-    let success = |a: &Option<ArmMetrics>| {
-        a.as_ref()
-            .and_then(|a| a.success.rate.map(|r| Bar { value: r * 100.0, ci: a.success.wilson95.map(|i| Interval { lo: i.lo * 100.0, hi: i.hi * 100.0 }) }))
+    let success = |a: &Option<ArmMetrics>| match a.as_ref().and_then(|m| m.success.rate.map(|r| (m, r))) {
+        Some((m, r)) => Slot::Bar(Bar {
+            value: r * 100.0,
+            ci: m.success.wilson95.map(|i| Interval { lo: i.lo * 100.0, hi: i.hi * 100.0 }),
+            label: format!("{:.0}%", r * 100.0),
+        }),
+        None => Slot::Missing(missing(a)),
     };
-    let turns = |a: &Option<ArmMetrics>| a.as_ref().and_then(|a| a.turns.mean.map(|m| Bar { value: m, ci: a.turns.mean_ci95 }));
-    let tokens = |a: &Option<ArmMetrics>| a.as_ref().and_then(|a| a.input_tokens.mean.map(|m| Bar { value: m, ci: a.input_tokens.mean_ci95 }));
+    let mean_of = |pick: fn(&ArmMetrics) -> &crate::metrics::Dist| {
+        move |a: &Option<ArmMetrics>| match a.as_ref().and_then(|m| pick(m).mean.map(|v| (pick(m), v))) {
+            Some((d, v)) => Slot::Bar(Bar { value: v, ci: d.mean_ci95, label: readable(v) }),
+            None => Slot::Missing(missing(a)),
+        }
+    };
     let mut out: Vec<Row> = s
         .models
         .iter()
         .map(|m| {
-            let panel = |title, f: &dyn Fn(&Option<ArmMetrics>) -> Option<Bar>, floors: bool| Panel {
-                title,
+            let panel = |title: &str, y_title, percent, f: &dyn Fn(&Option<ArmMetrics>) -> Slot, estimates: bool| Panel {
+                title: title.into(),
+                y_title,
+                percent,
+                kind: Kind::Measured,
                 groups: m
                     .modules
                     .iter()
-                    .map(|x| {
-                        (
-                            x.module.clone(),
-                            f(&x.pattern),
-                            f(&x.control),
-                            if floors { [floor(&x.module, Role::Pattern), floor(&x.module, Role::Control)] } else { [None, None] },
-                        )
+                    .map(|x| Group {
+                        module: x.module.clone(),
+                        arms: [f(&x.pattern), f(&x.control)],
+                        estimates: if estimates { [estimate(&x.module, Role::Pattern), estimate(&x.module, Role::Control)] } else { [None, None] },
                     })
                     .collect(),
             };
             Row {
-                label: format!("{} ({})", m.model, m.provider),
+                label: format!("model {} ({})", m.model, m.provider),
                 panels: vec![
-                    panel("success rate % [Wilson 95%]", &success, false),
-                    panel("turns, mean [95% CI]", &turns, false),
-                    panel("input tokens, mean [95% CI]", &tokens, true),
+                    panel("Success rate, with its Wilson 95% interval", "success rate (%)", true, &success, false),
+                    panel("Turns per session: mean, with its 95% interval", "turns per session", false, &mean_of(|a| &a.turns), false),
+                    panel("Input tokens per session: mean, with its 95% interval", "input tokens per session", false, &mean_of(|a| &a.input_tokens), true),
                 ],
             }
         })
         .collect();
     if out.is_empty() && !s.oracle_floors.is_empty() {
-        let groups =
-            s.oracle_floors.iter().map(|f| (f.module.clone(), None, None, [floor(&f.module, Role::Pattern), floor(&f.module, Role::Control)])).collect();
+        let groups = |pick: &dyn Fn(&crate::metrics::OracleRow) -> Option<u64>| -> Vec<Group> {
+            s.oracle_floors
+                .iter()
+                .map(|f| {
+                    let slot = |role: Role| {
+                        let v: Vec<f64> = f.rows.iter().filter(|r| r.role == role).filter_map(|r| pick(r).map(|x| x as f64)).collect();
+                        match crate::stats::mean(&v) {
+                            Some(v) => Slot::Bar(Bar { value: v, ci: None, label: readable(v) }),
+                            None if f.rows.iter().any(|r| r.role == role) => Slot::Missing("not recorded"),
+                            None => Slot::Missing("no sessions"),
+                        }
+                    };
+                    Group { module: f.module.clone(), arms: [slot(Role::Pattern), slot(Role::Control)], estimates: [None, None] }
+                })
+                .collect()
+        };
         out.push(Row {
-            label: "no model sessions — oracle floors only".into(),
-            panels: vec![Panel { title: "oracle floor: estimated input tokens per session (estimate, not a measurement)", groups }],
+            label: "oracle plans — no model sessions: structural floors".into(),
+            panels: vec![
+                Panel {
+                    title: "Tool calls per session (counted over the oracle plans; mean over tasks)".into(),
+                    y_title: "tool calls per session",
+                    percent: false,
+                    kind: Kind::Measured,
+                    groups: groups(&|r| r.calls),
+                },
+                Panel {
+                    title: "Input tokens per session — an ESTIMATE from bytes / 4, not a measurement".into(),
+                    y_title: "estimated input tokens",
+                    percent: false,
+                    kind: Kind::Estimate,
+                    groups: groups(&|r| r.estimated_input_tokens),
+                },
+            ],
         });
     }
     out
 }
 
-/// Number of bars drawn (for tests).
+/// Solid bars drawn for model sessions (for tests).
 pub fn bar_count(s: &Summary) -> usize {
-    rows(s).iter().flat_map(|r| &r.panels).flat_map(|p| &p.groups).map(|g| g.1.is_some() as usize + g.2.is_some() as usize).sum()
+    rows(s)
+        .iter()
+        .flat_map(|r| &r.panels)
+        .filter(|p| p.kind == Kind::Measured)
+        .flat_map(|p| &p.groups)
+        .flat_map(|g| &g.arms)
+        .filter(|a| matches!(a, Slot::Bar(_)))
+        .count()
 }
 
 fn size(s: &Summary) -> (u32, u32) {
     let rows = rows(s);
-    let groups = rows.iter().flat_map(|r| &r.panels).map(|p| p.groups.len()).max().unwrap_or(1);
-    let panel_w = PANEL_W.max(150 * groups as u32);
-    (panel_w * 3, ROW_H * rows.len().max(1) as u32)
+    let h: u32 = rows.iter().map(|r| ROW_TITLE_H + PANEL_H * r.panels.len() as u32).sum();
+    (WIDTH, LEGEND_H + h.max(PANEL_H))
 }
 
 pub fn render_svg(s: &Summary) -> Result<String> {
@@ -129,120 +242,184 @@ pub fn render_png(s: &Summary, path: &Path) -> Result<()> {
     root.present().map_err(|e| AggregateError::Chart(format!("{}: {e}", path.display())))
 }
 
+fn text_at(x: i32, y: i32, text: &str, px: f64, color: &'static RGBColor, pos: Pos) -> Text<'static, (i32, i32), String> {
+    Text::new(text.to_owned(), (x, y), TextStyle::from(font(px)).color(color).pos(pos))
+}
+
 fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, s: &Summary) -> Result<()> {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| AggregateError::Chart(e.to_string());
     root.fill(&WHITE).map_err(err)?;
     let rows = rows(s);
+    let (legend, body) = root.split_vertically(LEGEND_H);
     if rows.is_empty() {
-        root.draw(&Text::new("no sessions", (20, 20), ("sans-serif", 16))).map_err(err)?;
+        body.draw(&text_at(20, 20, "No sessions: nothing to chart.", 16.0, &GREY, Pos::new(HPos::Left, VPos::Top))).map_err(err)?;
         return Ok(());
     }
-    let row_areas = root.split_evenly((rows.len(), 1));
-    for (row, area) in rows.iter().zip(row_areas) {
-        let area = area.titled(&row.label, ("sans-serif", 18)).map_err(err)?;
-        for (panel, pa) in row.panels.iter().zip(area.split_evenly((1, row.panels.len().max(1)))) {
+    let panels = || rows.iter().flat_map(|r| &r.panels);
+    let estimates = panels().any(|p| p.kind == Kind::Estimate || p.groups.iter().any(|g| g.estimates.iter().any(Option::is_some)));
+    let intervals = panels().flat_map(|p| &p.groups).flat_map(|g| &g.arms).any(|a| matches!(a, Slot::Bar(b) if b.ci.is_some()));
+    draw_legend(&legend, intervals, estimates)?;
+    let mut rest = body;
+    for row in &rows {
+        let (area, below) = rest.split_vertically(ROW_TITLE_H + PANEL_H * row.panels.len() as u32);
+        rest = below;
+        let (title, mut panels) = area.split_vertically(ROW_TITLE_H);
+        title.draw(&text_at(12, ROW_TITLE_H as i32 / 2, &row.label, 17.0, &BLACK, Pos::new(HPos::Left, VPos::Center))).map_err(err)?;
+        for panel in &row.panels {
+            let (pa, below) = panels.split_vertically(PANEL_H);
+            panels = below;
             draw_panel(&pa, panel)?;
         }
     }
     Ok(())
 }
 
+fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, intervals: bool, estimates: bool) -> Result<()> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| AggregateError::Chart(e.to_string());
+    let y = LEGEND_H as i32 / 2;
+    let mut x = 14;
+    let left = Pos::new(HPos::Left, VPos::Center);
+    for (color, name) in [(PATTERN, "pattern"), (CONTROL, "control")] {
+        area.draw(&Rectangle::new([(x, y - 8), (x + 16, y + 8)], color.filled())).map_err(err)?;
+        area.draw(&text_at(x + 22, y, name, 14.0, &BLACK, left)).map_err(err)?;
+        x += 110;
+    }
+    if intervals {
+        area.draw(&PathElement::new(vec![(x + 8, y - 9), (x + 8, y + 9)], BLACK.stroke_width(2))).map_err(err)?;
+        area.draw(&PathElement::new(vec![(x + 3, y - 9), (x + 13, y - 9)], BLACK.stroke_width(2))).map_err(err)?;
+        area.draw(&PathElement::new(vec![(x + 3, y + 9), (x + 13, y + 9)], BLACK.stroke_width(2))).map_err(err)?;
+        area.draw(&text_at(x + 22, y, "95% interval", 14.0, &BLACK, left)).map_err(err)?;
+        x += 140;
+    }
+    if estimates {
+        area.draw(&DashedPathElement::new(vec![(x, y), (x + 26, y)], 5, 3, BLACK.stroke_width(2))).map_err(err)?;
+        area.draw(&text_at(x + 32, y, "oracle plan, estimated (bytes / 4) — not a measurement", 14.0, &BLACK, left)).map_err(err)?;
+    }
+    Ok(())
+}
+
+/// Where arm `j` of group `i` sits on the x axis.
+fn bar_span(i: usize, j: usize) -> (f64, f64) {
+    let x0 = i as f64 + 0.12 + j as f64 * 0.39;
+    (x0, x0 + 0.37)
+}
+
 fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &Panel) -> Result<()> {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| AggregateError::Chart(e.to_string());
     let n = p.groups.len().max(1);
-    let mut ymax: f64 = 0.0;
-    for (_, a, b, f) in &p.groups {
-        for bar in [a, b].into_iter().flatten() {
-            ymax = ymax.max(bar.ci.map_or(bar.value, |i| i.hi.max(bar.value)));
+    let mut top: f64 = 0.0;
+    for g in &p.groups {
+        for slot in &g.arms {
+            if let Slot::Bar(b) = slot {
+                top = top.max(b.ci.map_or(b.value, |i| i.hi.max(b.value)));
+            }
         }
-        for v in f.iter().flatten() {
-            ymax = ymax.max(*v);
+        for e in g.estimates.iter().flatten() {
+            top = top.max(*e);
         }
     }
-    // Headroom so the legend (upper right) does not cover bars or markers.
-    let ymax = if ymax <= 0.0 { 1.0 } else { ymax * 1.4 };
+    // Headroom for the labels above the bars.
+    let ymax = if p.percent {
+        112.0
+    } else if top <= 0.0 {
+        1.0
+    } else {
+        top * 1.2
+    };
+    let percent_ticks = |v: &f64| format!("{v:.0}%");
+    let number_ticks = |v: &f64| readable(*v);
+    let formatter: &dyn Fn(&f64) -> String = if p.percent { &percent_ticks } else { &number_ticks };
     let mut chart = ChartBuilder::on(area)
-        .caption(p.title, ("sans-serif", 14))
-        .margin(8)
-        .x_label_area_size(30)
-        .y_label_area_size(55)
+        .caption(&p.title, font(15.0))
+        .margin_left(8)
+        .margin_right(16)
+        .margin_top(4)
+        .margin_bottom(4)
+        .x_label_area_size(34)
+        .y_label_area_size(86)
         .build_cartesian_2d(0f64..n as f64, 0f64..ymax)
         .map_err(err)?;
-    chart.configure_mesh().disable_x_mesh().x_labels(0).y_labels(6).label_style(("sans-serif", 11)).draw().map_err(err)?;
-
-    let bar_at = |i: usize, j: usize| -> (f64, f64) {
-        let x0 = i as f64 + 0.1 + j as f64 * 0.4;
-        (x0, x0 + 0.38)
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .light_line_style(TRANSPARENT)
+        .bold_line_style(BLACK.mix(0.12))
+        .x_labels(0)
+        .y_labels(if p.percent { 6 } else { 5 })
+        .y_label_formatter(formatter)
+        .y_label_style(font(13.0))
+        .y_desc(p.y_title)
+        .axis_desc_style(font(13.0))
+        .draw()
+        .map_err(err)?;
+    let plot = chart.plotting_area();
+    let base = area.get_base_pixel();
+    // Labels are placed in the panel's pixels, from data coordinates.
+    let at = |x: f64, y: f64| {
+        let (px, py) = chart.backend_coord(&(x, y));
+        (px - base.0, py - base.1)
     };
-    for (j, color, name) in [(0usize, PATTERN, "pattern"), (1, CONTROL, "control")] {
-        let bars: Vec<(usize, Bar)> = p.groups.iter().enumerate().filter_map(|(i, g)| if j == 0 { g.1 } else { g.2 }.map(|b| (i, b))).collect();
-        if bars.is_empty() {
-            continue;
-        }
-        chart
-            .draw_series(bars.iter().map(|(i, b)| {
-                let (x0, x1) = bar_at(*i, j);
-                Rectangle::new([(x0, 0.0), (x1, b.value)], color.filled())
-            }))
-            .map_err(err)?
-            .label(name)
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
-        chart
-            .draw_series(bars.iter().filter_map(|(i, b)| {
-                let ci = b.ci?;
-                let (x0, x1) = bar_at(*i, j);
-                let xm = (x0 + x1) / 2.0;
-                Some(PathElement::new(vec![(xm, ci.lo), (xm, ci.hi)], BLACK.stroke_width(2)))
-            }))
-            .map_err(err)?;
-    }
-    let markers: Vec<(f64, f64, usize)> = p
-        .groups
-        .iter()
-        .enumerate()
-        .flat_map(|(i, g)| {
-            g.3.iter().enumerate().filter_map(move |(j, v)| {
-                let (x0, x1) = bar_at(i, j);
-                v.map(|v| ((x0 + x1) / 2.0, v, j))
-            })
-        })
-        .collect();
-    // Over bars, arm-coloured crosses would vanish: draw them black at each arm's bar centre.
-    let has_bars = p.groups.iter().any(|g| g.1.is_some() || g.2.is_some());
-    for (j, arm_color, name) in [(0usize, PATTERN, "pattern oracle floor (estimate)"), (1, CONTROL, "control oracle floor (estimate)")] {
-        let color = if has_bars { BLACK } else { arm_color };
-        let name = if has_bars && j == 0 { "oracle floor (estimate), per arm" } else { name };
-        if has_bars && j == 1 && markers.iter().any(|m| m.2 == 0) {
-            // One legend entry is enough for black markers.
-            chart.draw_series(markers.iter().filter(|m| m.2 == 1).map(|&(x, y, _)| Cross::new((x, y), 7, color.stroke_width(3)))).map_err(err)?;
-            continue;
-        }
-        let arm: Vec<(f64, f64)> = markers.iter().filter(|m| m.2 == j).map(|m| (m.0, m.1)).collect();
-        if arm.is_empty() {
-            continue;
-        }
-        chart
-            .draw_series(arm.iter().map(|&(x, y)| Cross::new((x, y), 7, color.stroke_width(3))))
-            .map_err(err)?
-            .label(name)
-            .legend(move |(x, y)| Cross::new((x + 5, y), 5, color.stroke_width(2)));
-    }
-    if p.groups.iter().any(|g| g.1.is_some() || g.2.is_some()) || !markers.is_empty() {
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 11))
-            .draw()
-            .map_err(err)?;
-    }
-    // Module names under each group.
     for (i, g) in p.groups.iter().enumerate() {
-        let (px, py) = chart.backend_coord(&(i as f64 + 0.5, 0.0));
-        let style = TextStyle::from(("sans-serif", 12).into_font())
-            .pos(plotters::style::text_anchor::Pos::new(plotters::style::text_anchor::HPos::Center, plotters::style::text_anchor::VPos::Top));
-        area.draw(&Text::new(g.0.clone(), (px - area.get_base_pixel().0, py - area.get_base_pixel().1 + 6), style)).map_err(err)?;
+        for (j, (slot, color)) in g.arms.iter().zip([PATTERN, CONTROL]).enumerate() {
+            let (x0, x1) = bar_span(i, j);
+            let xm = (x0 + x1) / 2.0;
+            match slot {
+                Slot::Bar(b) => {
+                    match p.kind {
+                        Kind::Measured => plot.draw(&Rectangle::new([(x0, 0.0), (x1, b.value)], color.filled())).map_err(err)?,
+                        Kind::Estimate => {
+                            plot.draw(&Rectangle::new([(x0, 0.0), (x1, b.value)], color.mix(0.12).filled())).map_err(err)?;
+                            let outline = vec![(x0, 0.0), (x0, b.value), (x1, b.value), (x1, 0.0)];
+                            plot.draw(&DashedPathElement::new(outline, 6, 4, color.stroke_width(2))).map_err(err)?;
+                        }
+                    }
+                    let mut label_y = b.value;
+                    if let Some(ci) = b.ci {
+                        let cap = (x1 - x0) * 0.18;
+                        plot.draw(&PathElement::new(vec![(xm, ci.lo), (xm, ci.hi)], BLACK.stroke_width(2))).map_err(err)?;
+                        for y in [ci.lo, ci.hi] {
+                            plot.draw(&PathElement::new(vec![(xm - cap, y), (xm + cap, y)], BLACK.stroke_width(2))).map_err(err)?;
+                        }
+                        label_y = label_y.max(ci.hi);
+                    }
+                    let label = if p.kind == Kind::Estimate { format!("≈{}", b.label) } else { b.label.clone() };
+                    let (lx, ly) = at(xm, label_y);
+                    area.draw(&text_at(lx, ly - 4, &label, 12.0, &BLACK, Pos::new(HPos::Center, VPos::Bottom))).map_err(err)?;
+                }
+                Slot::Missing(why) => {
+                    let (lx, ly) = at(xm, 0.0);
+                    area.draw(&text_at(lx, ly - 6, why, 12.0, &GREY, Pos::new(HPos::Center, VPos::Bottom))).map_err(err)?;
+                }
+            }
+            if let Some(e) = g.estimates[j] {
+                plot.draw(&DashedPathElement::new(vec![(x0 - 0.02, e), (x1 + 0.02, e)], 6, 4, BLACK.stroke_width(2))).map_err(err)?;
+                let (lx, ly) = at(x1, e);
+                area.draw(&text_at(lx - 2, ly - 3, "est.", 12.0, &BLACK, Pos::new(HPos::Right, VPos::Bottom))).map_err(err)?;
+            }
+        }
+        // The module's name under its group.
+        let (mx, my) = at(i as f64 + 0.5, 0.0);
+        area.draw(&text_at(mx, my + 8, &g.module, 14.0, &BLACK, Pos::new(HPos::Center, VPos::Top))).map_err(err)?;
+    }
+    if p.groups.is_empty() {
+        let (lx, ly) = at(0.5, ymax / 2.0);
+        area.draw(&text_at(lx, ly, "no modules to show", 14.0, &GREY, Pos::new(HPos::Center, VPos::Center))).map_err(err)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::readable;
+
+    #[test]
+    fn numbers_read_as_numbers() {
+        assert_eq!(readable(10_000.0), "10,000");
+        assert_eq!(readable(1_234_567.4), "1,234,567");
+        assert_eq!(readable(-2_824.0), "-2,824");
+        assert_eq!(readable(999.0), "999");
+        assert_eq!(readable(4.25), "4.2");
+        assert_eq!(readable(0.0), "0");
+        assert_eq!(readable(150.6), "151");
+    }
 }

@@ -48,6 +48,8 @@ pub enum AggregateError {
         "{with} has a fingerprint and {without} has none (written before fingerprints existed): their comparability is unknown and they are never pooled; split the experiment: rerun the old sessions under a new --exp-name, or report the old records apart"
     )]
     MixedFingerprints { with: PathBuf, without: PathBuf },
+    #[error("cannot compare: {detail}")]
+    Uncomparable { detail: String },
     #[error("cannot merge {path}: {detail}")]
     Unmergeable { path: PathBuf, detail: String },
     #[error("cannot write {path}: {source}")]

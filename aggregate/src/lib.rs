@@ -1,18 +1,23 @@
 //! Session records to metrics, intervals, verdicts and reports (rules: `docs/honesty-rules.md`).
 //!
 //! [`report`] reads one experiment folder ([`load::load_experiment`]), refuses what it cannot
-//! stand behind ([`check`]), computes the [`metrics::Summary`] and renders it as Markdown, JSON,
-//! a chart (PNG + SVG) and a self-contained HTML page.
+//! stand behind ([`check`]), computes the [`metrics::Summary`] and renders it as Markdown, JSON
+//! (its shape: `summary.schema.json` beside this crate), a chart (PNG + SVG) and a
+//! self-contained HTML page with every session as a conversation ([`html`], [`transcript`]).
+//! [`compare`] sets two experiments' cells side by side.
 
 pub mod chart;
 pub mod check;
+pub mod compare;
 pub mod error;
 pub mod html;
 pub mod load;
 pub mod markdown;
 pub mod merge;
 pub mod metrics;
+pub mod provenance;
 pub mod stats;
+pub mod transcript;
 pub mod u64_string;
 
 use std::path::{Path, PathBuf};
@@ -21,6 +26,7 @@ pub use error::{AggregateError, Result};
 pub use load::{Experiment, Loaded, Price, PriceTable, load_experiment};
 pub use merge::merge_experiments;
 pub use metrics::{Options, Summary, Verdict, summarise};
+pub use provenance::Invocation;
 
 /// Everything rendered for one experiment (the PNG is rendered when written).
 #[derive(Debug, Clone)]
@@ -30,6 +36,9 @@ pub struct Report {
     pub json: String,
     pub svg: String,
     pub html: String,
+    /// Conversations past the HTML page's inline budget: (file name under
+    /// [`html::SESSION_DIR`], page).
+    pub session_pages: Vec<(String, String)>,
 }
 
 /// Paths written by [`Report::write`].
@@ -40,6 +49,8 @@ pub struct Written {
     pub png: PathBuf,
     pub svg: PathBuf,
     pub html: PathBuf,
+    /// The sessions' own pages, when some conversations did not fit in report.html.
+    pub session_pages: Vec<PathBuf>,
 }
 
 /// Loads `exp_dir` and renders every output in memory.
@@ -50,25 +61,45 @@ pub fn report(exp_dir: &Path, prices: Option<&PriceTable>, opts: &Options) -> Re
 
 /// Renders from an already-loaded experiment (the checks of [`check`] still run).
 pub fn report_from(exp: &Experiment, prices: Option<&PriceTable>, opts: &Options) -> Result<Report> {
-    let summary = summarise(exp, prices, opts)?;
+    report_with(exp, prices, opts, &Invocation::default())
+}
+
+/// [`report_from`], saying in the provenance what wrote the report.
+pub fn report_with(exp: &Experiment, prices: Option<&PriceTable>, opts: &Options, invocation: &Invocation) -> Result<Report> {
+    let summary = metrics::summarise_with(exp, prices, opts, invocation)?;
+    let sections = markdown::sections(&summary);
     let markdown = markdown::render(&summary);
     let json = serde_json::to_string_pretty(&summary)? + "\n";
     let svg = chart::render_svg(&summary)?;
-    let html = html::render(&markdown, &svg, exp);
-    Ok(Report { summary, markdown, json, svg, html })
+    let rendered = html::render(&summary, &sections, &svg, exp, invocation.report_dir.as_deref().unwrap_or(&exp.dir));
+    Ok(Report { summary, markdown, json, svg, html: rendered.page, session_pages: rendered.session_pages })
 }
 
 impl Report {
     /// Writes `report.md`, `summary.json`, `chart.png`, `chart.svg` and `report.html` into `dir`.
     pub fn write(&self, dir: &Path) -> Result<Written> {
-        let w = Written {
+        let mut w = Written {
             markdown: dir.join("report.md"),
             json: dir.join("summary.json"),
             png: dir.join("chart.png"),
             svg: dir.join("chart.svg"),
             html: dir.join("report.html"),
+            session_pages: Vec::new(),
         };
         let put = |p: &PathBuf, s: &str| std::fs::write(p, s).map_err(|source| AggregateError::Write { path: p.clone(), source });
+        // Pages of an earlier report would link to sessions this one may not have.
+        let pages = dir.join(html::SESSION_DIR);
+        if pages.is_dir() {
+            std::fs::remove_dir_all(&pages).map_err(|source| AggregateError::Write { path: pages.clone(), source })?;
+        }
+        if !self.session_pages.is_empty() {
+            std::fs::create_dir_all(&pages).map_err(|source| AggregateError::Write { path: pages.clone(), source })?;
+            for (name, page) in &self.session_pages {
+                let p = pages.join(name);
+                put(&p, page)?;
+                w.session_pages.push(p);
+            }
+        }
         put(&w.markdown, &self.markdown)?;
         put(&w.json, &self.json)?;
         put(&w.svg, &self.svg)?;

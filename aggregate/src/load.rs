@@ -45,7 +45,8 @@ pub struct Experiment {
     pub ignored: Vec<PathBuf>,
 }
 
-/// The report's own outputs, written into the experiment folder.
+/// The report's own outputs, written into the experiment folder (and its sessions' pages, in
+/// [`crate::html::SESSION_DIR`]).
 const OUTPUTS: &[&str] = &["summary.json", "report.md", "report.html", "chart.png", "chart.svg"];
 const SUPERSEDED: &str = "superseded";
 
@@ -58,6 +59,9 @@ pub fn load_experiment(dir: &Path) -> Result<Experiment> {
     let mut experiments = Vec::new();
     let mut ignored = Vec::new();
     for (name, path, is_dir) in entries(dir)? {
+        if is_dir && name == crate::html::SESSION_DIR {
+            continue;
+        }
         if is_dir {
             if path.join(records::manifest::FILE).is_file() {
                 experiments.push(name);

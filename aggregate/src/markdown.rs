@@ -15,6 +15,10 @@ fn opt_num(x: Option<f64>) -> String {
     x.map(num).unwrap_or_else(|| "—".into())
 }
 
+fn opt_int(x: Option<u64>) -> String {
+    x.map(|v| v.to_string()).unwrap_or_else(|| "—".into())
+}
+
 fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
 }
@@ -142,11 +146,44 @@ fn arm_col(a: &Option<ArmMetrics>, f: impl Fn(&ArmMetrics) -> String) -> String 
     a.as_ref().map(f).unwrap_or_else(|| "no sessions".into())
 }
 
-pub fn render(s: &Summary) -> String {
-    let mut o = String::new();
-    let exp = if s.experiments.is_empty() { "(none)".to_string() } else { s.experiments.join(", ") };
-    writeln!(o, "# mcp-pattern-bench report — {exp}\n").unwrap();
+/// The report's parts, in the order [`render`] joins them; the HTML report lays them out with
+/// its own headline, chart and session list.
+#[derive(Debug, Clone)]
+pub struct Sections {
+    pub title: String,
+    /// How the run went (a stop, a skipped preflight, experiment notices): before any number.
+    pub notices: String,
+    pub headline: String,
+    pub chart: String,
+    pub attrition: String,
+    pub models: String,
+    pub oracle: String,
+    pub provenance: String,
+    pub method: String,
+}
 
+pub fn render(s: &Summary) -> String {
+    let p = sections(s);
+    [p.title, p.notices, p.headline, p.chart, p.attrition, p.models, p.oracle, p.provenance, p.method].concat()
+}
+
+pub fn sections(s: &Summary) -> Sections {
+    let exp = if s.experiments.is_empty() { "(none)".to_string() } else { s.experiments.join(", ") };
+    Sections {
+        title: format!("# mcp-pattern-bench report — {exp}\n\n"),
+        notices: notices(s),
+        headline: headline(s),
+        chart: "## Chart\n\n![Success rate, turns and input tokens per module and arm](chart.svg)\n\nThe same chart as [SVG](chart.svg) and [PNG](chart.png), beside this file.\n\n".into(),
+        attrition: attrition(s),
+        models: models(s),
+        oracle: oracle(s),
+        provenance: provenance(s),
+        method: method(s),
+    }
+}
+
+fn notices(s: &Summary) -> String {
+    let mut o = String::new();
     // How the run went comes before any number: a stopped run is missing sessions, and a
     // skipped preflight means nothing checked the endpoint could call tools.
     if let Some(stop) = &s.run.stopped {
@@ -166,6 +203,11 @@ pub fn render(s: &Summary) -> String {
         writeln!(o, "> {n}\n").unwrap();
     }
 
+    o
+}
+
+fn attrition(s: &Summary) -> String {
+    let mut o = String::new();
     writeln!(o, "## Attrition (planned, attempted and valid sessions)\n").unwrap();
     writeln!(
         o,
@@ -200,6 +242,11 @@ pub fn render(s: &Summary) -> String {
     )
     .unwrap();
 
+    o
+}
+
+fn models(s: &Summary) -> String {
+    let mut o = String::new();
     if s.models.is_empty() {
         writeln!(o, "No model sessions: nothing to compare (oracle floors below are structural, not model results).\n").unwrap();
     }
@@ -210,6 +257,11 @@ pub fn render(s: &Summary) -> String {
         }
     }
 
+    o
+}
+
+fn oracle(s: &Summary) -> String {
+    let mut o = String::new();
     if !s.oracle_floors.is_empty() {
         writeln!(o, "## Oracle structural floors\n").unwrap();
         writeln!(o, "Scripted oracle plans, no model: the minimum calls and bytes each arm needs. Tokens are an **estimate** (bytes / 4), never a measurement, and are never mixed into model results. Input tokens assume one call per turn plus an answer turn, each turn resending the system prompt, task, definitions and all earlier calls and results, as a model session is billed.\n").unwrap();
@@ -217,7 +269,7 @@ pub fn render(s: &Summary) -> String {
         writeln!(o, "| --- | --- | --- | ---: | ---: | ---: | ---: |").unwrap();
         for f in &s.oracle_floors {
             let server = |role: Role| f.rows.iter().find(|r| r.role == role).map(|r| r.server.clone()).unwrap_or_else(|| "—".into());
-            let calls = |role: Role| -> f64 { f.rows.iter().filter(|r| r.role == role).filter_map(|r| r.calls).sum() };
+            let calls = |role: Role| -> u64 { f.rows.iter().filter(|r| r.role == role).filter_map(|r| r.calls).sum() };
             let tok = |role: Role| f.total_estimated_input_tokens.get(&role).copied();
             let tasks: std::collections::BTreeSet<&str> = f.rows.iter().map(|r| r.task.as_str()).collect();
             let delta = match (tok(Role::Pattern), tok(Role::Control)) {
@@ -232,8 +284,8 @@ pub fn render(s: &Summary) -> String {
                 server(Role::Pattern),
                 server(Role::Control),
                 tasks.len(),
-                num(calls(Role::Pattern)),
-                num(calls(Role::Control)),
+                calls(Role::Pattern),
+                calls(Role::Control),
                 t(tok(Role::Pattern)),
                 t(tok(Role::Control)),
                 delta
@@ -259,12 +311,12 @@ pub fn render(s: &Summary) -> String {
                     r.valid,
                     r.sessions,
                     r.passed,
-                    opt_num(r.calls),
-                    opt_num(r.schema_bytes),
-                    opt_num(r.args_bytes),
-                    opt_num(r.result_bytes),
-                    opt_num(r.estimated_tokens),
-                    opt_num(r.estimated_input_tokens)
+                    opt_int(r.calls),
+                    opt_int(r.schema_bytes),
+                    opt_int(r.args_bytes),
+                    opt_int(r.result_bytes),
+                    opt_int(r.estimated_tokens),
+                    opt_int(r.estimated_input_tokens)
                 )
                 .unwrap();
             }
@@ -280,6 +332,11 @@ pub fn render(s: &Summary) -> String {
         }
     }
 
+    o
+}
+
+fn method(s: &Summary) -> String {
+    let mut o = String::new();
     writeln!(o, "## Method\n").unwrap();
     writeln!(o, "- Success: {}; \"could not score\" counts as not passed and is shown apart from \"failed\".", s.method.success_interval).unwrap();
     writeln!(o, "- Differences: {} ({} resamples, seed {}).", s.method.difference_interval, s.method.bootstrap_resamples, s.method.bootstrap_seed).unwrap();
@@ -298,7 +355,6 @@ pub fn render(s: &Summary) -> String {
     writeln!(o, "- Power: {}", s.method.power_method).unwrap();
     o
 }
-
 fn render_module(o: &mut String, m: &ModuleReport, prices_loaded: bool) {
     writeln!(o, "### {} — verdict: **{}**\n", m.module, m.verdict.as_str()).unwrap();
     writeln!(o, "{}.\n", m.verdict_reason).unwrap();
@@ -441,4 +497,272 @@ fn render_module(o: &mut String, m: &ModuleReport, prices_loaded: bool) {
         writeln!(o, "unknown: some of the k reps are invalid or missing, so the answer is not known (a pass^k of \"unknown\" is never counted as a pass).\n")
             .unwrap();
     }
+}
+
+/// `x [lo, hi]` for a rate, a mean or a difference, "—" when there is none.
+fn valued(v: Option<f64>, i: Option<Interval>, f: fn(f64) -> String) -> String {
+    v.map(|v| format!("{}{}", f(v), ci(i, f))).unwrap_or_else(|| "—".into())
+}
+
+fn readable(x: f64) -> String {
+    crate::chart::readable(x)
+}
+
+fn signed_readable(x: f64) -> String {
+    if x > 0.0 { format!("+{}", readable(x)) } else { readable(x) }
+}
+
+/// A difference with its interval and relative change, or "—".
+fn delta(d: &Option<Diff>) -> String {
+    match d {
+        None => "—".into(),
+        Some(d) => {
+            let mut s = valued(Some(d.mean), d.ci95, signed_readable);
+            if let Some(r) = d.relative {
+                write!(s, " ({}{})", signed_pct(r), ci(d.relative_ci95, signed_pct)).unwrap();
+            }
+            s
+        }
+    }
+}
+
+fn sessions_line(a: &Option<ArmMetrics>) -> String {
+    match a {
+        None => "no sessions".into(),
+        Some(a) if a.invalid.is_empty() => format!("{}/{}", a.valid, a.attempted),
+        Some(a) => format!("{}/{} ({})", a.valid, a.attempted, invalid_list(&a.invalid)),
+    }
+}
+
+/// What was found, first: per model and module the verdict and the three metrics side by side,
+/// with attempted vs valid sessions beside them.
+fn headline(s: &Summary) -> String {
+    let mut o = String::new();
+    writeln!(o, "## Headline\n").unwrap();
+    if s.models.is_empty() {
+        writeln!(o, "No model sessions: the oracle's structural floors only (scripted plans, no model). Calls are counted; tokens are **estimates** (bytes / 4), never measurements.\n").unwrap();
+        for f in &s.oracle_floors {
+            let mean = |role: Role, pick: fn(&crate::metrics::OracleRow) -> Option<u64>| {
+                let v: Vec<f64> = f.rows.iter().filter(|r| r.role == role).filter_map(|r| pick(r).map(|x| x as f64)).collect();
+                crate::stats::mean(&v)
+            };
+            let server = |role: Role| f.rows.iter().find(|r| r.role == role).map(|r| r.server.clone()).unwrap_or_else(|| "—".into());
+            let show = |v: Option<f64>| v.map(readable).unwrap_or_else(|| "—".into());
+            let (tp, tc) = (mean(Role::Pattern, |r| r.estimated_input_tokens), mean(Role::Control, |r| r.estimated_input_tokens));
+            let change = match (tp, tc) {
+                (Some(p), Some(c)) if c > 0.0 => format!(" ({})", signed_pct(p / c - 1.0)),
+                _ => String::new(),
+            };
+            writeln!(
+                o,
+                "- **{}**: tool calls per session, pattern {} {} · control {} {}; estimated input tokens per session (estimate) {} · {}{change}.",
+                f.module,
+                server(Role::Pattern),
+                show(mean(Role::Pattern, |r| r.calls)),
+                server(Role::Control),
+                show(mean(Role::Control, |r| r.calls)),
+                show(tp),
+                show(tc)
+            )
+            .unwrap();
+        }
+        writeln!(o).unwrap();
+        return o;
+    }
+    for m in &s.models {
+        writeln!(o, "### Model `{}` ({})\n", m.model, m.provider).unwrap();
+        for x in &m.modules {
+            writeln!(o, "**{} — {}.** {}.\n", x.module, x.verdict.as_str(), x.verdict_reason).unwrap();
+            let rate = |a: &Option<ArmMetrics>| match a {
+                Some(a) => match a.success.rate {
+                    Some(r) => format!("{} ({}/{}){}", pct(r), a.success.successes, a.success.n, ci(a.success.wilson95, pct)),
+                    None => "—".into(),
+                },
+                None => "no sessions".into(),
+            };
+            let mean = |a: &Option<ArmMetrics>, pick: fn(&ArmMetrics) -> &Dist| match a {
+                Some(a) => valued(pick(a).mean, pick(a).mean_ci95, readable),
+                None => "no sessions".into(),
+            };
+            let over_failures = over_failures(x).map(|n| format!(", {n}")).unwrap_or_default();
+            let both = &x.paired.both_passed;
+            let cost_of_success = |d: &Option<Diff>| match d {
+                Some(d) => format!("{} over the {} where both passed", delta(&Some(d.clone())), pairs(d.n)),
+                None => format!("none over the pairs where both passed ({} such pairs)", both.pairs),
+            };
+            writeln!(o, "- sessions, valid / attempted: pattern {} · control {}", sessions_line(&x.pattern), sessions_line(&x.control)).unwrap();
+            writeln!(
+                o,
+                "- success rate [Wilson 95%]: pattern {} · control {} · difference {}",
+                rate(&x.pattern),
+                rate(&x.control),
+                x.paired.success.as_ref().map(|d| valued(Some(d.mean), d.ci95, signed_pct)).unwrap_or_else(|| "—".into())
+            )
+            .unwrap();
+            for (name, pick, all, succ) in [
+                ("turns per session", (|a: &ArmMetrics| &a.turns) as fn(&ArmMetrics) -> &Dist, &x.paired.turns, &both.turns),
+                ("input tokens per session", |a: &ArmMetrics| &a.input_tokens, &x.paired.input_tokens, &both.input_tokens),
+            ] {
+                writeln!(
+                    o,
+                    "- {name}, mean [95% CI]: pattern {} · control {} · difference {} over all {}{over_failures}; {}",
+                    mean(&x.pattern, pick),
+                    mean(&x.control, pick),
+                    delta(all),
+                    pairs(x.paired.pairs_used),
+                    cost_of_success(succ)
+                )
+                .unwrap();
+            }
+            writeln!(o).unwrap();
+        }
+    }
+    o
+}
+
+/// "1 pair", "3 pairs".
+pub(crate) fn pairs(n: usize) -> String {
+    if n == 1 { "1 pair".into() } else { format!("{n} pairs") }
+}
+
+/// A command line as one string a shell would take back.
+pub(crate) fn shell_line(args: &[String]) -> String {
+    args.iter()
+        .map(|a| {
+            if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c)) {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn build(commit: &Option<String>, dirty: Option<bool>) -> String {
+    if commit.is_none() && dirty.is_none() {
+        return "not recorded".into();
+    }
+    let commit = commit.as_deref().unwrap_or("commit not recorded");
+    match dirty {
+        Some(false) => format!("{commit} (clean)"),
+        Some(true) => format!("{commit} (with uncommitted changes)"),
+        None => format!("{commit} (dirty flag not recorded)"),
+    }
+}
+
+/// Rows of the provenance table, (what, value), shared by the Markdown and HTML reports.
+pub(crate) fn provenance_rows(s: &Summary) -> Vec<(&'static str, String)> {
+    let p = &s.provenance;
+    let not_recorded = || "not recorded".to_string();
+    let time = |t: Option<chrono::DateTime<chrono::Utc>>| t.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+    let mut rows = vec![
+        ("experiment", if s.experiments.is_empty() { "—".into() } else { s.experiments.join(", ") }),
+        ("run command", p.command.as_deref().map(|c| format!("`{}`", shell_line(c))).unwrap_or_else(not_recorded)),
+        (
+            "run dates",
+            format!(
+                "started {}; sessions from {} to {}",
+                time(p.started_at).unwrap_or_else(not_recorded),
+                time(p.first_session_at).unwrap_or_else(|| "—".into()),
+                time(p.last_session_at).unwrap_or_else(|| "—".into())
+            ),
+        ),
+        ("work tree", if p.git_commit.is_none() && p.git_dirty.is_none() { not_recorded() } else { build(&p.git_commit, p.git_dirty) }),
+        (
+            "binary build",
+            if p.binaries.is_empty() {
+                not_recorded()
+            } else {
+                p.binaries.iter().map(|b| format!("{} — {} sessions", build(&b.commit, b.dirty), b.sessions)).collect::<Vec<_>>().join("; ")
+            },
+        ),
+        ("binary version", p.binary_version.clone().unwrap_or_else(|| "not recorded by the run".into())),
+        (
+            "k (reps per task and arm)",
+            match (p.k, p.jobs) {
+                (Some(k), Some(j)) => format!("{k} (run with {j} parallel jobs)"),
+                (Some(k), None) => k.to_string(),
+                _ => "not recorded (no manifest): the reps found per task".into(),
+            },
+        ),
+        ("transport", p.transport.map(|t| t.to_string()).unwrap_or_else(not_recorded)),
+    ];
+    let opt = |v: Option<String>| v.unwrap_or_else(|| "unset".into());
+    let models: Vec<String> = p
+        .models
+        .iter()
+        .map(|m| {
+            if m.provider == Provider::Oracle {
+                format!("{} (oracle: no model, no sampling parameters)", m.id)
+            } else {
+                format!(
+                    "{} ({}): temperature {}, max tokens {}, seed {}",
+                    m.id,
+                    m.provider,
+                    opt(m.temperature.map(|t| t.to_string())),
+                    opt(m.max_tokens.map(|t| t.to_string())),
+                    opt(m.seed.map(|t| t.to_string()))
+                )
+            }
+        })
+        .collect();
+    rows.push(("models and parameters", if models.is_empty() { "—".into() } else { models.join("; ") }));
+    if let Some(url) = &p.base_url {
+        rows.push(("model endpoint", url.clone()));
+    }
+    let worlds: Vec<String> = p.worlds.iter().map(|w| format!("seed {}, scale {} ({} tasks)", w.seed, w.scale, w.tasks)).collect();
+    rows.push(("world seeds", if worlds.is_empty() { "—".into() } else { worlds.join("; ") }));
+    rows.push(("bootstrap seed", p.bootstrap_seed.to_string()));
+    rows.push((
+        "spec",
+        match &p.spec {
+            Some(sp) => format!(
+                "sha256 {}{}{}",
+                sp.sha256.as_deref().unwrap_or("not recorded"),
+                sp.path.as_deref().map(|x| format!(", {x}")).unwrap_or_default(),
+                sp.status.as_deref().map(|x| format!(", check {x}")).unwrap_or_default()
+            ),
+            None if p.command.is_some() => "none: a run from flags, not from a spec".into(),
+            None => not_recorded(),
+        },
+    ));
+    let checks: Vec<String> = p
+        .preflight
+        .models
+        .iter()
+        .map(|m| {
+            let cs: Vec<String> = m.checks.iter().map(|c| format!("{} {}", c.name, if c.passed { "passed" } else { "failed" })).collect();
+            format!("{}: {}", m.model, if cs.is_empty() { "no checks recorded".into() } else { cs.join(", ") })
+        })
+        .collect();
+    rows.push((
+        "endpoint preflight",
+        if checks.is_empty() { p.preflight.status.as_str().to_string() } else { format!("{} — {}", p.preflight.status.as_str(), checks.join("; ")) },
+    ));
+    let r = &p.report;
+    let mut report = format!("aggregate {}", r.aggregate_version);
+    if let Some(g) = &r.generator {
+        write!(report, ", via {g}").unwrap();
+    }
+    if let Some(t) = time(r.generated_at) {
+        write!(report, ", generated {t}").unwrap();
+    }
+    if let Some(c) = &r.command {
+        write!(report, ": `{}`", shell_line(c)).unwrap();
+    }
+    rows.push(("this report", report));
+    rows
+}
+
+fn provenance(s: &Summary) -> String {
+    let mut o = String::new();
+    writeln!(o, "## Provenance\n").unwrap();
+    writeln!(o, "| what | value |").unwrap();
+    writeln!(o, "| --- | --- |").unwrap();
+    for (what, value) in provenance_rows(s) {
+        writeln!(o, "| {what} | {} |", value.replace('|', "\\|")).unwrap();
+    }
+    writeln!(o).unwrap();
+    o
 }

@@ -80,6 +80,10 @@ pub struct Summary {
     pub models: Vec<ModelReport>,
     /// Oracle structural floors per module; empty when no oracle sessions.
     pub oracle_floors: Vec<OracleModule>,
+    /// Where the numbers come from: command, build, dates, k, seeds, model parameters, spec,
+    /// preflight, and what wrote the report.
+    #[serde(default)]
+    pub provenance: crate::provenance::Provenance,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -402,17 +406,18 @@ pub struct OracleRow {
     pub sessions: usize,
     pub valid: usize,
     pub passed: usize,
-    /// Medians over valid oracle sessions with a floor.
-    pub calls: Option<f64>,
-    pub schema_bytes: Option<f64>,
-    pub args_bytes: Option<f64>,
-    pub result_bytes: Option<f64>,
+    /// Medians over valid oracle sessions with a floor. Counts stay integers: with an even
+    /// number of sessions the median is the lower middle value, one that was observed.
+    pub calls: Option<u64>,
+    pub schema_bytes: Option<u64>,
+    pub args_bytes: Option<u64>,
+    pub result_bytes: Option<u64>,
     /// An estimate, never a measurement: the context at the end of the plan.
-    pub estimated_tokens: Option<f64>,
+    pub estimated_tokens: Option<u64>,
     pub estimate_method: Option<String>,
     /// An estimate, never a measurement: input tokens over the plan's turns, one call per turn.
     #[serde(default)]
-    pub estimated_input_tokens: Option<f64>,
+    pub estimated_input_tokens: Option<u64>,
     #[serde(default)]
     pub input_estimate_method: Option<String>,
 }
@@ -488,6 +493,11 @@ fn cell(r: &SessionRecord) -> CellKey {
 
 /// Builds the whole summary, after [`check::check`] has refused anything that cannot be pooled.
 pub fn summarise(exp: &Experiment, prices: Option<&PriceTable>, opts: &Options) -> Result<Summary> {
+    summarise_with(exp, prices, opts, &crate::provenance::Invocation::default())
+}
+
+/// [`summarise`], with what wrote the report recorded in its provenance.
+pub fn summarise_with(exp: &Experiment, prices: Option<&PriceTable>, opts: &Options, invocation: &crate::provenance::Invocation) -> Result<Summary> {
     let fingerprints = check::check(exp)?;
     let manifest = exp.manifest.as_ref();
     let sessions = &exp.sessions;
@@ -620,6 +630,7 @@ pub fn summarise(exp: &Experiment, prices: Option<&PriceTable>, opts: &Options) 
         attrition: attr.into_values().collect(),
         models,
         oracle_floors,
+        provenance: crate::provenance::of(exp, opts.seed, invocation),
     })
 }
 
@@ -948,7 +959,11 @@ pub fn decide(paired: &Paired, both_arms: bool, opts: &Options) -> (Verdict, Str
         return (Verdict::Inconclusive, "one arm has no sessions".into());
     }
     if paired.pairs_used < opts.min_pairs_for_verdict {
-        return (Verdict::Inconclusive, format!("{} valid pairs; at least {} are needed for a verdict", paired.pairs_used, opts.min_pairs_for_verdict));
+        let n = paired.pairs_used;
+        return (
+            Verdict::Inconclusive,
+            format!("{n} valid pair{}; at least {} are needed for a verdict", if n == 1 { "" } else { "s" }, opts.min_pairs_for_verdict),
+        );
     }
     let (n, m) = (paired.pairs_used, opts.min_passes_for_verdict);
     let few = few_passes(&paired.outcomes, opts);
@@ -1017,7 +1032,7 @@ fn oracle_module(module: String, recs: &[&SessionRecord]) -> OracleModule {
         .map(|((task, role, server), v)| {
             let valid: Vec<_> = v.iter().filter(|r| r.validity.is_valid()).collect();
             let floors: Vec<_> = valid.iter().filter_map(|r| r.oracle.as_ref()).collect();
-            let med = |f: fn(&records::OracleFloor) -> f64| stats::median(&floors.iter().map(|x| f(x)).collect::<Vec<_>>());
+            let med = |f: fn(&records::OracleFloor) -> u64| lower_median(floors.iter().map(|x| f(x)).collect());
             OracleRow {
                 task,
                 role,
@@ -1025,27 +1040,33 @@ fn oracle_module(module: String, recs: &[&SessionRecord]) -> OracleModule {
                 sessions: v.len(),
                 valid: valid.len(),
                 passed: valid.iter().filter(|r| passed(r)).count(),
-                calls: med(|f| f.calls as f64),
-                schema_bytes: med(|f| f.schema_bytes as f64),
-                args_bytes: med(|f| f.args_bytes as f64),
-                result_bytes: med(|f| f.result_bytes as f64),
-                estimated_tokens: med(|f| f.estimated_tokens as f64),
+                calls: med(|f| f.calls as u64),
+                schema_bytes: med(|f| f.schema_bytes as u64),
+                args_bytes: med(|f| f.args_bytes as u64),
+                result_bytes: med(|f| f.result_bytes as u64),
+                estimated_tokens: med(|f| f.estimated_tokens),
                 estimate_method: floors.first().map(|f| f.estimate_method.clone()),
-                estimated_input_tokens: stats::median(&floors.iter().filter_map(|f| f.estimated_input_tokens.map(|t| t as f64)).collect::<Vec<_>>()),
+                estimated_input_tokens: lower_median(floors.iter().filter_map(|f| f.estimated_input_tokens).collect()),
                 input_estimate_method: floors.iter().find_map(|f| f.input_estimate_method.clone()),
             }
         })
         .collect();
     // A role's total is over all its tasks or absent: a partial sum would compare unlike things.
-    let total = |figure: fn(&OracleRow) -> Option<f64>| {
+    let total = |figure: fn(&OracleRow) -> Option<u64>| {
         let mut by_role: BTreeMap<Role, Option<u64>> = BTreeMap::new();
         for r in &rows {
             let entry = by_role.entry(r.role).or_insert(Some(0));
-            *entry = entry.zip(figure(r)).map(|(sum, t)| sum + t.round() as u64);
+            *entry = entry.zip(figure(r)).map(|(sum, t)| sum + t);
         }
         by_role.into_iter().filter_map(|(role, t)| Some((role, t?))).collect::<BTreeMap<_, _>>()
     };
     let total_estimated_tokens = total(|r| r.estimated_tokens);
     let total_estimated_input_tokens = total(|r| r.estimated_input_tokens);
     OracleModule { module, rows, total_estimated_tokens, total_estimated_input_tokens }
+}
+
+/// The lower middle value of `xs` (the median for an odd count): a value some session had.
+fn lower_median(mut xs: Vec<u64>) -> Option<u64> {
+    xs.sort_unstable();
+    xs.get(xs.len().checked_sub(1)? / 2).copied()
 }

@@ -185,10 +185,15 @@ fn snapshots_of_markdown_and_json() {
     assert_eq!(roles(&back), roles(&rep.summary));
     assert_eq!(back.oracle_floors[0].total_estimated_tokens, rep.summary.oracle_floors[0].total_estimated_tokens);
     assert!(rep.json.contains("\"role\": \"pattern\"") && rep.json.contains("\"provider\": \"openai_compatible\""));
-    // Attrition comes first.
-    let attr = rep.markdown.find("## Attrition").unwrap();
-    let model = rep.markdown.find("## Model").unwrap();
-    assert!(attr < model);
+    // What was found comes first, and each module's headline says attempted vs valid sessions
+    // (with the invalid reasons) before any metric; the attrition table comes before the
+    // per-model details.
+    let md = &rep.markdown;
+    let (notices, headline, attr, model) =
+        (md.find("> No record has a fingerprint").unwrap(), md.find("## Headline").unwrap(), md.find("## Attrition").unwrap(), md.find("\n## Model").unwrap());
+    assert!(notices < headline && headline < attr && attr < model);
+    let valid = md.find("- sessions, valid / attempted: pattern 6/7 (provider_error: 1) · control 5/6 (mcp_transport: 1)").unwrap();
+    assert!(headline < valid && valid < md.find("- success rate [Wilson 95%]: pattern 66.7%").unwrap());
 }
 
 #[test]
@@ -210,11 +215,17 @@ fn charts_render() {
 fn html_is_self_contained() {
     let (_dir, rep) = build();
     let h = &rep.html;
-    assert!(!h.contains("http://") && !h.contains("https://"));
-    assert!(!h.contains("<script") && !h.contains("<link"));
+    // Nothing the page could fetch: no URL, no linked stylesheet or font, no external script.
+    assert!(!h.contains("://"), "no URL at all");
+    assert!(!h.contains("<link") && !h.contains(" src=") && !h.contains("url(") && !h.contains("@import"));
+    assert_eq!(h.matches("<script").count(), 1, "one small inline script");
+    let script = &h[h.find("<script>").unwrap()..h.find("</script>").unwrap()];
+    assert!(!script.contains("fetch(") && !script.contains("XMLHttpRequest") && !script.contains("import("), "{script}");
+    assert!(script.len() < 4096, "small: {} bytes", script.len());
     assert!(h.contains("<svg") && h.contains("<table>"));
     assert!(h.contains("&lt;do the task&gt; &amp; report"), "transcripts inline and escaped");
-    assert_eq!(h.matches("<details>").count(), 21, "one transcript per session of the fixture");
+    assert_eq!(h.matches("<details class=\"session\"").count(), 21, "one conversation per session of the fixture");
+    assert!(rep.session_pages.is_empty(), "a small experiment keeps every conversation inline");
 }
 
 #[test]
