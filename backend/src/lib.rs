@@ -22,6 +22,7 @@ pub mod cli;
 pub mod error;
 pub mod extract;
 pub mod local;
+pub mod openapi;
 pub mod postgres;
 pub mod seed;
 pub mod world;
@@ -63,15 +64,26 @@ impl AppState {
 ))]
 struct ApiDoc;
 
-/// The routes and their OpenAPI document, built together so they cannot disagree.
+/// The routes and their OpenAPI document, built together so they cannot disagree. The
+/// document carries the error responses every operation shares ([`openapi`]).
 pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
-    OpenApiRouter::with_openapi(ApiDoc::openapi()).merge(api::routes()).split_for_parts()
+    let (routes, mut doc) = OpenApiRouter::with_openapi(ApiDoc::openapi()).merge(api::routes()).split_for_parts();
+    openapi::add_shared_responses(&mut doc);
+    (routes, doc)
+}
+
+/// The OpenAPI 3.1 document `GET /openapi.json` serves: [`api`]'s, with the text patterns the
+/// API enforces added to its string schemas.
+pub fn openapi_document() -> serde_json::Value {
+    let mut doc = serde_json::to_value(api().1).expect("the OpenAPI document serialises");
+    openapi::add_text_patterns(&mut doc);
+    doc
 }
 
 /// The whole HTTP application for `state`.
 pub fn app(state: AppState) -> Router {
-    let (routes, doc) = api();
-    let doc = Arc::new(doc);
+    let (routes, _) = api();
+    let doc = Arc::new(openapi_document());
     routes
         .route("/openapi.json", axum::routing::get(move || async move { axum::Json(doc.as_ref().clone()) }))
         .fallback(|| async { ApiError::NotFound("no such route; see GET /openapi.json".into()) })

@@ -103,6 +103,48 @@ async fn bad_input_is_a_named_4xx_and_changes_nothing() {
     let (s, body) = common::decode(resp).await;
     assert_eq!((s, body["field"].as_str()), (400, Some("If-Match")));
 
+    // Text Postgres cannot store — a NUL, bytes that are not UTF-8, a lone surrogate — is a 400
+    // naming the field, from every text filter and every JSON body, never a 500.
+    let text_filters = [
+        ("/customers", "name"),
+        ("/customers", "q"),
+        ("/customers", "tier"),
+        ("/customers", "region"),
+        ("/users", "team"),
+        ("/users", "q"),
+        ("/tickets", "q"),
+        ("/repos", "owner"),
+        ("/repos", "name"),
+        ("/repos", "q"),
+        ("/services", "name"),
+        ("/services", "team"),
+        ("/change_requests", "status"),
+        ("/runbooks", "service"),
+        ("/runbooks", "slug"),
+        ("/runbooks", "q"),
+        ("/deploys", "status"),
+    ];
+    for (path, param) in text_filters {
+        for bad in ["a%00b", "%ED%A0%80", "%FF"] {
+            let (s, body) = b.get(&format!("{path}?{param}={bad}")).await;
+            assert_eq!((s, body["field"].as_str()), (400, Some(param)), "{path}?{param}={bad}: {body}");
+        }
+    }
+    for (path, body, field) in [
+        ("/tickets", r#"{"title": "a\u0000b"}"#, "title"),
+        ("/tickets", r#"{"title": "\ud800"}"#, "title"),
+        ("/notifications", r#"{"user_id": 1, "message": "\u0000"}"#, "message"),
+        (
+            "/change_requests/1/reviews",
+            r#"{"reviewer_id": 1, "verdict": "approve", "comments": [{"path": "a", "line": 1, "body": "x\u0000"}]}"#,
+            "comments[0].body",
+        ),
+    ] {
+        let resp = b.client.post(b.url(path)).header("content-type", "application/json").body(body).send().await.unwrap();
+        let (s, answer) = common::decode(resp).await;
+        assert_eq!((s, answer["field"].as_str()), (400, Some(field)), "{path} {body}: {answer}");
+    }
+
     // SQL metacharacters are data, not SQL.
     let evil = "'; DROP TABLE tickets; --";
     let (s, page) = b.get(&format!("/tickets?q={}", urlencode(evil))).await;

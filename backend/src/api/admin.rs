@@ -24,9 +24,12 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResetRequest {
-    /// Seed of the world to restore; defaults to the current one.
+    /// Seed of the world to restore, 0 to 2^64 − 1; defaults to the current one.
+    // utoipa calls a u64 `int64`, which tells clients the seeds above 2^63 − 1 are invalid.
+    #[schema(format = "uint64", minimum = 0)]
     pub seed: Option<u64>,
     /// Scale of the world to restore, 1–100; defaults to the current one.
+    #[schema(minimum = 1, maximum = 100)]
     pub scale: Option<u32>,
 }
 
@@ -39,7 +42,7 @@ pub struct ResetResponse {
 
 /// Restore the freshly seeded state (drops every write since).
 #[utoipa::path(post, path = "/admin/reset", tag = "admin", request_body = ResetRequest,
-    responses((status = 200, body = ResetResponse), (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
+    responses((status = 200, description = "The world was restored to its seeded state", body = ResetResponse), (status = 403, description = "Not from loopback, and no valid `Authorization: Bearer <BACKEND_ADMIN_TOKEN>`", body = ErrorBody)))]
 async fn reset(State(state): State<AppState>, Peer(peer): Peer, headers: HeaderMap, ApiJson(r): ApiJson<ResetRequest>) -> ApiResult<Json<ResetResponse>> {
     authorize(&state, peer, &headers)?;
     let current = state.world.spec();
@@ -85,7 +88,7 @@ pub struct Health {
 }
 
 /// Liveness and database check.
-#[utoipa::path(get, path = "/health", tag = "admin", responses((status = 200, body = Health), (status = 500, body = ErrorBody)))]
+#[utoipa::path(get, path = "/health", tag = "admin", responses((status = 200, description = "The backend and its database answer", body = Health), (status = 500, description = "The database did not answer", body = ErrorBody)))]
 async fn health(State(state): State<AppState>) -> ApiResult<Json<Health>> {
     sqlx::query("SELECT 1").execute(&state.pool()).await?;
     let spec = state.world.spec();

@@ -42,13 +42,16 @@ pub struct CustomerQuery {
     pub tier: Option<String>,
     pub region: Option<String>,
     /// Page size, 1–200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i64>,
+    /// Rows to skip (default 0).
+    #[param(minimum = 0)]
     pub offset: Option<i64>,
 }
 
 /// List customers by id.
 #[utoipa::path(get, path = "/customers", tag = "customers", params(CustomerQuery),
-    responses((status = 200, body = Page<Customer>), (status = 400, body = ErrorBody)))]
+    responses((status = 200, description = "One page of customers", body = Page<Customer>)))]
 async fn list_customers(State(state): State<AppState>, ApiQuery(q): ApiQuery<CustomerQuery>) -> ApiResult<Json<Page<Customer>>> {
     let window = Window::from_query(q.limit, q.offset)?;
     let rows: Vec<Customer> = sqlx::query_as(
@@ -72,7 +75,7 @@ async fn list_customers(State(state): State<AppState>, ApiQuery(q): ApiQuery<Cus
 
 /// Get one customer.
 #[utoipa::path(get, path = "/customers/{id}", tag = "customers", params(("id" = i64, Path)),
-    responses((status = 200, body = Customer), (status = 404, body = ErrorBody)))]
+    responses((status = 200, description = "The customer", body = Customer), (status = 404, description = "No customer has this id", body = ErrorBody)))]
 async fn get_customer(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) -> ApiResult<Json<Customer>> {
     sqlx::query_as("SELECT * FROM customers WHERE id = $1")
         .bind(id)

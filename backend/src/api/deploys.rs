@@ -61,13 +61,16 @@ pub struct DeployQuery {
     pub environment: Option<Environment>,
     pub status: Option<String>,
     /// Page size, 1–200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i64>,
+    /// Rows to skip (default 0).
+    #[param(minimum = 0)]
     pub offset: Option<i64>,
 }
 
 /// List deploys, newest first.
 #[utoipa::path(get, path = "/deploys", tag = "deploys", params(DeployQuery),
-    responses((status = 200, body = Page<Deploy>), (status = 400, body = ErrorBody)))]
+    responses((status = 200, description = "One page of deploys", body = Page<Deploy>)))]
 async fn list_deploys(State(state): State<AppState>, ApiQuery(q): ApiQuery<DeployQuery>) -> ApiResult<Json<Page<Deploy>>> {
     let window = Window::from_query(q.limit, q.offset)?;
     let rows: Vec<Deploy> = sqlx::query_as(
@@ -89,7 +92,7 @@ async fn list_deploys(State(state): State<AppState>, ApiQuery(q): ApiQuery<Deplo
 
 /// Get one deploy.
 #[utoipa::path(get, path = "/deploys/{id}", tag = "deploys", params(("id" = i64, Path)),
-    responses((status = 200, body = Deploy), (status = 404, body = ErrorBody)))]
+    responses((status = 200, description = "The deploy", body = Deploy), (status = 404, description = "No deploy has this id", body = ErrorBody)))]
 async fn get_deploy(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) -> ApiResult<Json<Deploy>> {
     sqlx::query_as("SELECT * FROM deploys WHERE id = $1")
         .bind(id)
@@ -102,16 +105,19 @@ async fn get_deploy(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) ->
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewDeploy {
+    #[schema(example = 1)]
     pub service_id: i64,
-    /// 1–50 characters, e.g. `1.4.2`.
+    /// 1–50 characters, not all blank, e.g. `1.4.2`.
+    #[schema(min_length = 1, max_length = 50)]
     pub version: String,
     pub environment: Environment,
+    #[schema(example = 1)]
     pub deployed_by: Option<i64>,
 }
 
 /// Deploy a version of a service to an environment.
 #[utoipa::path(post, path = "/deploys", tag = "deploys", request_body = NewDeploy,
-    responses((status = 201, body = Deploy), (status = 422, body = ErrorBody)))]
+    responses((status = 201, description = "The deploy, recorded as `succeeded`", body = Deploy)))]
 async fn create_deploy(State(state): State<AppState>, ApiJson(d): ApiJson<NewDeploy>) -> ApiResult<(StatusCode, Json<Deploy>)> {
     check_text("version", &d.version, VERSION_MAX)?;
     let pool = state.pool();
@@ -147,7 +153,7 @@ pub struct DeployPatch {
 
 /// Roll back a succeeded deploy.
 #[utoipa::path(patch, path = "/deploys/{id}", tag = "deploys", request_body = DeployPatch, params(("id" = i64, Path)),
-    responses((status = 200, body = Deploy), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+    responses((status = 200, description = "The deploy, now `rolled_back`", body = Deploy), (status = 404, description = "No deploy has this id", body = ErrorBody), (status = 409, description = "The deploy is not `succeeded`, so it cannot be rolled back", body = ErrorBody)))]
 async fn update_deploy(State(state): State<AppState>, ApiPath(id): ApiPath<i64>, ApiJson(p): ApiJson<DeployPatch>) -> ApiResult<Json<Deploy>> {
     let DeployTransition::RolledBack = p.status;
     let pool = state.pool();

@@ -23,6 +23,22 @@ pub const DEFAULT_LIMIT: i64 = 50;
 /// Largest `limit` a list request may ask for.
 pub const MAX_LIMIT: i64 = 200;
 
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn blank_covers_rust_whitespace_and_the_other_definitions() {
+        for c in (0..=0x10FFFF).filter_map(char::from_u32) {
+            if c.is_whitespace() {
+                assert!(super::is_blank_char(c), "{:?} is whitespace to Rust", c);
+            }
+        }
+        for c in ['\u{1C}', '\u{1F}', '\u{FEFF}', ' '] {
+            assert!(super::is_blank_char(c), "{c:?}");
+        }
+        assert!(!super::is_blank_char('a') && !super::is_blank_char('\0') && !super::is_blank_char('\u{200B}'));
+    }
+}
+
 /// All resource routers, merged. Each carries its OpenAPI paths with it.
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -87,9 +103,31 @@ pub fn page_of<R: Counted, T: From<R>>(rows: Vec<R>, window: Window) -> Page<T> 
     Page::new(rows.into_iter().map(T::from).collect(), total, window)
 }
 
+/// The characters that make text blank: whitespace as Rust, ECMAScript and Python each define
+/// it (their union), so that the pattern the OpenAPI document gives a non-blank field
+/// ([`crate::openapi`]) and [`check_text`] agree in any client's regex engine.
+pub const BLANK_RANGES: &[(char, char)] = &[
+    ('\u{09}', '\u{0D}'),
+    ('\u{1C}', '\u{20}'),
+    ('\u{85}', '\u{85}'),
+    ('\u{A0}', '\u{A0}'),
+    ('\u{1680}', '\u{1680}'),
+    ('\u{2000}', '\u{200A}'),
+    ('\u{2028}', '\u{2029}'),
+    ('\u{202F}', '\u{202F}'),
+    ('\u{205F}', '\u{205F}'),
+    ('\u{3000}', '\u{3000}'),
+    ('\u{FEFF}', '\u{FEFF}'),
+];
+
+/// Whether `c` is one of [`BLANK_RANGES`].
+pub fn is_blank_char(c: char) -> bool {
+    BLANK_RANGES.iter().any(|&(lo, hi)| (lo..=hi).contains(&c))
+}
+
 /// Non-blank text of at most `max` characters.
 pub fn check_text(field: &str, value: &str, max: usize) -> ApiResult<()> {
-    if value.trim().is_empty() {
+    if value.chars().all(is_blank_char) {
         return Err(ApiError::invalid(field, "must not be blank"));
     }
     check_len(field, value, max)
@@ -101,9 +139,7 @@ pub fn check_len(field: &str, value: &str, max: usize) -> ApiResult<()> {
     if n > max {
         return Err(ApiError::invalid(field, format!("must be at most {max} characters, got {n}")));
     }
-    if value.contains('\0') {
-        return Err(ApiError::invalid(field, "must not contain NUL characters"));
-    }
+    // NUL characters never get this far: the extractors refuse them for every handler.
     Ok(())
 }
 
@@ -148,6 +184,13 @@ impl Table {
 /// For PATCH bodies: absent → `None` (leave unchanged), `null` → `Some(None)` (clear).
 pub fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
     Option::<T>::deserialize(d).map(Some)
+}
+
+/// For PATCH fields that cannot be cleared: absent → `None` (leave unchanged); `null` is refused
+/// with the field's name, rather than read as "absent" (which would let `{"status": null}`
+/// pass as an update that names a field yet changes nothing).
+pub fn non_null<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }
 
 /// Implements [`Counted`] for a row type with a `total` column.

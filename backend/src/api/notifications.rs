@@ -41,13 +41,16 @@ pub struct NotificationQuery {
     pub ticket_id: Option<i64>,
     pub read: Option<bool>,
     /// Page size, 1–200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i64>,
+    /// Rows to skip (default 0).
+    #[param(minimum = 0)]
     pub offset: Option<i64>,
 }
 
 /// List notifications, newest first.
 #[utoipa::path(get, path = "/notifications", tag = "notifications", params(NotificationQuery),
-    responses((status = 200, body = Page<Notification>), (status = 400, body = ErrorBody)))]
+    responses((status = 200, description = "One page of notifications", body = Page<Notification>)))]
 async fn list_notifications(State(state): State<AppState>, ApiQuery(q): ApiQuery<NotificationQuery>) -> ApiResult<Json<Page<Notification>>> {
     let window = Window::from_query(q.limit, q.offset)?;
     let rows: Vec<Notification> = sqlx::query_as(
@@ -69,7 +72,7 @@ async fn list_notifications(State(state): State<AppState>, ApiQuery(q): ApiQuery
 
 /// Get one notification.
 #[utoipa::path(get, path = "/notifications/{id}", tag = "notifications", params(("id" = i64, Path)),
-    responses((status = 200, body = Notification), (status = 404, body = ErrorBody)))]
+    responses((status = 200, description = "The notification", body = Notification), (status = 404, description = "No notification has this id", body = ErrorBody)))]
 async fn get_notification(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) -> ApiResult<Json<Notification>> {
     sqlx::query_as("SELECT * FROM notifications WHERE id = $1")
         .bind(id)
@@ -82,15 +85,18 @@ async fn get_notification(State(state): State<AppState>, ApiPath(id): ApiPath<i6
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewNotification {
+    #[schema(example = 1)]
     pub user_id: i64,
+    #[schema(example = 1)]
     pub ticket_id: Option<i64>,
-    /// 1–1000 characters.
+    /// 1–1000 characters, not all blank.
+    #[schema(min_length = 1, max_length = 1000)]
     pub message: String,
 }
 
 /// Send a notification to a user.
 #[utoipa::path(post, path = "/notifications", tag = "notifications", request_body = NewNotification,
-    responses((status = 201, body = Notification), (status = 422, body = ErrorBody)))]
+    responses((status = 201, description = "The notification, sent", body = Notification)))]
 async fn create_notification(State(state): State<AppState>, ApiJson(n): ApiJson<NewNotification>) -> ApiResult<(StatusCode, Json<Notification>)> {
     check_text("message", &n.message, MESSAGE_MAX)?;
     let pool = state.pool();
@@ -115,7 +121,7 @@ pub struct NotificationPatch {
 
 /// Mark a notification read or unread.
 #[utoipa::path(patch, path = "/notifications/{id}", tag = "notifications", request_body = NotificationPatch, params(("id" = i64, Path)),
-    responses((status = 200, body = Notification), (status = 404, body = ErrorBody)))]
+    responses((status = 200, description = "The notification with its new `read` flag", body = Notification), (status = 404, description = "No notification has this id", body = ErrorBody)))]
 async fn update_notification(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,

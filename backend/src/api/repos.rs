@@ -38,13 +38,16 @@ pub struct RepoQuery {
     /// Case-insensitive substring of the name.
     pub q: Option<String>,
     /// Page size, 1–200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i64>,
+    /// Rows to skip (default 0).
+    #[param(minimum = 0)]
     pub offset: Option<i64>,
 }
 
 /// List repositories by id.
 #[utoipa::path(get, path = "/repos", tag = "repos", params(RepoQuery),
-    responses((status = 200, body = Page<Repo>), (status = 400, body = ErrorBody)))]
+    responses((status = 200, description = "One page of repositories", body = Page<Repo>)))]
 async fn list_repos(State(state): State<AppState>, ApiQuery(q): ApiQuery<RepoQuery>) -> ApiResult<Json<Page<Repo>>> {
     let window = Window::from_query(q.limit, q.offset)?;
     let rows: Vec<Repo> = sqlx::query_as(
@@ -66,7 +69,7 @@ async fn list_repos(State(state): State<AppState>, ApiQuery(q): ApiQuery<RepoQue
 
 /// Get one repository.
 #[utoipa::path(get, path = "/repos/{id}", tag = "repos", params(("id" = i64, Path)),
-    responses((status = 200, body = Repo), (status = 404, body = ErrorBody)))]
+    responses((status = 200, description = "The repository", body = Repo), (status = 404, description = "No repository has this id", body = ErrorBody)))]
 async fn get_repo(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) -> ApiResult<Json<Repo>> {
     sqlx::query_as("SELECT * FROM repos WHERE id = $1").bind(id).fetch_optional(&state.pool()).await?.map(Json).ok_or_else(|| ApiError::not_found("repo", id))
 }
@@ -91,13 +94,16 @@ pub struct ServiceQuery {
     pub name: Option<String>,
     pub team: Option<String>,
     /// Page size, 1–200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i64>,
+    /// Rows to skip (default 0).
+    #[param(minimum = 0)]
     pub offset: Option<i64>,
 }
 
 /// List services by id.
 #[utoipa::path(get, path = "/services", tag = "services", params(ServiceQuery),
-    responses((status = 200, body = Page<Service>), (status = 400, body = ErrorBody)))]
+    responses((status = 200, description = "One page of services", body = Page<Service>)))]
 async fn list_services(State(state): State<AppState>, ApiQuery(q): ApiQuery<ServiceQuery>) -> ApiResult<Json<Page<Service>>> {
     let window = Window::from_query(q.limit, q.offset)?;
     let rows: Vec<Service> = sqlx::query_as(
@@ -116,7 +122,7 @@ async fn list_services(State(state): State<AppState>, ApiQuery(q): ApiQuery<Serv
 
 /// Get one service.
 #[utoipa::path(get, path = "/services/{id}", tag = "services", params(("id" = i64, Path)),
-    responses((status = 200, body = Service), (status = 404, body = ErrorBody)))]
+    responses((status = 200, description = "The service", body = Service), (status = 404, description = "No service has this id", body = ErrorBody)))]
 async fn get_service(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) -> ApiResult<Json<Service>> {
     sqlx::query_as("SELECT * FROM services WHERE id = $1")
         .bind(id)

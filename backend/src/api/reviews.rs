@@ -53,13 +53,16 @@ pub struct ChangeRequestQuery {
     pub status: Option<String>,
     pub author_id: Option<i64>,
     /// Page size, 1–200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i64>,
+    /// Rows to skip (default 0).
+    #[param(minimum = 0)]
     pub offset: Option<i64>,
 }
 
 /// List change requests by id.
 #[utoipa::path(get, path = "/change_requests", tag = "change_requests", params(ChangeRequestQuery),
-    responses((status = 200, body = Page<ChangeRequest>), (status = 400, body = ErrorBody)))]
+    responses((status = 200, description = "One page of change requests", body = Page<ChangeRequest>)))]
 async fn list_change_requests(State(state): State<AppState>, ApiQuery(q): ApiQuery<ChangeRequestQuery>) -> ApiResult<Json<Page<ChangeRequest>>> {
     let window = Window::from_query(q.limit, q.offset)?;
     let rows: Vec<ChangeRequest> = sqlx::query_as(
@@ -81,7 +84,7 @@ async fn list_change_requests(State(state): State<AppState>, ApiQuery(q): ApiQue
 
 /// Get one change request.
 #[utoipa::path(get, path = "/change_requests/{id}", tag = "change_requests", params(("id" = i64, Path)),
-    responses((status = 200, body = ChangeRequest), (status = 404, body = ErrorBody)))]
+    responses((status = 200, description = "The change request", body = ChangeRequest), (status = 404, description = "No change request has this id", body = ErrorBody)))]
 async fn get_change_request(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) -> ApiResult<Json<ChangeRequest>> {
     sqlx::query_as("SELECT * FROM change_requests WHERE id = $1")
         .bind(id)
@@ -118,13 +121,16 @@ super::counted!(ReviewComment);
 #[into_params(parameter_in = Query)]
 pub struct PageQuery {
     /// Page size, 1–200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i64>,
+    /// Rows to skip (default 0).
+    #[param(minimum = 0)]
     pub offset: Option<i64>,
 }
 
 /// List the review comments on a change request, oldest first.
 #[utoipa::path(get, path = "/change_requests/{id}/comments", tag = "change_requests", params(("id" = i64, Path), PageQuery),
-    responses((status = 200, body = Page<ReviewComment>), (status = 404, body = ErrorBody)))]
+    responses((status = 200, description = "One page of the change request's review comments", body = Page<ReviewComment>), (status = 404, description = "No change request has this id", body = ErrorBody)))]
 async fn list_comments(State(state): State<AppState>, ApiPath(id): ApiPath<i64>, ApiQuery(q): ApiQuery<PageQuery>) -> ApiResult<Json<Page<ReviewComment>>> {
     let window = Window::from_query(q.limit, q.offset)?;
     let pool = state.pool();
@@ -143,42 +149,60 @@ async fn list_comments(State(state): State<AppState>, ApiPath(id): ApiPath<i64>,
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CommentInput {
-    /// File path, 1–300 characters.
+    /// File path, 1–300 characters, not all blank.
+    #[schema(min_length = 1, max_length = 300)]
     pub path: String,
     /// Line number, ≥ 1.
+    #[schema(minimum = 1)]
     pub line: i32,
-    /// 1–4000 characters.
+    /// 1–4000 characters, not all blank.
+    #[schema(min_length = 1, max_length = 4000)]
     pub body: String,
 }
 
 impl CommentInput {
     fn validate(&self, prefix: &str) -> ApiResult<()> {
-        check_text(&format!("{prefix}path"), &self.path, PATH_MAX)?;
-        check_text(&format!("{prefix}body"), &self.body, BODY_MAX)?;
-        if self.line < 1 {
-            return Err(ApiError::invalid(format!("{prefix}line"), format!("must be ≥ 1, got {}", self.line)));
-        }
-        Ok(())
+        validate_comment(prefix, &self.path, self.line, &self.body)
     }
 }
 
+fn validate_comment(prefix: &str, path: &str, line: i32, body: &str) -> ApiResult<()> {
+    check_text(&format!("{prefix}path"), path, PATH_MAX)?;
+    check_text(&format!("{prefix}body"), body, BODY_MAX)?;
+    if line < 1 {
+        return Err(ApiError::invalid(format!("{prefix}line"), format!("must be ≥ 1, got {line}")));
+    }
+    Ok(())
+}
+
+/// A standalone comment: [`CommentInput`]'s fields plus the author. Spelled out rather than
+/// `#[serde(flatten)]`ed, because serde cannot deny unknown fields through a flatten and the
+/// generated schema (`allOf` of two closed objects) could never be satisfied.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewComment {
+    #[schema(example = 1)]
     pub author_id: i64,
-    #[serde(flatten)]
-    pub comment: CommentInput,
+    /// File path, 1–300 characters, not all blank.
+    #[schema(min_length = 1, max_length = 300)]
+    pub path: String,
+    /// Line number, ≥ 1.
+    #[schema(minimum = 1)]
+    pub line: i32,
+    /// 1–4000 characters, not all blank.
+    #[schema(min_length = 1, max_length = 4000)]
+    pub body: String,
 }
 
 /// Add a standalone review comment to a change request.
 #[utoipa::path(post, path = "/change_requests/{id}/comments", tag = "change_requests", params(("id" = i64, Path)), request_body = NewComment,
-    responses((status = 201, body = ReviewComment), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+    responses((status = 201, description = "The comment, created", body = ReviewComment), (status = 404, description = "No change request has this id", body = ErrorBody)))]
 async fn create_comment(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
     ApiJson(c): ApiJson<NewComment>,
 ) -> ApiResult<(StatusCode, Json<ReviewComment>)> {
-    c.comment.validate("")?;
+    validate_comment("", &c.path, c.line, &c.body)?;
     let pool = state.pool();
     require_change_request(&pool, id).await?;
     check_ref(&pool, Table::Users, "author_id", c.author_id).await?;
@@ -188,9 +212,9 @@ async fn create_comment(
     )
     .bind(id)
     .bind(c.author_id)
-    .bind(&c.comment.path)
-    .bind(c.comment.line)
-    .bind(&c.comment.body)
+    .bind(&c.path)
+    .bind(c.line)
+    .bind(&c.body)
     .fetch_one(&pool)
     .await?;
     Ok((StatusCode::CREATED, Json(row)))
@@ -213,7 +237,7 @@ super::counted!(Review);
 
 /// List the reviews of a change request, oldest first.
 #[utoipa::path(get, path = "/change_requests/{id}/reviews", tag = "change_requests", params(("id" = i64, Path), PageQuery),
-    responses((status = 200, body = Page<Review>), (status = 404, body = ErrorBody)))]
+    responses((status = 200, description = "One page of the change request's reviews", body = Page<Review>), (status = 404, description = "No change request has this id", body = ErrorBody)))]
 async fn list_reviews(State(state): State<AppState>, ApiPath(id): ApiPath<i64>, ApiQuery(q): ApiQuery<PageQuery>) -> ApiResult<Json<Page<Review>>> {
     let window = Window::from_query(q.limit, q.offset)?;
     let pool = state.pool();
@@ -249,13 +273,16 @@ impl Verdict {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewReview {
+    #[schema(example = 1)]
     pub reviewer_id: i64,
     pub verdict: Verdict,
     /// Summary, up to 4000 characters.
     #[serde(default)]
+    #[schema(max_length = 4000)]
     pub body: String,
     /// Line comments submitted with the review (at most 100).
     #[serde(default)]
+    #[schema(max_items = 100)]
     pub comments: Vec<CommentInput>,
 }
 
@@ -267,7 +294,7 @@ pub struct SubmittedReview {
 
 /// Submit a review with its line comments, all at once.
 #[utoipa::path(post, path = "/change_requests/{id}/reviews", tag = "change_requests", params(("id" = i64, Path)), request_body = NewReview,
-    responses((status = 201, body = SubmittedReview), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+    responses((status = 201, description = "The review and its comments, written in one transaction", body = SubmittedReview), (status = 404, description = "No change request has this id", body = ErrorBody)))]
 async fn create_review(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,

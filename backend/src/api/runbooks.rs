@@ -42,13 +42,16 @@ pub struct RunbookQuery {
     /// Case-insensitive substring of the title.
     pub q: Option<String>,
     /// Page size, 1–200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i64>,
+    /// Rows to skip (default 0).
+    #[param(minimum = 0)]
     pub offset: Option<i64>,
 }
 
 /// List runbooks by id.
 #[utoipa::path(get, path = "/runbooks", tag = "runbooks", params(RunbookQuery),
-    responses((status = 200, body = Page<Runbook>), (status = 400, body = ErrorBody)))]
+    responses((status = 200, description = "One page of runbooks", body = Page<Runbook>)))]
 async fn list_runbooks(State(state): State<AppState>, ApiQuery(q): ApiQuery<RunbookQuery>) -> ApiResult<Json<Page<Runbook>>> {
     let window = Window::from_query(q.limit, q.offset)?;
     let rows: Vec<Runbook> = sqlx::query_as(
@@ -70,7 +73,7 @@ async fn list_runbooks(State(state): State<AppState>, ApiQuery(q): ApiQuery<Runb
 
 /// Get one runbook.
 #[utoipa::path(get, path = "/runbooks/{id}", tag = "runbooks", params(("id" = i64, Path)),
-    responses((status = 200, body = Runbook), (status = 404, body = ErrorBody)))]
+    responses((status = 200, description = "The runbook", body = Runbook), (status = 404, description = "No runbook has this id", body = ErrorBody)))]
 async fn get_runbook(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) -> ApiResult<Json<Runbook>> {
     sqlx::query_as("SELECT * FROM runbooks WHERE id = $1")
         .bind(id)

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::{Counted, Page, Table, Window, check_len, check_ref, check_text, nullable, page_of};
+use super::{Counted, Page, Table, Window, check_len, check_ref, check_text, non_null, nullable, page_of};
 use crate::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
@@ -129,13 +129,16 @@ pub struct TicketQuery {
     /// Case-insensitive substring of the title.
     pub q: Option<String>,
     /// Page size, 1–200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i64>,
+    /// Rows to skip (default 0).
+    #[param(minimum = 0)]
     pub offset: Option<i64>,
 }
 
 /// List tickets, newest first.
 #[utoipa::path(get, path = "/tickets", tag = "tickets", params(TicketQuery),
-    responses((status = 200, body = Page<Ticket>), (status = 400, body = ErrorBody)))]
+    responses((status = 200, description = "One page of tickets", body = Page<Ticket>)))]
 async fn list_tickets(State(state): State<AppState>, ApiQuery(q): ApiQuery<TicketQuery>) -> ApiResult<Json<Page<Ticket>>> {
     let window = Window::from_query(q.limit, q.offset)?;
     let rows: Vec<TicketRow> = sqlx::query_as(
@@ -164,7 +167,7 @@ async fn list_tickets(State(state): State<AppState>, ApiQuery(q): ApiQuery<Ticke
 
 /// Get one ticket.
 #[utoipa::path(get, path = "/tickets/{id}", tag = "tickets", params(("id" = i64, Path)),
-    responses((status = 200, body = Ticket), (status = 404, body = ErrorBody)))]
+    responses((status = 200, description = "The ticket", body = Ticket), (status = 404, description = "No ticket has this id", body = ErrorBody)))]
 async fn get_ticket(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) -> ApiResult<Json<Ticket>> {
     fetch(&state.pool(), id).await?.map(Json).ok_or_else(|| ApiError::not_found("ticket", id))
 }
@@ -178,22 +181,26 @@ async fn fetch(pool: &sqlx::PgPool, id: i64) -> ApiResult<Option<Ticket>> {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewTicket {
-    /// 1–200 characters.
+    /// 1–200 characters, not all blank.
+    #[schema(min_length = 1, max_length = 200)]
     pub title: String,
     /// Up to 4000 characters.
     #[serde(default)]
+    #[schema(max_length = 4000)]
     pub description: String,
     /// Defaults to `medium`.
     pub priority: Option<Priority>,
     /// Defaults to `open`.
     pub status: Option<TicketStatus>,
+    #[schema(example = 1)]
     pub customer_id: Option<i64>,
+    #[schema(example = 1)]
     pub assignee_id: Option<i64>,
 }
 
 /// Create a ticket.
 #[utoipa::path(post, path = "/tickets", tag = "tickets", request_body = NewTicket,
-    responses((status = 201, body = Ticket), (status = 422, body = ErrorBody)))]
+    responses((status = 201, description = "The ticket, created", body = Ticket)))]
 async fn create_ticket(State(state): State<AppState>, ApiJson(t): ApiJson<NewTicket>) -> ApiResult<(StatusCode, Json<Ticket>)> {
     check_text("title", &t.title, TITLE_MAX)?;
     check_len("description", &t.description, DESCRIPTION_MAX)?;
@@ -219,12 +226,24 @@ async fn create_ticket(State(state): State<AppState>, ApiJson(t): ApiJson<NewTic
     Ok((StatusCode::CREATED, Json(row.into())))
 }
 
+/// At least one field: an update that changes nothing is refused.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(min_properties = 1)]
 pub struct TicketPatch {
+    /// 1–200 characters, not all blank.
+    #[serde(default, deserialize_with = "non_null")]
+    #[schema(min_length = 1, max_length = 200, nullable = false)]
     pub title: Option<String>,
+    /// Up to 4000 characters.
+    #[serde(default, deserialize_with = "non_null")]
+    #[schema(max_length = 4000, nullable = false)]
     pub description: Option<String>,
+    #[serde(default, deserialize_with = "non_null")]
+    #[schema(nullable = false)]
     pub status: Option<TicketStatus>,
+    #[serde(default, deserialize_with = "non_null")]
+    #[schema(nullable = false)]
     pub priority: Option<Priority>,
     /// A customer id, or null to detach the customer.
     #[serde(default, deserialize_with = "nullable")]
@@ -252,7 +271,7 @@ impl TicketPatch {
 /// only if nobody changed the ticket since that version (412 otherwise).
 #[utoipa::path(patch, path = "/tickets/{id}", tag = "tickets", request_body = TicketPatch,
     params(("id" = i64, Path), ("If-Match" = Option<i32>, Header, description = "Expected current version")),
-    responses((status = 200, body = Ticket), (status = 404, body = ErrorBody), (status = 412, body = ErrorBody), (status = 422, body = ErrorBody)))]
+    responses((status = 200, description = "The ticket after the update", body = Ticket), (status = 404, description = "No ticket has this id", body = ErrorBody), (status = 412, description = "`If-Match` names another version than the current one; re-read the ticket and retry", body = ErrorBody)))]
 async fn update_ticket(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
@@ -323,7 +342,7 @@ pub struct Deleted {
 
 /// Delete a ticket and the notifications about it, in one transaction.
 #[utoipa::path(delete, path = "/tickets/{id}", tag = "tickets", params(("id" = i64, Path)),
-    responses((status = 200, body = Deleted), (status = 404, body = ErrorBody)))]
+    responses((status = 200, description = "The id of the deleted ticket", body = Deleted), (status = 404, description = "No ticket has this id", body = ErrorBody)))]
 async fn delete_ticket(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) -> ApiResult<Json<Deleted>> {
     let mut tx = state.pool().begin().await?;
     sqlx::query("DELETE FROM notifications WHERE ticket_id = $1").bind(id).execute(&mut *tx).await?;

@@ -37,13 +37,16 @@ pub struct UserQuery {
     /// Case-insensitive substring of the name.
     pub q: Option<String>,
     /// Page size, 1–200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i64>,
+    /// Rows to skip (default 0).
+    #[param(minimum = 0)]
     pub offset: Option<i64>,
 }
 
 /// List users by id.
 #[utoipa::path(get, path = "/users", tag = "users", params(UserQuery),
-    responses((status = 200, body = Page<User>), (status = 400, body = ErrorBody)))]
+    responses((status = 200, description = "One page of users", body = Page<User>)))]
 async fn list_users(State(state): State<AppState>, ApiQuery(q): ApiQuery<UserQuery>) -> ApiResult<Json<Page<User>>> {
     let window = Window::from_query(q.limit, q.offset)?;
     let rows: Vec<User> = sqlx::query_as(
@@ -65,7 +68,7 @@ async fn list_users(State(state): State<AppState>, ApiQuery(q): ApiQuery<UserQue
 
 /// Get one user.
 #[utoipa::path(get, path = "/users/{id}", tag = "users", params(("id" = i64, Path)),
-    responses((status = 200, body = User), (status = 404, body = ErrorBody)))]
+    responses((status = 200, description = "The user", body = User), (status = 404, description = "No user has this id", body = ErrorBody)))]
 async fn get_user(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) -> ApiResult<Json<User>> {
     sqlx::query_as("SELECT * FROM users WHERE id = $1").bind(id).fetch_optional(&state.pool()).await?.map(Json).ok_or_else(|| ApiError::not_found("user", id))
 }
@@ -78,7 +81,7 @@ pub struct UserPatch {
 
 /// Set a user's on-call flag.
 #[utoipa::path(patch, path = "/users/{id}", tag = "users", request_body = UserPatch, params(("id" = i64, Path)),
-    responses((status = 200, body = User), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+    responses((status = 200, description = "The user with its new on-call flag", body = User), (status = 404, description = "No user has this id", body = ErrorBody)))]
 async fn update_user(State(state): State<AppState>, ApiPath(id): ApiPath<i64>, ApiJson(p): ApiJson<UserPatch>) -> ApiResult<Json<User>> {
     sqlx::query_as("UPDATE users SET on_call = $2 WHERE id = $1 RETURNING *")
         .bind(id)

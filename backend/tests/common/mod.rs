@@ -2,6 +2,8 @@
 //! served over real HTTP on a loopback port.
 #![allow(dead_code)]
 
+pub mod tools;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
