@@ -24,7 +24,9 @@ use crate::error::Result;
 use crate::load::{Experiment, PriceTable};
 use crate::stats::{self, Interval};
 
-pub const SUMMARY_SCHEMA: &str = "mcp-pattern-bench/aggregate-summary/v1";
+/// Version 2: counts are integers (oracle medians were floats) and seeds are strings; the shape
+/// is `summary.schema.json` beside this crate.
+pub const SUMMARY_SCHEMA: &str = "mcp-pattern-bench/aggregate-summary/v2";
 
 /// Knobs of the analysis; the defaults are the published method.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
