@@ -38,11 +38,42 @@ pub struct ServeArgs {
     pub opts: ServeOpts,
 }
 
+/// The log filter when `RUST_LOG` is unset. `async_openai=error`: the agent decides and counts
+/// retries itself, so async-openai's own "Server error: …" warning for each failed attempt is
+/// noise beside the harness's account of them.
+pub const DEFAULT_LOG_FILTER: &str = "info,rmcp=warn,async_openai=error";
+
+/// Logs to stderr, filtered by `RUST_LOG` (default [`DEFAULT_LOG_FILTER`]), coloured only when
+/// [`log_colour`] says so. Shared by the `backend` binary and `pipeline`.
 pub fn init_tracing() {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,rmcp=warn".into()))
+        .with_ansi(log_colour(std::io::IsTerminal::is_terminal(&std::io::stderr()), std::env::var_os("NO_COLOR").as_deref()))
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| DEFAULT_LOG_FILTER.into()))
         .init();
+}
+
+/// Whether logs get ANSI colours: only on a terminal, and never when `NO_COLOR` is set to
+/// anything but the empty string (<https://no-color.org>). A log redirected to a file or a pipe
+/// stays plain text.
+pub fn log_colour(stderr_is_terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+    stderr_is_terminal && no_color.is_none_or(|v| v.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsStr;
+
+    use super::log_colour;
+
+    #[test]
+    fn colour_only_on_a_terminal_without_no_color() {
+        assert!(log_colour(true, None));
+        assert!(log_colour(true, Some(OsStr::new(""))));
+        assert!(!log_colour(true, Some(OsStr::new("1"))));
+        assert!(!log_colour(false, None));
+        assert!(!log_colour(false, Some(OsStr::new(""))));
+    }
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -66,21 +97,29 @@ async fn serve_on(source: &PostgresSource, opts: ServeOpts) -> anyhow::Result<()
     let listener =
         tokio::net::TcpListener::bind(SocketAddr::new(opts.host, opts.port)).await.with_context(|| format!("binding {}:{}", opts.host, opts.port))?;
     let addr = listener.local_addr()?;
+    // Handlers first: a script that signals as soon as it reads the line below gets a clean
+    // shutdown, not the default action that kills the process mid-way.
+    let shutdown = shutdown_signal();
     // One line on stdout a script can wait for; logs go to stderr.
     println!("backend listening on http://{addr} (seed {}, scale {})", spec.seed, spec.scale);
     let state = AppState::new(world.clone()).with_admin_token(opts.admin_token);
-    crate::serve(listener, state, shutdown_signal()).await.context("serving")?;
+    crate::serve(listener, state, shutdown).await.context("serving")?;
     tracing::info!("shutting down");
     world.destroy().await.context("dropping the world database")?;
     cluster.close().await;
     Ok(())
 }
 
-/// Resolves on Ctrl-C or SIGTERM.
-pub async fn shutdown_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
+/// Resolves on Ctrl-C (SIGINT) or SIGTERM. The handlers are installed when this is called,
+/// not when the future is first polled.
+pub fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    async move {
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
     }
 }

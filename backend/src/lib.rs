@@ -9,7 +9,6 @@
 //!
 //! Run it with `pipeline backend` (or the `backend` binary); `GET /openapi.json` describes it.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
@@ -19,6 +18,7 @@ use utoipa_axum::router::OpenApiRouter;
 
 pub mod api;
 pub mod cli;
+pub mod conn;
 pub mod error;
 pub mod extract;
 pub mod local;
@@ -92,11 +92,13 @@ pub fn app(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Serves `app` on `listener` until `shutdown` resolves.
+/// Serves `app` on `listener` until `shutdown` resolves. Connections go through
+/// [`conn::JsonErrorListener`], so even the errors hyper answers itself carry a JSON body.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, app(state).into_make_service_with_connect_info::<SocketAddr>()).with_graceful_shutdown(shutdown).await
+    let listener = conn::JsonErrorListener(listener);
+    axum::serve(listener, app(state).into_make_service_with_connect_info::<conn::PeerAddr>()).with_graceful_shutdown(shutdown).await
 }

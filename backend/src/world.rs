@@ -52,7 +52,10 @@ pub struct Cluster {
 impl Cluster {
     /// Connects to the server named by `url`; its database is used for administration only.
     pub async fn connect(url: &str) -> Result<Arc<Self>, WorldError> {
-        let base = PgConnectOptions::from_str(url).map_err(WorldError::Url)?.disable_statement_logging();
+        // `client_min_messages=warning`: the server keeps its NOTICEs (`database "build_…" does
+        // not exist, skipping` for every `DROP … IF EXISTS`) to itself; sqlx would log each at
+        // INFO, noise about a condition that is expected.
+        let base = PgConnectOptions::from_str(url).map_err(WorldError::Url)?.disable_statement_logging().options([("client_min_messages", "warning")]);
         let admin = PgPoolOptions::new()
             .max_connections(4)
             .acquire_timeout(Duration::from_secs(10))

@@ -167,3 +167,48 @@ async fn bad_input_is_a_named_4xx_and_changes_nothing() {
 fn urlencode(s: &str) -> String {
     form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
+
+/// One request on a fresh connection, read until the server closes it or 5 s pass.
+async fn raw_exchange(base: &str, request: Vec<u8>) -> (u16, String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(base.trim_start_matches("http://")).await.unwrap();
+    // The server may answer (and close) before it has read all of an oversized head.
+    let _ = stream.write_all(&request).await;
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), stream.read_to_end(&mut out)).await;
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no response head: {text:?}"));
+    let status = head[9..12].parse().unwrap();
+    (status, head.to_ascii_lowercase(), body.to_owned())
+}
+
+#[tokio::test]
+async fn requests_hyper_refuses_before_routing_get_json_errors_too() {
+    let b = TestBackend::start().await;
+    let long_uri = format!("GET /tickets?q={} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(70 * 1024)).into_bytes();
+    let many_headers = format!("GET /tickets HTTP/1.1\r\nHost: x\r\n{}\r\n", (0..120).map(|i| format!("x-h{i}: 1\r\n")).collect::<String>()).into_bytes();
+    let huge_header = format!("GET /tickets HTTP/1.1\r\nHost: x\r\nx-big: {}\r\n\r\n", "a".repeat(500 * 1024)).into_bytes();
+    let malformed = b"GE\x01T /tickets HTTP/1.1\r\nHost: x\r\n\r\n".to_vec();
+    for (what, request, status, kind) in [
+        ("a 70 KiB URI", long_uri, 414, "uri_too_long"),
+        ("120 headers", many_headers, 431, "headers_too_large"),
+        ("a 500 KiB header", huge_header, 431, "headers_too_large"),
+        ("a malformed request line", malformed, 400, "bad_request"),
+    ] {
+        let (s, head, body) = raw_exchange(&b.base, request).await;
+        assert_eq!(s, status, "{what}: {head}");
+        assert!(head.contains("content-type: application/json"), "{what}: {head}");
+        let json: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{what}: body is not JSON ({e}): {body:?}"));
+        assert_eq!(json["error"], kind, "{what}: {json}");
+        assert!(json["message"].as_str().is_some_and(|m| !m.is_empty()), "{what}: {json}");
+    }
+    // The wrapper leaves the application's answers as they were, on one kept-alive connection.
+    let client = reqwest::Client::new();
+    for _ in 0..3 {
+        let (s, page) = common::decode(client.get(b.url("/tickets?limit=200")).send().await.unwrap()).await;
+        assert_eq!((s, page["data"].as_array().map(Vec::len)), (200, Some(200)));
+        let (s, body) = common::decode(client.get(b.url("/tickets/999999")).send().await.unwrap()).await;
+        assert_eq!((s, body["error"].as_str()), (404, Some("not_found")));
+    }
+    b.shutdown().await;
+}

@@ -13,6 +13,7 @@ use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::AppState;
+use crate::conn::PeerAddr;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::extract::ApiJson;
 use crate::seed::{MAX_SCALE, WorldSpec};
@@ -55,8 +56,9 @@ async fn reset(State(state): State<AppState>, Peer(peer): Peer, headers: HeaderM
     Ok(Json(ResetResponse { seed: spec.seed, scale: spec.scale, elapsed_ms: started.elapsed().as_secs_f64() * 1000.0 }))
 }
 
-/// The TCP peer, when the server was started with connect info (absent when a test drives the
-/// router directly, which then counts as remote).
+/// The TCP peer, when the server was started with connect info: [`crate::serve`]'s
+/// [`PeerAddr`], or a plain `SocketAddr` for a caller serving [`crate::app`] with axum itself.
+/// Absent when a test drives the router directly, which then counts as remote.
 #[derive(Debug)]
 pub struct Peer(pub Option<SocketAddr>);
 
@@ -64,7 +66,8 @@ impl<S: Send + Sync> FromRequestParts<S> for Peer {
     type Rejection = std::convert::Infallible;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        Ok(Self(parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0)))
+        let ours = parts.extensions.get::<ConnectInfo<PeerAddr>>().map(|c| c.0.0);
+        Ok(Self(ours.or_else(|| parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0))))
     }
 }
 
