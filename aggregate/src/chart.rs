@@ -127,7 +127,8 @@ fn rows(s: &Summary) -> Vec<Row> {
         Some((m, r)) => Slot::Bar(Bar {
             value: r * 100.0,
             ci: m.success.wilson95.map(|i| Interval { lo: i.lo * 100.0, hi: i.hi * 100.0 }),
-            label: format!("{:.0}%", r * 100.0),
+            // The precision of the headline and the tables, so the two never disagree.
+            label: if (r * 100.0).fract() == 0.0 { format!("{:.0}%", r * 100.0) } else { format!("{:.1}%", r * 100.0) },
         }),
         None => Slot::Missing(missing(a)),
     };
