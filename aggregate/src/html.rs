@@ -386,14 +386,14 @@ fn mean_ci(d: &Dist) -> Option<(String, String)> {
 
 fn headline(o: &mut String, s: &Summary) {
     if s.models.is_empty() {
-        o.push_str("<p>No model sessions: the oracle's structural floors only (scripted plans, no model). Calls are counted; tokens are <strong>estimates</strong> (bytes / 4), never measurements.</p>\n<div class=\"cards\">\n");
+        o.push_str("<p>No model sessions: the oracle's scripted plans only, no model. Calls are counted; tokens are <strong>estimates</strong> (bytes / 4), never measurements.</p>\n<div class=\"cards\">\n");
         for f in &s.oracle_floors {
             let mean = |role: Role, pick: fn(&crate::metrics::OracleRow) -> Option<u64>| {
                 let v: Vec<f64> = f.rows.iter().filter(|r| r.role == role).filter_map(|r| pick(r).map(|x| x as f64)).collect();
                 crate::stats::mean(&v)
             };
             let server = |role: Role| f.rows.iter().find(|r| r.role == role).map(|r| r.server.clone()).unwrap_or_else(|| "—".into());
-            writeln!(o, "<article class=\"card\"><header><h3>{}</h3><span class=\"badge\">oracle floor</span></header>", escape(&f.module)).unwrap();
+            writeln!(o, "<article class=\"card\"><header><h3>{}</h3><span class=\"badge\">oracle plan</span></header>", escape(&f.module)).unwrap();
             writeln!(
                 o,
                 "<p class=\"reason\">pattern <code>{}</code> vs control <code>{}</code></p>",
@@ -420,7 +420,7 @@ fn headline(o: &mut String, s: &Summary) {
             let sessions: usize = f.rows.iter().map(|r| r.sessions).sum();
             let valid: usize = f.rows.iter().map(|r| r.valid).sum();
             let passed: usize = f.rows.iter().map(|r| r.passed).sum();
-            writeln!(o, "<p class=\"sessions-line\">sessions: {valid} valid of {sessions}, {passed} passed the verifier</p></article>").unwrap();
+            writeln!(o, "<p class=\"sessions-line\">valid / attempted sessions: {valid}/{sessions}, {passed} passed the verifier</p></article>").unwrap();
         }
         o.push_str("</div>\n");
         return;
@@ -606,7 +606,7 @@ fn session(o: &mut String, base: &Base, s: &Loaded, index: usize, budget: &mut u
             None => (String::new(), "input tokens: not reported".into()),
         }
     };
-    let turns_text = if oracle { format!("oracle plan, {calls} calls") } else { format!("{} turns", r.turns) };
+    let turns_text = if oracle { format!("oracle plan, {}", plural(calls, "call")) } else { plural(r.turns, "turn") };
     let turns = if oracle { String::new() } else { r.turns.to_string() };
     writeln!(
         o,
@@ -619,7 +619,7 @@ fn session(o: &mut String, base: &Base, s: &Loaded, index: usize, budget: &mut u
     .unwrap();
     writeln!(
         o,
-        "<summary><span class=\"o o-{out}\">{}</span><span>{} · {} ({})</span><span><code>{}</code> rep {}</span><span>{}</span><span>{}</span><span>{calls} calls{}</span><span>{}</span></summary>",
+        "<summary><span class=\"o o-{out}\">{}</span><span>{} · {} ({})</span><span><code>{}</code> rep {}</span><span>{}</span><span>{}</span><span>{}{}</span><span>{}</span></summary>",
         if replaced { "replaced" } else { outcome_label(out) },
         escape(&r.module),
         r.role,
@@ -628,7 +628,8 @@ fn session(o: &mut String, base: &Base, s: &Loaded, index: usize, budget: &mut u
         r.rep,
         escape(&turns_text),
         escape(&tokens_text),
-        if errors > 0 { format!(", <span class=\"err\">{errors} errors</span>") } else { String::new() },
+        plural(calls, "call"),
+        if errors > 0 { format!(", <span class=\"err\">{}</span>", plural(errors, "error")) } else { String::new() },
         escape(&r.model.id)
     )
     .unwrap();
@@ -659,6 +660,11 @@ fn session(o: &mut String, base: &Base, s: &Loaded, index: usize, budget: &mut u
         pages.push((file, page));
     }
     o.push_str("</details>\n");
+}
+
+/// "1 call", "2 calls".
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 { format!("1 {what}") } else { format!("{n} {what}s") }
 }
 
 /// What cuts a long text, and says how much was left out.
@@ -692,7 +698,7 @@ fn usage_of(r: &SessionRecord, turn: u32) -> String {
     let mut s = format!("input {} (cached {}) · output {}", n(t.usage.prompt_tokens), n(t.usage.cached_prompt_tokens), n(t.usage.completion_tokens));
     write!(s, " · {:.0} ms", t.latency_ms).unwrap();
     if t.retries > 0 {
-        write!(s, " · {} retries", t.retries).unwrap();
+        write!(s, " · {}", plural(t.retries as usize, "retry").replace("retrys", "retries")).unwrap();
     }
     s
 }

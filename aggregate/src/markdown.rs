@@ -540,7 +540,11 @@ fn headline(s: &Summary) -> String {
     let mut o = String::new();
     writeln!(o, "## Headline\n").unwrap();
     if s.models.is_empty() {
-        writeln!(o, "No model sessions: the oracle's structural floors only (scripted plans, no model). Calls are counted; tokens are **estimates** (bytes / 4), never measurements.\n").unwrap();
+        writeln!(
+            o,
+            "No model sessions: the oracle's scripted plans only, no model. Calls are counted; tokens are **estimates** (bytes / 4), never measurements.\n"
+        )
+        .unwrap();
         for f in &s.oracle_floors {
             let mean = |role: Role, pick: fn(&crate::metrics::OracleRow) -> Option<u64>| {
                 let v: Vec<f64> = f.rows.iter().filter(|r| r.role == role).filter_map(|r| pick(r).map(|x| x as f64)).collect();
@@ -553,10 +557,16 @@ fn headline(s: &Summary) -> String {
                 (Some(p), Some(c)) if c > 0.0 => format!(" ({})", signed_pct(p / c - 1.0)),
                 _ => String::new(),
             };
+            let sessions = |role: Role| {
+                let rows = || f.rows.iter().filter(move |r| r.role == role);
+                format!("{}/{}", rows().map(|r| r.valid).sum::<usize>(), rows().map(|r| r.sessions).sum::<usize>())
+            };
             writeln!(
                 o,
-                "- **{}**: tool calls per session, pattern {} {} · control {} {}; estimated input tokens per session (estimate) {} · {}{change}.",
+                "- **{}** (valid / attempted sessions: pattern {} · control {}): tool calls per session, pattern {} {} · control {} {}; estimated input tokens per session (estimate) {} · {}{change}.",
                 f.module,
+                sessions(Role::Pattern),
+                sessions(Role::Control),
                 server(Role::Pattern),
                 show(mean(Role::Pattern, |r| r.calls)),
                 server(Role::Control),

@@ -143,7 +143,7 @@ fn sessions_read_as_conversations() {
     assert!(first.contains("result of tickets_get · 0 ms · <span class=\"err\">refused: arguments not usable</span>"));
     assert!(first.contains("&quot;name&quot;: &quot;Lena Novak&quot;"), "the result pretty-printed");
     assert!(first.contains("assistant · turn 1<span class=\"usage\">input 1,123 (cached 561) · output 40 · 812 ms</span>"), "{first}");
-    assert!(first.contains("input 1,290 (cached 1,100) · output 12 · 640 ms · 1 retries"));
+    assert!(first.contains("input 1,290 (cached 1,100) · output 12 · 640 ms · 1 retry"));
     assert!(first.contains("Done: &lt;moved&gt; &amp; notified."), "escaped");
     assert!(!h.contains("DEFINITION-TEXT-NOT-INLINED"), "function definitions stay in the transcript file");
     assert!(first.contains("2 functions, "), "{first}");
@@ -168,7 +168,7 @@ fn oracle_sessions_show_their_plan_and_a_labelled_estimate() {
     let o = &h[h.find("data-model=\"oracle\"").unwrap()..];
     let o = &o[..o.find("</details>").unwrap()];
     assert!(o.contains("data-tokens=\"900\" data-turns=\"\" data-calls=\"1\""), "sorted by its estimate, no turns: {o}");
-    assert!(o.contains("<span>oracle plan, 1 calls</span><span>≈900 input tokens (estimate)</span>"), "{o}");
+    assert!(o.contains("<span>oracle plan, 1 call</span><span>≈900 input tokens (estimate)</span>"), "{o}");
     assert!(!o.contains("turns 0") && !o.contains("null"), "{o}");
     assert!(o.contains("<div class=\"msg user\"><div class=\"who\">task</div>"));
     assert!(o.contains("oracle call · users_list") && o.contains("&quot;q&quot;: &quot;Lena Novak&quot;"));
