@@ -6,7 +6,9 @@
 //! What is not a measurement never looks like one: the oracle's token figure is an estimate,
 //! drawn as a dashed line (over model bars) or a dashed hollow bar (oracle-only runs) and
 //! labelled "estimate". A missing value is a note in its slot, never an empty axis; a 0% bar
-//! carries its "0%" label so it is not mistaken for a missing one.
+//! carries its "0%" label so it is not mistaken for a missing one. Where an arm passed too little
+//! to compare (see `metrics::few_passes`), the turn and token groups say they were spent
+//! failing.
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -25,6 +27,7 @@ const FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
 const PATTERN: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
 const CONTROL: RGBColor = RGBColor(0xe0, 0x6c, 0x00);
 const GREY: RGBColor = RGBColor(0x55, 0x55, 0x55);
+const WARN: RGBColor = RGBColor(0x8a, 0x4f, 0x00);
 /// The chart's width in pixels: the HTML page shows it at this size.
 pub const WIDTH: u32 = 960;
 const LEGEND_H: u32 = 44;
@@ -66,6 +69,8 @@ struct Group {
     arms: [Slot; 2],
     /// The oracle plan's estimate for each arm, drawn dashed over the bars.
     estimates: [Option<f64>; 2],
+    /// Said under the module's name: the bars are spent failing, so they are no saving.
+    note: Option<&'static str>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -154,6 +159,7 @@ fn rows(s: &Summary) -> Vec<Row> {
                         module: x.module.clone(),
                         arms: [f(&x.pattern), f(&x.control)],
                         estimates: if estimates { [estimate(&x.module, Role::Pattern), estimate(&x.module, Role::Control)] } else { [None, None] },
+                        note: (!percent && !x.few_passes.is_empty()).then_some("spent failing — no saving"),
                     })
                     .collect(),
             };
@@ -180,7 +186,7 @@ fn rows(s: &Summary) -> Vec<Row> {
                             None => Slot::Missing("no sessions"),
                         }
                     };
-                    Group { module: f.module.clone(), arms: [slot(Role::Pattern), slot(Role::Control)], estimates: [None, None] }
+                    Group { module: f.module.clone(), arms: [slot(Role::Pattern), slot(Role::Control)], estimates: [None, None], note: None }
                 })
                 .collect()
         };
@@ -336,7 +342,7 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &Panel) -> R
         .margin_right(16)
         .margin_top(4)
         .margin_bottom(4)
-        .x_label_area_size(34)
+        .x_label_area_size(if p.groups.iter().any(|g| g.note.is_some()) { 52 } else { 34 })
         .y_label_area_size(86)
         .build_cartesian_2d(0f64..n as f64, 0f64..ymax)
         .map_err(err)?;
@@ -401,6 +407,9 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &Panel) -> R
         // The module's name under its group.
         let (mx, my) = at(i as f64 + 0.5, 0.0);
         area.draw(&text_at(mx, my + 8, &g.module, 14.0, &BLACK, Pos::new(HPos::Center, VPos::Top))).map_err(err)?;
+        if let Some(note) = g.note {
+            area.draw(&text_at(mx, my + 27, note, 12.0, &WARN, Pos::new(HPos::Center, VPos::Top))).map_err(err)?;
+        }
     }
     if p.groups.is_empty() {
         let (lx, ly) = at(0.5, ymax / 2.0);

@@ -63,6 +63,9 @@ fn both_arms_failing_everything_withhold_the_verdict_and_label_the_difference() 
     assert!(row.ends_with("— computed over failures (control and pattern passed too little; 12 of 12 pairs passed in neither arm), not a saving |"), "{row}");
     assert!(md.contains("| input tokens (mean), both passed | — | — | — |"), "{md}");
     assert!(md.contains("| pair outcomes | | | 0 both passed · 0 pattern only · 0 control only · 12 neither |"), "{md}");
+    // The chart's turn and token groups say so too (twice: turns and tokens).
+    assert_eq!(rep.svg.matches("spent failing — no saving").count(), 2);
+    assert!(rep.html.contains("— over failures, not a saving"), "and the headline card");
 }
 
 #[test]
@@ -94,6 +97,7 @@ fn few_passes_the_threshold_and_its_knob() {
     assert!(m.paired.both_passed.input_tokens.as_ref().unwrap().ci95.unwrap().entirely_below(0.0));
     assert_eq!(m.verdict, Verdict::Confirmed, "{}", m.verdict_reason);
     assert!(m.verdict_reason.contains("over the 5 pairs where both arms passed"), "{}", m.verdict_reason);
+    assert!(!rep.svg.contains("spent failing") && !rep.html.contains("over failures, not a saving"));
 
     // The threshold is a knob of the analysis, and the method says which one was used.
     let low = Options { min_passes_for_verdict: 3, ..opts() };
