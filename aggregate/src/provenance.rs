@@ -41,7 +41,7 @@ pub struct Provenance {
     /// The builds of the binary that ran the sessions (from the records' fingerprints), with how
     /// many sessions each ran; more than one only when models ran under different builds.
     pub binaries: Vec<Build>,
-    /// The version of the binary that ran the sessions: runs do not record it yet, so null.
+    /// The version of the binary that ran the sessions, from the manifest (null for older runs).
     pub binary_version: Option<String>,
     /// Planned repetitions per task and arm (null without a manifest).
     pub k: Option<u32>,
@@ -190,7 +190,7 @@ pub fn of(exp: &Experiment, bootstrap_seed: u64, invocation: &Invocation) -> Pro
         git_commit: manifest.and_then(|m| m.git_commit.clone()),
         git_dirty: manifest.and_then(|m| m.git_dirty),
         binaries: builds.into_iter().map(|((commit, dirty), sessions)| Build { commit, dirty, sessions }).collect(),
-        binary_version: None,
+        binary_version: manifest.and_then(|m| m.binary_version.clone()),
         k: manifest.map(|m| m.k),
         jobs: manifest.map(|m| m.jobs),
         transport: manifest.map(|m| m.transport).or_else(|| records().find_map(|r| r.transport)),

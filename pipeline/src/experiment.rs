@@ -187,6 +187,7 @@ impl Experiment {
             jobs: plan.jobs,
             transport: plan.transport,
             created_at: chrono::Utc::now(),
+            binary_version: Some(crate::build_info::VERSION.to_owned()),
             base_url: plan.endpoint_models().find_map(|m| m.endpoint.as_ref()).map(|e| records::fingerprint::url_without_userinfo(&e.base_url)),
             preflight_skipped: plan.endpoint_models().next().is_some() && plan.preflight_skipped,
             preflight,

@@ -291,13 +291,16 @@ fn postgres_dying_mid_run_stops_the_run_at_once() {
     assert_eq!(manifest(&exp)["stopped"]["kind"], "infrastructure");
     let invalid: Vec<_> = records(&exp).into_iter().filter(|r| r["validity"]["class"] == "invalid").collect();
     assert!((1..=2).contains(&invalid.len()), "the run stops at the first broken session, not after grinding through the rest: {}", invalid.len());
-    assert!(invalid.iter().all(|r| r["validity"]["reason"] == "infrastructure"), "{invalid:?}");
+    // The session that meets the broken database is `infrastructure`; one already in flight when
+    // it died may end otherwise (its calls fail), so is counted but not named.
+    assert!(invalid.iter().any(|r| r["validity"]["reason"] == "infrastructure"), "{invalid:?}");
 
-    // With the database back, a resume reruns the sessions the breakage cost, keeping their records.
-    let out = pipeline().args(["--all", "--models", "oracle", "--k", "1", "--exp-name", "pg", "--results-dir"]).arg(tmp.path()).output().unwrap();
+    // With the database back, a resume reruns what the breakage cost, keeping the old records.
+    let out =
+        pipeline().args(["--all", "--models", "oracle", "--k", "1", "--exp-name", "pg", "--retry-invalid", "--results-dir"]).arg(tmp.path()).output().unwrap();
     let t = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(0), "{t}");
-    assert!(t.contains(&format!("reruns of invalid sessions: infrastructure {}", invalid.len())), "{t}");
+    assert!(t.contains(&format!("({} of them reruns of invalid sessions", invalid.len())), "{t}");
     assert!(records(&exp).iter().all(|r| r["validity"]["class"] == "valid"));
 }
 

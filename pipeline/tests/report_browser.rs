@@ -228,6 +228,7 @@ fn fixture(dir: &Path) -> usize {
         jobs: 2,
         transport: records::Transport::Stdio,
         created_at: t,
+        binary_version: Some("0.1.0 (commit 0000000000000000000000000000000000000000, dirty: false)".into()),
         base_url: Some("http://127.0.0.1:9/v1".into()),
         preflight_skipped: false,
         preflight: Some(json!({MODEL: {"passed": true, "checks": [

@@ -26,6 +26,9 @@ pub struct ExperimentManifest {
     pub jobs: u32,
     pub transport: Transport,
     pub created_at: DateTime<Utc>,
+    /// `pipeline --version` of the binary that ran (version and commit). Null in older manifests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary_version: Option<String>,
     /// The model endpoint, without userinfo (null for oracle-only runs and older manifests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,

@@ -200,6 +200,7 @@ pub fn manifest(models: &[&str], tasks: &[&str], k: u32) -> ExperimentManifest {
         jobs: 1,
         transport: records::Transport::Stdio,
         created_at: t,
+        binary_version: None,
         base_url: None,
         preflight_skipped: false,
         preflight: None,
