@@ -30,8 +30,8 @@ pub trait BenchServer: rmcp::ServerHandler + Clone + Send + Sync + 'static {
 pub trait Launch: Sync + std::fmt::Debug {
     /// Serves one MCP session on stdin/stdout until the client disconnects.
     fn serve_stdio(&self, backend: BackendClient) -> BoxFuture<anyhow::Result<()>>;
-    /// An axum router serving MCP over streamable HTTP at `/mcp`.
-    fn http_router(&self, backend: BackendClient, config: StreamableHttpServerConfig) -> axum::Router;
+    /// An axum router serving MCP over streamable HTTP at `/mcp` ([`http_router`]).
+    fn http_router(&self, backend: BackendClient, options: HttpOptions) -> axum::Router;
     /// Serves one session over an in-process byte stream (for tests and manifests).
     fn serve_stream(&self, backend: BackendClient, stream: tokio::io::DuplexStream) -> BoxFuture<anyhow::Result<()>>;
     /// See [`BenchServer::manifest_extra`].
@@ -59,9 +59,9 @@ impl<S: BenchServer> Launch for Launcher<S> {
         })
     }
 
-    fn http_router(&self, backend: BackendClient, config: StreamableHttpServerConfig) -> axum::Router {
-        let service = StreamableHttpService::new(move || Ok(S::new(backend.clone())), Arc::new(LocalSessionManager::default()), config);
-        axum::Router::new().nest_service("/mcp", service)
+    fn http_router(&self, backend: BackendClient, options: HttpOptions) -> axum::Router {
+        let service = StreamableHttpService::new(move || Ok(S::new(backend.clone())), Arc::new(LocalSessionManager::default()), options.config());
+        http_router(service)
     }
 
     fn manifest_extra(&self) -> Option<serde_json::Value> {
@@ -75,6 +75,104 @@ impl<S: BenchServer> Launch for Launcher<S> {
             Ok(())
         })
     }
+}
+
+/// Who may call a server over streamable HTTP. The MCP transport spec requires a server to
+/// validate `Origin` against DNS rebinding: a browser page from another site must not reach a
+/// server on the user's machine. rmcp checks `Host` (loopback only by default) and, given a
+/// list, `Origin`; this makes the `Origin` check always on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpOptions {
+    /// Origins allowed besides loopback (`scheme://host:port`; `:*` for any port). A request
+    /// with any other `Origin` gets 403; a request without one (every non-browser client) passes.
+    pub allowed_origins: Vec<String>,
+    /// `Host` values accepted (`host` or `host:port`); loopback by default. Needed behind a
+    /// proxy or in a container, where the `Host` a client sends is not loopback.
+    pub allowed_hosts: Vec<String>,
+}
+
+/// Origins always allowed: pages served from this machine.
+pub const LOOPBACK_ORIGINS: &[&str] =
+    &["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*", "https://localhost:*", "https://127.0.0.1:*", "https://[::1]:*"];
+
+/// `Host` values accepted by default.
+pub const LOOPBACK_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1"];
+
+/// Extra allowed origins, comma-separated (read by [`HttpOptions::from_env`]).
+pub const ORIGINS_ENV: &str = "MCPBENCH_ALLOWED_ORIGINS";
+/// Extra allowed `Host` values, comma-separated.
+pub const HOSTS_ENV: &str = "MCPBENCH_ALLOWED_HOSTS";
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        Self { allowed_origins: Vec::new(), allowed_hosts: LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned()).collect() }
+    }
+}
+
+impl HttpOptions {
+    /// The defaults plus what [`ORIGINS_ENV`] and [`HOSTS_ENV`] add (so `pipeline serve` and
+    /// `mcp-bench-server` take the same settings).
+    pub fn from_env() -> Self {
+        let list = |var: &str| -> Vec<String> {
+            std::env::var(var).unwrap_or_default().split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect()
+        };
+        let mut options = Self::default();
+        options.allowed_origins.extend(list(ORIGINS_ENV));
+        options.allowed_hosts.extend(list(HOSTS_ENV));
+        options
+    }
+
+    /// rmcp's configuration: Origin validation enforced, loopback origins always allowed.
+    pub fn config(&self) -> StreamableHttpServerConfig {
+        let origins: Vec<String> = LOOPBACK_ORIGINS.iter().map(|o| (*o).to_owned()).chain(self.allowed_origins.iter().cloned()).collect();
+        StreamableHttpServerConfig::default().with_allowed_hosts(self.allowed_hosts.clone()).with_allowed_origins(origins).enforce_origin_validation()
+    }
+}
+
+/// `/mcp` served by `service`, with the answers the transport spec and the official clients
+/// expect where rmcp's differ:
+///
+/// * A session closed by `DELETE` answers 204 No Content, not 202 Accepted. The Python SDK
+///   accepts 200 or 204 (and 405 for "not supported") and logs "Session termination failed:
+///   202" otherwise; 202 is the answer to a notification, not to a completed deletion.
+/// * An error without a JSON body (rmcp answers a forbidden `Origin` or `Host`, a missing
+///   session and the like in plain text) carries a JSON-RPC error object with no id instead,
+///   as the spec allows for a 403, so a client can parse every error the same way.
+pub fn http_router<S>(service: S) -> axum::Router
+where
+    S: tower::Service<axum::extract::Request, Error = std::convert::Infallible> + Clone + Send + Sync + 'static,
+    S::Response: axum::response::IntoResponse,
+    S::Future: Send + 'static,
+{
+    axum::Router::new().nest_service("/mcp", service).layer(axum::middleware::from_fn(spec_answers))
+}
+
+async fn spec_answers(request: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    use axum::http::{Method, StatusCode, header};
+    let is_delete = request.method() == Method::DELETE;
+    let response = next.run(request).await;
+    let status = response.status();
+    if is_delete && status == StatusCode::ACCEPTED {
+        let mut done = axum::response::Response::new(axum::body::Body::empty());
+        *done.status_mut() = StatusCode::NO_CONTENT;
+        return done;
+    }
+    let is_json = response.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("application/json"));
+    if !status.is_client_error() && !status.is_server_error() || is_json {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, 64 * 1024).await.map(|b| String::from_utf8_lossy(&b).trim().to_owned()).unwrap_or_default();
+    let mut message = if text.is_empty() { status.canonical_reason().unwrap_or("error").to_owned() } else { text };
+    if status == StatusCode::FORBIDDEN {
+        message.push_str(&format!(" (allowed: loopback origins and hosts; add others with --allowed-origin/--allowed-host or {ORIGINS_ENV}/{HOSTS_ENV})"));
+    }
+    // -32600 Invalid Request for the client's faults, -32603 Internal error for the server's.
+    let code = if status.is_client_error() { -32600 } else { -32603 };
+    let body = serde_json::json!({ "jsonrpc": "2.0", "id": null, "error": { "code": code, "message": message } }).to_string();
+    parts.headers.insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
+    parts.headers.remove(header::CONTENT_LENGTH);
+    axum::response::Response::from_parts(parts, axum::body::Body::from(body))
 }
 
 /// The arguments after a serving program's own prefix that serve `name` over stdio with its
@@ -93,7 +191,7 @@ pub fn stdio_argv(prefix: &[String], name: &str, backend_url: &str) -> Vec<Strin
 /// An arm served in-process over streamable HTTP on a free loopback port: its `/mcp` URL and the
 /// task serving it (abort it when done).
 pub async fn serve_http_in_process(entry: &crate::registry::ServerEntry, backend_url: &str) -> std::io::Result<(String, tokio::task::JoinHandle<()>)> {
-    let router = entry.launcher.http_router(BackendClient::new(backend_url), StreamableHttpServerConfig::default());
+    let router = entry.launcher.http_router(BackendClient::new(backend_url), HttpOptions::default());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}/mcp", listener.local_addr()?);
     let handle = tokio::spawn(async move {

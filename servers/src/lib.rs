@@ -5,6 +5,7 @@
 //! * [`registry`]: the one explicit list of servers (name → module, role, pair, launcher).
 //! * [`launch`] and [`transport`]: stdio (default), streamable HTTP, or in-process.
 //! * [`manifest`]: the canonical tool manifest of a server and its sha256.
+//! * [`schema`]: tool input schemas whose optional parameters are their plain type.
 //!
 //! Servers reach the backend only over HTTP ([`backend_client`]). Run one with
 //! `pipeline serve NAME [--transport stdio|http]`; list them with `pipeline servers`.
@@ -15,6 +16,7 @@ pub mod launch;
 pub mod manifest;
 pub mod modules;
 pub mod registry;
+pub mod schema;
 pub mod transport;
 
 pub use backend_client::BackendClient;

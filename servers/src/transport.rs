@@ -4,33 +4,57 @@
 use std::net::SocketAddr;
 
 use anyhow::Context;
-use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
 
 use crate::backend_client::BackendClient;
+use crate::launch::HttpOptions;
 use crate::registry::ServerEntry;
 
 pub use records::Transport;
 
-/// Serves `entry` until the client disconnects (stdio) or Ctrl-C/SIGTERM (HTTP).
+/// Serves `entry` until the client disconnects (stdio) or Ctrl-C/SIGTERM (HTTP), with the HTTP
+/// options of the environment ([`HttpOptions::from_env`]).
 pub async fn serve(entry: &ServerEntry, transport: Transport, addr: SocketAddr, backend_url: &str) -> anyhow::Result<()> {
+    serve_with(entry, transport, addr, backend_url, HttpOptions::from_env()).await
+}
+
+/// [`serve`] with explicit HTTP options (who may call, see [`HttpOptions`]).
+pub async fn serve_with(entry: &ServerEntry, transport: Transport, addr: SocketAddr, backend_url: &str, options: HttpOptions) -> anyhow::Result<()> {
     let backend = BackendClient::new(backend_url);
     match transport {
         Transport::Stdio => entry.launcher.serve_stdio(backend).await,
         Transport::Http => {
             let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
             let local = listener.local_addr()?;
+            // Handlers before the line below, so a signal sent on reading it shuts down cleanly.
+            let shutdown = shutdown_signal();
             tracing::info!(server = entry.name, "MCP over streamable HTTP at http://{local}/mcp");
             eprintln!("{} listening on http://{local}/mcp", entry.name);
-            let router = entry.launcher.http_router(backend, StreamableHttpServerConfig::default());
-            axum::serve(listener, router).with_graceful_shutdown(shutdown_signal()).await.context("serving MCP over HTTP")
+            let router = entry.launcher.http_router(backend, options);
+            axum::serve(listener, router).with_graceful_shutdown(shutdown).await.context("serving MCP over HTTP")
         }
     }
 }
 
-async fn shutdown_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
+/// Resolves on SIGINT or SIGTERM; the handlers are installed when this is called.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    async move {
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
     }
+}
+
+/// Logs to stderr — stdout is the stdio transport — filtered by `RUST_LOG` (default
+/// `default_filter`), with ANSI colours only on a terminal and never under `NO_COLOR`.
+pub fn init_logging(default_filter: &str) {
+    let colour = std::io::IsTerminal::is_terminal(&std::io::stderr()) && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(colour)
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| default_filter.into()))
+        .init();
 }

@@ -41,3 +41,24 @@ async fn futures_join<F: std::future::Future>(fs: impl Iterator<Item = F>) -> Ve
     }
     out
 }
+
+#[tokio::test]
+async fn no_server_offers_a_parameter_schema_that_admits_null() {
+    // Clients that handle one type per parameter (the Inspector CLI, OpenAI-style functions)
+    // cannot fill `["integer", "null"]`; see servers::schema.
+    for entry in servers() {
+        let m = ToolManifest::offline(entry).await.unwrap();
+        for tool in &m.tools {
+            assert!(!servers::schema::admits_null_anywhere(&tool.input_schema), "{}.{}: {}", entry.name, tool.name, tool.input_schema);
+        }
+        // Operations a discovery tool shows are parameter schemas too.
+        if let Some(extra) = &m.extra {
+            assert!(!servers::schema::admits_null_anywhere(extra), "{}: {extra}", entry.name);
+        }
+    }
+    // The rewrite kept the parameters: an optional limit is still there, as a plain integer.
+    let wrapper = ToolManifest::offline(servers::registry::find("wrapper").unwrap()).await.unwrap();
+    let list = wrapper.tools.iter().find(|t| t.name == "tickets_list").unwrap();
+    assert_eq!(list.input_schema["properties"]["limit"]["type"], "integer");
+    assert!(list.input_schema.get("required").is_none_or(|r| !r.as_array().unwrap().iter().any(|n| n == "limit")));
+}

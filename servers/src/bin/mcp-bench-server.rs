@@ -1,5 +1,5 @@
-//! `mcp-bench-server NAME [--transport stdio|http] [--port P] [--backend-url URL]`: runs one
-//! registered server. The same as `pipeline serve`, in a small binary that starts fast (the
+//! `mcp-bench-server NAME [--transport stdio|http] [--port P] [--backend-url URL]
+//! [--allowed-origin O]… [--allowed-host H]…`: runs one registered server. The same as `pipeline serve`, in a small binary that starts fast (the
 //! harness spawns one per session).
 
 use std::net::{IpAddr, SocketAddr};
@@ -24,17 +24,25 @@ struct Args {
     /// Where the backend API answers.
     #[arg(long, env = "BACKEND_URL", default_value = DEFAULT_BACKEND_URL)]
     backend_url: String,
+    /// For `--transport http`: a browser origin allowed besides loopback (`https://app.example:443`,
+    /// `http://host:*`); repeatable. Requests with any other `Origin` get 403.
+    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    allowed_origins: Vec<String>,
+    /// For `--transport http`: a `Host` accepted besides loopback (behind a proxy or in a
+    /// container); repeatable.
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    allowed_hosts: Vec<String>,
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
-        .init();
+    servers::transport::init_logging("warn");
     let args = Args::parse();
     let Some(entry) = servers::registry::find(&args.name) else {
         anyhow::bail!("no server named {:?}; known servers: {}", args.name, servers::registry::names().join(", "));
     };
-    servers::transport::serve(entry, args.transport, SocketAddr::new(args.host, args.port), &args.backend_url).await
+    let mut options = servers::launch::HttpOptions::from_env();
+    options.allowed_origins.extend(args.allowed_origins);
+    options.allowed_hosts.extend(args.allowed_hosts);
+    servers::transport::serve_with(entry, args.transport, SocketAddr::new(args.host, args.port), &args.backend_url, options).await
 }

@@ -2,6 +2,8 @@
 //! connected to a registered server over stdio (a child process) or streamable HTTP.
 #![allow(dead_code)]
 
+pub mod tools;
+
 use backend::WorldSpec;
 use backend::local::LocalBackend;
 use rmcp::model::{CallToolRequestParams, CallToolResult};

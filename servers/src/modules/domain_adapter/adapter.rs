@@ -22,7 +22,7 @@ pub struct DomainAdapter {
 
 impl BenchServer for DomainAdapter {
     fn new(backend: BackendClient) -> Self {
-        Self { backend, tool_router: Self::domain() }
+        Self { backend, tool_router: crate::schema::plain_tools(Self::domain()) }
     }
 }
 

@@ -16,7 +16,7 @@ crate::flat_tools!(DomainWrapper: customers, users, tickets_read, tickets_write)
 
 impl BenchServer for DomainWrapper {
     fn new(backend: BackendClient) -> Self {
-        let tool_router = Self::flat_customers() + Self::flat_users() + Self::flat_tickets_read() + Self::flat_tickets_write();
+        let tool_router = crate::schema::plain_tools(Self::flat_customers() + Self::flat_users() + Self::flat_tickets_read() + Self::flat_tickets_write());
         Self { backend, tool_router }
     }
 }

@@ -35,7 +35,7 @@ impl BenchServer for ProxyAggregator {
             repos: Repos::new(BackendClient::new(url)),
             runbooks: Runbooks::new(BackendClient::new(url)),
             deploys: Deploys::new(BackendClient::new(url)),
-            tool_router: Self::tool_router(),
+            tool_router: crate::schema::plain_tools(Self::tool_router()),
         }
     }
 }

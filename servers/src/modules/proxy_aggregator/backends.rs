@@ -30,10 +30,15 @@ impl Operation {
         Self { name, description, schema: schema_for_input::<T> }
     }
 
-    /// The JSON schema of the operation's arguments, generated exactly as for a tool's input.
+    /// The JSON schema of the operation's arguments, generated and made plain exactly as for a
+    /// tool's input ([`crate::schema`]).
     pub fn parameters(&self) -> Value {
         match (self.schema)() {
-            Ok(schema) => Value::Object((*schema).clone()),
+            Ok(schema) => {
+                let mut schema = (*schema).clone();
+                crate::schema::plain_optionals(&mut schema);
+                Value::Object(schema)
+            }
             Err(e) => json!({ "error": e }),
         }
     }

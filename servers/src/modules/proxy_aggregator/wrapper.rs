@@ -16,7 +16,9 @@ crate::flat_tools!(ProxyWrapper: repos, change_requests_read, runbooks, services
 
 impl BenchServer for ProxyWrapper {
     fn new(backend: BackendClient) -> Self {
-        let tool_router = Self::flat_repos() + Self::flat_change_requests_read() + Self::flat_runbooks() + Self::flat_services() + Self::flat_deploys();
+        let tool_router = crate::schema::plain_tools(
+            Self::flat_repos() + Self::flat_change_requests_read() + Self::flat_runbooks() + Self::flat_services() + Self::flat_deploys(),
+        );
         Self { backend, tool_router }
     }
 }

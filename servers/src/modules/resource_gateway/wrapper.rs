@@ -17,7 +17,7 @@ crate::flat_tools!(ResourceWrapper: runbooks, services);
 
 impl BenchServer for ResourceWrapper {
     fn new(backend: BackendClient) -> Self {
-        let tool_router = Self::flat_runbooks() + Self::flat_services();
+        let tool_router = crate::schema::plain_tools(Self::flat_runbooks() + Self::flat_services());
         Self { backend, tool_router }
     }
 }

@@ -16,7 +16,8 @@ crate::flat_tools!(SessionBaseline: repos, users, change_requests_read, change_r
 
 impl BenchServer for SessionBaseline {
     fn new(backend: BackendClient) -> Self {
-        let tool_router = Self::flat_repos() + Self::flat_users() + Self::flat_change_requests_read() + Self::flat_change_requests_write();
+        let tool_router =
+            crate::schema::plain_tools(Self::flat_repos() + Self::flat_users() + Self::flat_change_requests_read() + Self::flat_change_requests_write());
         Self { backend, tool_router }
     }
 }

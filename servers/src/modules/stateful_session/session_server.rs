@@ -39,7 +39,7 @@ impl BenchServer for SessionServer {
 impl SessionServer {
     /// A server whose drafts expire after `ttl` without use.
     pub fn with_ttl(backend: BackendClient, ttl: Duration) -> Self {
-        let tool_router = Self::flat_repos() + Self::flat_users() + Self::flat_change_requests_read() + Self::review_drafts();
+        let tool_router = crate::schema::plain_tools(Self::flat_repos() + Self::flat_users() + Self::flat_change_requests_read() + Self::review_drafts());
         Self { backend, drafts: Drafts::new(ttl), tool_router }
     }
 }

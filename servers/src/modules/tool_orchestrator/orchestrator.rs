@@ -21,7 +21,7 @@ crate::flat_tools!(Orchestrator: customers, users, tickets_read);
 
 impl BenchServer for Orchestrator {
     fn new(backend: BackendClient) -> Self {
-        let tool_router = Self::flat_customers() + Self::flat_users() + Self::flat_tickets_read() + Self::composite();
+        let tool_router = crate::schema::plain_tools(Self::flat_customers() + Self::flat_users() + Self::flat_tickets_read() + Self::composite());
         Self { backend, tool_router }
     }
 }

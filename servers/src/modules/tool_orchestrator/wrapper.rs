@@ -16,7 +16,9 @@ crate::flat_tools!(Wrapper: customers, users, tickets_read, tickets_write, notif
 
 impl BenchServer for Wrapper {
     fn new(backend: BackendClient) -> Self {
-        let tool_router = Self::flat_customers() + Self::flat_users() + Self::flat_tickets_read() + Self::flat_tickets_write() + Self::flat_notifications();
+        let tool_router = crate::schema::plain_tools(
+            Self::flat_customers() + Self::flat_users() + Self::flat_tickets_read() + Self::flat_tickets_write() + Self::flat_notifications(),
+        );
         Self { backend, tool_router }
     }
 }
