@@ -305,8 +305,8 @@ impl OpenAiCompatible {
 
     /// One turn: sends the request, retrying transient faults within the policy (an output the
     /// endpoint cannot parse: once, when sampling is pinned and the retry repeats it). Every
-    /// attempt that failed is appended to `events` (status, verbatim error text, the wait before
-    /// the next).
+    /// attempt that failed is appended to `events` (status, verbatim error text, how long it took,
+    /// the wait before the next).
     pub async fn complete(&self, messages: &[Value], tools: &[Value], events: &mut Vec<Value>) -> Result<Completion, ProviderFailure> {
         let body = self.request_body(messages, tools);
         let mut retries = 0u32;
@@ -319,7 +319,7 @@ impl OpenAiCompatible {
             match outcome {
                 AttemptOutcome::Answer(response, raw) => {
                     if let Some(text) = response.limit_refusal() {
-                        events.push(json!({ "event": "provider_limit", "status": 200, "text": text }));
+                        events.push(failed_attempt(json!({ "event": "provider_limit", "status": 200, "text": text }), latency_ms));
                         return Err(ProviderFailure::Limit { detail: text, retries });
                     }
                     let usage = response.usage();
@@ -327,35 +327,39 @@ impl OpenAiCompatible {
                     return Ok(Completion { response, raw, usage, extras, retries, latency_ms });
                 }
                 AttemptOutcome::Limit(detail) => {
-                    events.push(json!({ "event": "provider_limit", "error": detail }));
+                    events.push(failed_attempt(json!({ "event": "provider_limit", "error": detail }), latency_ms));
                     return Err(ProviderFailure::Limit { detail, retries });
                 }
                 AttemptOutcome::ContextExceeded(detail) => {
-                    events.push(json!({ "event": "context_exceeded", "error": detail }));
+                    events.push(failed_attempt(json!({ "event": "context_exceeded", "error": detail }), latency_ms));
                     return Err(ProviderFailure::ContextExceeded { detail, retries });
                 }
                 AttemptOutcome::Fatal(detail) => {
-                    events.push(json!({ "event": "provider_error", "retryable": false, "error": detail }));
+                    events.push(failed_attempt(json!({ "event": "provider_error", "retryable": false, "error": detail }), latency_ms));
                     return Err(ProviderFailure::Exhausted { detail, retries });
                 }
                 AttemptOutcome::UnparseableOutput(detail) => {
                     let pinned = self.sampling_is_pinned();
                     let repeated = unparseable_before.as_deref() == Some(detail.as_str());
                     if (pinned && repeated) || retries >= self.config.retry.max_retries {
-                        events.push(
+                        events.push(failed_attempt(
                             json!({ "event": "unparseable_output", "error": detail, "retries": retries, "pinned_sampling": pinned, "repeated": repeated }),
-                        );
+                            latency_ms,
+                        ));
                         return Err(ProviderFailure::UnparseableOutput { detail, retries });
                     }
                     let wait = self.config.retry.delay(retries, None);
-                    events.push(json!({
-                        "event": "provider_retry",
-                        "retry": retries + 1,
-                        "error": detail,
-                        "unparseable_output": true,
-                        "retry_after_s": null,
-                        "wait_ms": wait.as_secs_f64() * 1000.0,
-                    }));
+                    events.push(failed_attempt(
+                        json!({
+                            "event": "provider_retry",
+                            "retry": retries + 1,
+                            "error": detail,
+                            "unparseable_output": true,
+                            "retry_after_s": null,
+                            "wait_ms": wait.as_secs_f64() * 1000.0,
+                        }),
+                        latency_ms,
+                    ));
                     tokio::time::sleep(wait).await;
                     retries += 1;
                     unparseable_before = Some(detail);
@@ -363,17 +367,23 @@ impl OpenAiCompatible {
                 AttemptOutcome::Transient { detail, retry_after } => {
                     unparseable_before = None;
                     if retries >= self.config.retry.max_retries {
-                        events.push(json!({ "event": "provider_error", "retryable": true, "error": detail, "gave_up_after_retries": retries }));
+                        events.push(failed_attempt(
+                            json!({ "event": "provider_error", "retryable": true, "error": detail, "gave_up_after_retries": retries }),
+                            latency_ms,
+                        ));
                         return Err(ProviderFailure::Exhausted { detail, retries });
                     }
                     let wait = self.config.retry.delay(retries, retry_after);
-                    events.push(json!({
-                        "event": "provider_retry",
-                        "retry": retries + 1,
-                        "error": detail,
-                        "retry_after_s": retry_after.map(|d| d.as_secs_f64()),
-                        "wait_ms": wait.as_secs_f64() * 1000.0,
-                    }));
+                    events.push(failed_attempt(
+                        json!({
+                            "event": "provider_retry",
+                            "retry": retries + 1,
+                            "error": detail,
+                            "retry_after_s": retry_after.map(|d| d.as_secs_f64()),
+                            "wait_ms": wait.as_secs_f64() * 1000.0,
+                        }),
+                        latency_ms,
+                    ));
                     tokio::time::sleep(wait).await;
                     retries += 1;
                 }
@@ -440,6 +450,14 @@ impl OpenAiCompatible {
         let exchange = Exchange::of(&result, seen.as_ref().map(|(s, _)| *s));
         (classify(result, seen), exchange)
     }
+}
+
+/// A failed attempt's event with the attempt's own duration: a turn's record times only the
+/// attempt that answered, so without this the time a failed attempt took (an output the endpoint
+/// could not parse can take as long as a good one) could not be told from the harness's own.
+fn failed_attempt(mut event: Value, latency_ms: f64) -> Value {
+    event["latency_ms"] = json!(latency_ms);
+    event
 }
 
 /// What one request got back, as far as async-openai keeps it: a body that is not JSON and a 5xx

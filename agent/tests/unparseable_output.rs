@@ -124,3 +124,19 @@ async fn other_server_errors_stay_infrastructure() {
         assert!(!out.unparseable_output);
     }
 }
+
+/// A turn's record times only the attempt that answered; the time an unparseable attempt took
+/// is in its event, so a session's model time can be told from the harness's own.
+#[tokio::test]
+async fn each_failed_attempt_says_how_long_it_took() {
+    let server = wrapper_without_backend().await;
+    let slow = std::time::Duration::from_millis(120);
+    let fake = FakeModel::start(vec![Reply::raw(500, LLAMA_CPP).delay(slow), Reply::raw(500, LLAMA_CPP).delay(slow * 2)]).await;
+    let out = run(&server.conn, &provider(config(&fake.base_url)), &StopSignal::new(), 10).await;
+    assert!(out.unparseable_output);
+    let timed: Vec<(&str, f64)> =
+        out.transcript.iter().filter_map(|e| Some((e["event"].as_str()?, e.get("latency_ms")?.as_f64()?))).filter(|(e, _)| *e != "response").collect();
+    assert_eq!(timed.iter().map(|(e, _)| *e).collect::<Vec<_>>(), ["provider_retry", "unparseable_output"]);
+    assert!(timed[0].1 >= 120.0, "the first attempt's own time: {timed:?}");
+    assert!(timed[1].1 >= 240.0, "the second attempt's own time: {timed:?}");
+}
