@@ -60,22 +60,6 @@ pub fn log_colour(stderr_is_terminal: bool, no_color: Option<&std::ffi::OsStr>) 
     stderr_is_terminal && no_color.is_none_or(|v| v.is_empty())
 }
 
-#[cfg(test)]
-mod tests {
-    use std::ffi::OsStr;
-
-    use super::log_colour;
-
-    #[test]
-    fn colour_only_on_a_terminal_without_no_color() {
-        assert!(log_colour(true, None));
-        assert!(log_colour(true, Some(OsStr::new(""))));
-        assert!(!log_colour(true, Some(OsStr::new("1"))));
-        assert!(!log_colour(false, None));
-        assert!(!log_colour(false, Some(OsStr::new(""))));
-    }
-}
-
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     serve_until_signal(args.opts).await
 }
@@ -121,5 +105,21 @@ pub fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'stat
             _ = int.recv() => {}
             _ = term.recv() => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsStr;
+
+    use super::log_colour;
+
+    #[test]
+    fn colour_only_on_a_terminal_without_no_color() {
+        assert!(log_colour(true, None));
+        assert!(log_colour(true, Some(OsStr::new(""))));
+        assert!(!log_colour(true, Some(OsStr::new("1"))));
+        assert!(!log_colour(false, None));
+        assert!(!log_colour(false, Some(OsStr::new(""))));
     }
 }

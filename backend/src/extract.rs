@@ -195,9 +195,9 @@ fn normalise_integers(value: &mut Value) {
         Value::Number(n) if n.is_f64() => {
             let Some(x) = n.as_f64() else { return };
             // 2^63 and 2^64 are exact in f64; the bounds keep `as` casts exact.
-            if x.fract() == 0.0 && x >= -9_223_372_036_854_775_808.0 && x < 9_223_372_036_854_775_808.0 {
+            if x.fract() == 0.0 && (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&x) {
                 *value = Value::from(x as i64);
-            } else if x.fract() == 0.0 && x >= 0.0 && x < 18_446_744_073_709_551_616.0 {
+            } else if x.fract() == 0.0 && (0.0..18_446_744_073_709_551_616.0).contains(&x) {
                 *value = Value::from(x as u64);
             }
         }

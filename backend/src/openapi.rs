@@ -111,13 +111,13 @@ fn walk(value: &mut serde_json::Value, non_blank: &str) {
             // A parameter (query, header, path) is text on the wire and can be absent but never
             // null: utoipa's `["integer", "null"]` for an `Option` parameter makes clients send
             // the string `null`.
-            if map.contains_key("in") {
-                if let Some(Value::Array(types)) = map.get_mut("schema").and_then(|s| s.get_mut("type")) {
-                    types.retain(|t| t != "null");
-                    if types.len() == 1 {
-                        let only = types.remove(0);
-                        map["schema"]["type"] = only;
-                    }
+            if map.contains_key("in")
+                && let Some(Value::Array(types)) = map.get_mut("schema").and_then(|s| s.get_mut("type"))
+            {
+                types.retain(|t| t != "null");
+                if types.len() == 1 {
+                    let only = types.remove(0);
+                    map["schema"]["type"] = only;
                 }
             }
             let is_string = match map.get("type") {
