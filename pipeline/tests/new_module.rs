@@ -286,6 +286,9 @@ fn the_scaffolded_module_compiles_and_passes_the_gates() {
     // The tests that walk the registry and the listings hold with a sixth module.
     let registry = run_test(&test_executable(&messages, "servers", "lib", "servers"), &ws.join("servers"), &["registry::"]).unwrap_or_else(|e| panic!("{e}"));
     assert!(registry.contains("2 passed; 0 failed"), "{registry}");
+    // Its tools' schemas are ones every client can fill, like every registered server's.
+    let manifests = run_test(&test_executable(&messages, "servers", "test", "manifest"), &ws.join("servers"), &[]).unwrap_or_else(|e| panic!("{e}"));
+    assert!(manifests.contains("0 failed"), "{manifests}");
     let cli = run_test(&test_executable(&messages, "pipeline", "test", "cli"), &ws.join("pipeline"), &[]).unwrap_or_else(|e| panic!("{e}"));
     assert!(cli.contains("3 passed; 0 failed"), "{cli}");
 
