@@ -360,6 +360,13 @@ impl OpenAiCompatible {
                         }),
                         latency_ms,
                     ));
+                    tracing::warn!(
+                        "model {}: the endpoint could not parse the output; retry {}/{} in {} ms",
+                        self.config.model,
+                        retries + 1,
+                        self.config.retry.max_retries,
+                        wait.as_millis()
+                    );
                     tokio::time::sleep(wait).await;
                     retries += 1;
                     unparseable_before = Some(detail);
@@ -384,6 +391,15 @@ impl OpenAiCompatible {
                         }),
                         latency_ms,
                     ));
+                    // Once per retry, in the harness's words (async-openai's own lines are filtered).
+                    tracing::warn!(
+                        "model {}: {}; retry {}/{} in {} ms",
+                        self.config.model,
+                        detail.chars().take(200).collect::<String>(),
+                        retries + 1,
+                        self.config.retry.max_retries,
+                        wait.as_millis()
+                    );
                     tokio::time::sleep(wait).await;
                     retries += 1;
                 }
