@@ -18,43 +18,15 @@ pub struct TestBackend {
     pub cluster: Arc<Cluster>,
     server: tokio::task::JoinHandle<()>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
-    // Dropped last: stops an embedded cluster (or the container) after everything using it.
+    // Dropped last: stops an embedded cluster after everything using it.
     source: Option<PostgresSource>,
-    _container: Option<Container>,
 }
 
-pub type Container = testcontainers_modules::testcontainers::ContainerAsync<testcontainers_modules::postgres::Postgres>;
-
-/// Set to `1` to run the backend tests against a Postgres 16 container (as in compose.yaml)
-/// instead of `DATABASE_URL` or the embedded cluster. Needs a reachable Docker engine.
-pub const DOCKER_ENV: &str = "MCPBENCH_TEST_DOCKER";
-
-/// How long the Docker path may take to find out there is no engine.
-pub const DOCKER_PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// Postgres for the tests: a container when [`DOCKER_ENV`] asks for one, else as the product
-/// finds it (`DATABASE_URL`, else embedded).
-pub async fn test_postgres() -> Result<(PostgresSource, Option<Container>), String> {
-    if std::env::var(DOCKER_ENV).is_ok_and(|v| v == "1") {
-        let (url, container) = docker_postgres().await?;
-        return Ok((PostgresSource::External { url }, Some(container)));
-    }
-    PostgresSource::from_env().await.map(|s| (s, None)).map_err(|e| e.to_string())
-}
-
-/// Starts `postgres:16` with testcontainers; fails fast (never hangs) without an engine.
-pub async fn docker_postgres() -> Result<(String, Container), String> {
-    use testcontainers_modules::postgres::Postgres;
-    use testcontainers_modules::testcontainers::ImageExt;
-    use testcontainers_modules::testcontainers::runners::AsyncRunner;
-    let start = Postgres::default().with_tag("16").start();
-    let container = match tokio::time::timeout(DOCKER_PROBE_TIMEOUT, start).await {
-        Ok(Ok(c)) => c,
-        Ok(Err(e)) => return Err(format!("{DOCKER_ENV}=1 but no Postgres container could be started (is a Docker engine running?): {e}")),
-        Err(_) => return Err(format!("{DOCKER_ENV}=1 but Docker did not answer within {DOCKER_PROBE_TIMEOUT:?}")),
-    };
-    let port = container.get_host_port_ipv4(5432).await.map_err(|e| format!("container port: {e}"))?;
-    Ok((format!("postgres://postgres:postgres@127.0.0.1:{port}/postgres"), container))
+/// Postgres for the tests, found as the product finds it: `DATABASE_URL` (e.g. compose.yaml's
+/// Postgres 16: `docker compose up -d postgres`, then
+/// `DATABASE_URL=postgres://bench:bench@localhost:5433/bench`), else an embedded cluster.
+pub async fn test_postgres() -> Result<PostgresSource, String> {
+    PostgresSource::from_env().await.map_err(|e| e.to_string())
 }
 
 /// A world name unique across test processes sharing one DATABASE_URL server.
@@ -69,7 +41,7 @@ impl TestBackend {
     }
 
     pub async fn start_with(spec: WorldSpec, admin_token: Option<&str>) -> Self {
-        let (source, container) = test_postgres().await.unwrap_or_else(|e| panic!("{e}"));
+        let source = test_postgres().await.unwrap_or_else(|e| panic!("{e}"));
         let cluster = Cluster::connect(&source.admin_url()).await.expect("connect");
         let world = World::create(cluster.clone(), &unique_world(), spec).await.expect("world");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -83,7 +55,7 @@ impl TestBackend {
             .await
             .unwrap();
         });
-        Self { base, client: reqwest::Client::new(), world, cluster, server, stop: Some(tx), source: Some(source), _container: container }
+        Self { base, client: reqwest::Client::new(), world, cluster, server, stop: Some(tx), source: Some(source) }
     }
 
     pub fn url(&self, path: &str) -> String {
