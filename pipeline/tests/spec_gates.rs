@@ -360,6 +360,7 @@ fn g6_an_endpoint_that_returns_calls_as_text() {
     let out = check("check");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     // A loopback endpoint needs no key: G6 passes with the key variable unset.
-    let keyless = env.pipeline().env_remove("MCPBENCH_TEST_FAKE_KEY").arg("check").arg(env.spec_path()).arg("--results-dir").arg(env.results()).output().unwrap();
+    let keyless =
+        env.pipeline().env_remove("MCPBENCH_TEST_FAKE_KEY").arg("check").arg(env.spec_path()).arg("--results-dir").arg(env.results()).output().unwrap();
     assert!(keyless.status.success(), "{}", String::from_utf8_lossy(&keyless.stderr));
 }
