@@ -688,6 +688,19 @@ pub(crate) fn provenance_rows(s: &Summary) -> Vec<(&'static str, String)> {
             },
         ),
         ("binary version", p.binary_version.clone().unwrap_or_else(|| "not recorded by the run".into())),
+        ("harness overhead", {
+            let h = &s.run.harness;
+            match (h.p50_ms, h.share_p50) {
+                (Some(ms), Some(share)) => format!(
+                    "p50 {ms:.1} ms per model session ({:.2}% of the session; max {:.2}%), over {} sessions whose records separate it ({} left out: a request of theirs failed)",
+                    share * 100.0,
+                    h.share_max.unwrap_or(share) * 100.0,
+                    h.sessions,
+                    h.left_out
+                ),
+                _ => format!("not measured: no valid model session whose records separate it ({} left out)", h.left_out),
+            }
+        }),
         (
             "k (reps per task and arm)",
             match (p.k, p.jobs) {

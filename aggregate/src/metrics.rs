@@ -129,6 +129,52 @@ pub struct RunInfo {
     pub superseded_reasons: BTreeMap<String, usize>,
     /// Entries of the folder outside the experiment layout, left unread.
     pub ignored: Vec<String>,
+    /// The harness's own time per model session, and its share of the session.
+    pub harness: HarnessShare,
+}
+
+/// The harness's own time (reset, verification, record write, and the session minus the model's
+/// answered requests and the tool calls) per valid model session, and its share of the session's
+/// whole time. Only sessions with no failed model request count: a failed attempt's duration is
+/// not in the record, so it could not be told apart from the harness's.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HarnessShare {
+    pub sessions: usize,
+    /// Valid model sessions left out because a request of theirs failed (a retry, an
+    /// unparseable output, a failed last turn).
+    pub left_out: usize,
+    pub p50_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+    /// Median over sessions of harness time / session time (0.0015 is 0.15%).
+    pub share_p50: Option<f64>,
+    pub share_max: Option<f64>,
+}
+
+fn harness_share<'a>(records: impl Iterator<Item = &'a SessionRecord>) -> HarnessShare {
+    let mut ms = Vec::new();
+    let mut shares = Vec::new();
+    let mut left_out = 0;
+    for r in records.filter(|r| r.validity.is_valid() && !r.model.is_oracle()) {
+        if r.failed_turn.is_some() || r.unparseable_output || r.provider_retries != Some(0) {
+            left_out += 1;
+            continue;
+        }
+        let h = &r.harness;
+        let model: f64 = r.turn_records.iter().map(|t| t.latency_ms).sum();
+        let calls: f64 = r.tool_calls.iter().map(|c| c.latency_ms).sum();
+        let own = h.reset_ms + h.verify_ms + h.write_ms + (h.session_ms - model - calls).max(0.0);
+        let whole = h.reset_ms + h.session_ms + h.verify_ms + h.write_ms;
+        ms.push(own);
+        if whole > 0.0 {
+            shares.push(own / whole);
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        (!v.is_empty()).then(|| v[(v.len() - 1) / 2])
+    };
+    let max = |v: &[f64]| v.iter().copied().reduce(f64::max);
+    HarnessShare { sessions: ms.len(), left_out, max_ms: max(&ms), share_max: max(&shares), p50_ms: median(&mut ms), share_p50: median(&mut shares) }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -627,6 +673,7 @@ pub fn summarise_with(exp: &Experiment, prices: Option<&PriceTable>, opts: &Opti
             superseded: exp.superseded.len(),
             superseded_reasons,
             ignored,
+            harness: harness_share(exp.sessions.iter().map(|l| &l.record)),
         },
         notices,
         attrition: attr.into_values().collect(),

@@ -103,6 +103,8 @@ pub fn run(args: AggregateArgs) -> anyhow::Result<()> {
         written.svg.display(),
         written.html.display()
     );
+    // The next step: the page a person reads (self-contained, no network).
+    eprintln!("open {} in a browser (it needs no network)", written.html.display());
     Ok(())
 }
 

@@ -222,7 +222,11 @@ pub async fn run(plan: RunPlan, accepted: impl FnOnce(&Experiment) -> anyhow::Re
         match &record.validity {
             Validity::Valid => {
                 summary.valid += 1;
-                summary.harness_ms.push(harness_ms);
+                // A failed request's time and backoff are not in the record, so they would read
+                // as the harness's: such sessions are left out, as the report does.
+                if record.failed_turn.is_none() && !record.unparseable_output && record.provider_retries == Some(0) {
+                    summary.harness_ms.push(harness_ms);
+                }
             }
             Validity::Invalid { reason, .. } => *summary.invalid.entry(*reason).or_default() += 1,
         }
@@ -465,7 +469,7 @@ pub fn print_summary(s: &RunSummary) {
     };
     let invalid: usize = s.invalid.values().sum();
     eprintln!(
-        "done: {} planned, {} skipped (already recorded), {} run: {} valid, {invalid} invalid{}, {} passed; {:.1}s; harness overhead p50 {} per valid session",
+        "done: {} planned, {} skipped (already recorded), {} run: {} valid, {invalid} invalid{}, {} passed; {:.1}s; harness overhead p50 {} per valid session with no failed request",
         s.planned,
         s.skipped,
         s.ran,
