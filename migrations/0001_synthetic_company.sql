@@ -1,4 +1,4 @@
--- The synthetic company every MCP server fronts (DESIGN §4).
+-- The synthetic company every MCP server fronts (docs/patterns.md).
 -- Ids are assigned by the deterministic seeder; identity columns continue after the seeded rows.
 
 CREATE TABLE customers (

@@ -68,7 +68,7 @@ pub struct Figure {
     pub p50_ms: f64,
     pub p95_ms: f64,
     pub n: usize,
-    /// The DESIGN §10 target for p50, when there is one.
+    /// The target for p50 from docs/performance.md, when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target_p50_ms: Option<f64>,
 }

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use records::manifest::{ExperimentManifest, ManifestServer, ManifestTask, RunStop};
-use records::{FieldDifference, InvalidReason, SCHEMA_VERSION, SessionRecord, Validity, write_atomically};
+use records::{FieldDifference, Fingerprint, InvalidReason, SCHEMA_VERSION, SessionRecord, Validity, write_atomically};
 
 use crate::plan::{PlannedSession, RunPlan};
 
@@ -51,7 +51,7 @@ impl Experiment {
                 anyhow::bail!(
                     "experiment {} is being written by another run ({}); nothing was started. Wait for it to finish, or give this run another --exp-name",
                     dir.display(),
-                    holder.trim().if_empty("its process id is not recorded")
+                    if holder.trim().is_empty() { "its process id is not recorded" } else { holder.trim() }
                 );
             }
             Err((_, e)) => return Err(anyhow::anyhow!("locking {}: {e}", path.display())),
@@ -78,13 +78,19 @@ impl Experiment {
     }
 
     /// Decides, for every planned session, whether it is done, to run, or to rerun — refusing
-    /// when recorded sessions were made under another plan.
+    /// when recorded sessions were made under another plan. Reads every record once.
     pub fn resume(&self, plan: &RunPlan, sessions: Vec<PlannedSession>) -> anyhow::Result<Resume> {
+        let mut existing: BTreeMap<PathBuf, SessionRecord> = self.records()?.into_iter().collect();
+        // One planned session per model stands for the plan's settings when other records are
+        // checked below.
+        let mut probes: BTreeMap<String, Fingerprint> = BTreeMap::new();
         let mut resume = Resume::default();
         let mut conflicts = Conflicts::default();
         for s in sessions {
+            let want = plan.fingerprint(&s);
+            probes.entry(want.model_id.clone()).or_insert_with(|| want.clone());
             let path = self.record_path(plan, &s);
-            let Some(record) = read_record(&path)? else {
+            let Some(record) = existing.remove(&path) else {
                 let attempt = next_attempt_after_superseded(&path);
                 resume.pending.push(Pending { session: s, attempt, supersede: None });
                 continue;
@@ -93,7 +99,7 @@ impl Experiment {
                 conflicts.unknown.push(path);
                 continue;
             };
-            let d = plan.fingerprint(&s).differences(have);
+            let d = want.differences(have);
             if !d.is_empty() {
                 conflicts.add(d, &path);
                 continue;
@@ -115,35 +121,9 @@ impl Experiment {
                 }
             }
         }
-        self.check_other_records(plan, &mut conflicts)?;
+        check_other_records(existing, &probes, &mut conflicts);
         conflicts.into_result(&self.dir)?;
         Ok(resume)
-    }
-
-    /// Records of the experiment that this plan does not run (other tasks or servers) must still
-    /// have been made under the same settings, or the experiment would mix them.
-    fn check_other_records(&self, plan: &RunPlan, conflicts: &mut Conflicts) -> anyhow::Result<()> {
-        let sessions = plan.sessions();
-        let planned: std::collections::BTreeSet<PathBuf> = sessions.iter().map(|s| self.record_path(plan, s)).collect();
-        for (path, record) in self.records()? {
-            if planned.contains(&path) {
-                continue;
-            }
-            let Some(model) = plan.models.iter().position(|m| m.spec.id == record.model.id) else { continue };
-            let Some(have) = &record.fingerprint else {
-                conflicts.unknown.push(path);
-                continue;
-            };
-            let Some(probe) = sessions.iter().find(|s| s.model == model) else { continue };
-            let want = plan.fingerprint(probe);
-            let mut ignore: Vec<&str> = records::fingerprint::TREATMENT.to_vec();
-            ignore.extend(records::fingerprint::PER_TASK);
-            let d = want.differences_outside(have, &ignore);
-            if !d.is_empty() {
-                conflicts.add(d, &path);
-            }
-        }
-        Ok(())
     }
 
     /// Every current record of the experiment (superseded ones excluded), with its path.
@@ -227,6 +207,26 @@ impl Experiment {
     fn put_manifest(&self, m: &ExperimentManifest) -> anyhow::Result<()> {
         write_atomically(&self.dir.join(records::manifest::FILE), &serde_json::to_vec_pretty(m)?)?;
         Ok(())
+    }
+}
+
+/// Records of the experiment that this plan does not run (other tasks or servers) must still
+/// have been made under the same settings (outside the treatment and the per-task fields), or
+/// the experiment would mix them. Records of models the plan does not run are other cells.
+fn check_other_records(others: BTreeMap<PathBuf, SessionRecord>, probes: &BTreeMap<String, Fingerprint>, conflicts: &mut Conflicts) {
+    let mut ignore: Vec<&str> = records::fingerprint::TREATMENT.to_vec();
+    ignore.extend(records::fingerprint::PER_TASK);
+    for (path, record) in others {
+        let Some(want) = probes.get(&record.model.id) else { continue };
+        match &record.fingerprint {
+            None => conflicts.unknown.push(path),
+            Some(have) => {
+                let d = want.differences_outside(have, &ignore);
+                if !d.is_empty() {
+                    conflicts.add(d, &path);
+                }
+            }
+        }
     }
 }
 
@@ -334,15 +334,5 @@ impl Conflicts {
         }
         text.push_str("Give this run a new --exp-name (or a new `experiment` in the spec), or rerun with the recorded settings.");
         anyhow::bail!(text)
-    }
-}
-
-trait IfEmpty {
-    fn if_empty<'a>(&'a self, other: &'a str) -> &'a str;
-}
-
-impl IfEmpty for str {
-    fn if_empty<'a>(&'a self, other: &'a str) -> &'a str {
-        if self.is_empty() { other } else { self }
     }
 }

@@ -319,11 +319,12 @@ async fn worker(
             break;
         }
         let Some(pending) = queue.lock().expect("queue").pop_front() else { break };
+        let (started_at, started) = (chrono::Utc::now(), Instant::now());
         let finished = tokio::select! {
             f = crate::session::run_one(&ctx, &pending, &url, &world) => f,
             signal = interrupt.wait_for(Option::is_some) => {
                 let signal = signal.ok().and_then(|s| *s).unwrap_or("a signal");
-                crate::session::interrupted(&ctx, &pending, signal)
+                crate::session::interrupted(&ctx, &pending, signal, started_at, started.elapsed())
             }
         };
         write(&ctx, &experiment_dir, &pending, finished, &results)?;
@@ -344,7 +345,7 @@ fn write(
     pending: &Pending,
     finished: Finished,
     results: &Mutex<Vec<(SessionRecord, f64, bool)>>,
-) -> anyhow::Result<bool> {
+) -> anyhow::Result<()> {
     let Finished { mut record, transcript, harness_ms, infrastructure } = finished;
     let path = crate::experiment::record_path(experiment_dir, &record.model.id, &record.server, &record.task, record.rep);
     let written = Instant::now();
@@ -387,7 +388,7 @@ fn write(
         None => eprintln!("[{done}/{}] {line} ({elapsed:.1}s elapsed, ~{eta:.0}s left)", ctx.total),
     }
     results.lock().expect("results").push((record, harness_ms, replaced));
-    Ok(replaced)
+    Ok(())
 }
 
 /// N sessions in a row invalid for the same reason stop the run: the setup, not the arm, is

@@ -3,9 +3,8 @@
 
 use std::time::Instant;
 
-use agent::{ServerConnection, SessionOutcome};
+use agent::SessionOutcome;
 use records::{HarnessTimings, InvalidReason, SCHEMA_VERSION, SessionRecord, Totals, Validity, VerifierOutcome};
-use servers::registry::ServerEntry;
 
 use crate::experiment::Pending;
 use crate::run::RunContext;
@@ -41,7 +40,7 @@ pub async fn run_one(ctx: &RunContext, pending: &Pending, backend_url: &str, wor
             infrastructure = Some(e.clone());
             harness_failure(e.clone())
         }
-        Ok(_) => match connection(ctx, job.server, backend_url).await {
+        Ok(_) => match crate::arm::connect(job.server, ctx.plan.transport, backend_url, &ctx.serve_prefix).await {
             Err(e) => {
                 let detail = format!("serving {} over HTTP: {e}", job.server.name);
                 infrastructure = Some(detail.clone());
@@ -89,10 +88,13 @@ pub async fn run_one(ctx: &RunContext, pending: &Pending, backend_url: &str, wor
 }
 
 /// The record of a session stopped by an interrupt while in flight: invalid, `interrupted`, so a
-/// resume runs it again.
-pub fn interrupted(ctx: &RunContext, pending: &Pending, signal: &str) -> Finished {
-    let outcome = harness_failure(String::new());
-    let mut record = record_of(ctx, pending, &outcome, None, HarnessTimings::default());
+/// resume runs it again. What it had done is lost with it; its start and how long it ran until
+/// the signal are kept (`session_ms` then covers the reset too: the parts were not timed apart).
+pub fn interrupted(ctx: &RunContext, pending: &Pending, signal: &str, started_at: chrono::DateTime<chrono::Utc>, ran: std::time::Duration) -> Finished {
+    let mut outcome = harness_failure(String::new());
+    outcome.started_at = started_at;
+    let timings = HarnessTimings { session_ms: ran.as_secs_f64() * 1000.0, ..HarnessTimings::default() };
+    let mut record = record_of(ctx, pending, &outcome, None, timings);
     record.validity = Validity::invalid(InvalidReason::Interrupted, format!("the run was interrupted ({signal}) while this session was in flight"));
     Finished { record, transcript: String::new(), harness_ms: 0.0, infrastructure: None }
 }
@@ -169,10 +171,4 @@ fn harness_failure(detail: String) -> SessionOutcome {
         failed_turn: None,
         transcript: vec![],
     }
-}
-
-/// How this session reaches its server: a `pipeline serve` child over stdio, or an in-process
-/// streamable HTTP server (returned so it can be stopped).
-async fn connection(ctx: &RunContext, server: &ServerEntry, backend_url: &str) -> std::io::Result<(ServerConnection, Option<tokio::task::JoinHandle<()>>)> {
-    crate::arm::connect(server, ctx.plan.transport, backend_url, &ctx.serve_prefix).await
 }

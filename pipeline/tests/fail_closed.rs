@@ -217,6 +217,9 @@ fn sigint_stops_the_run_records_the_session_in_flight_and_removes_the_cluster() 
     let recs = records(&exp);
     assert_eq!(recs.len(), 1, "only the session in flight is recorded");
     assert_eq!(recs[0]["validity"]["reason"], "interrupted");
+    // How long it ran before the signal is measured, not left at zero.
+    assert!(recs[0]["harness"]["session_ms"].as_f64().unwrap() > 0.0, "{}", recs[0]);
+    assert!(recs[0]["started_at"].as_str().unwrap() < recs[0]["ended_at"].as_str().unwrap(), "{}", recs[0]);
     assert_eq!(manifest(&exp)["stopped"]["kind"], "interrupted");
 
     fake.set_mode(Mode::Native);
