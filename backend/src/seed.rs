@@ -7,13 +7,22 @@
 //! The first rows of every table are fixed **anchors** (same ids at every seed and scale) that
 //! tasks refer to, including the deliberate traps of `docs/patterns.md`: near-identical customer names,
 //! two repos of the same name under different owners, and a runbook whose internal notes read
-//! like an answer. The rest is seeded filler, multiplied by `scale`.
+//! like an answer. The rest is seeded filler.
+//!
+//! **Scale grows the world without changing it.** The scale-1 world is generated first, exactly
+//! as it is at scale 1; every further level appends a **division**: customers, people, repos,
+//! services and all their tickets, notifications, change requests, reviews, runbooks and deploys,
+//! referring only to rows of their own division, named from word lists that share no word with the
+//! scale-1 world, and dated before it. So every fact a task states about the scale-1 world (an id,
+//! a name search, "the latest deploy of checkout", "Lena's open tickets") holds at every scale,
+//! while unfiltered lists, searches and the resource catalogue grow with the scale. Tasks are
+//! written against the scale-1 world; `--scale` then measures what the extra rows cost.
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use sqlx::PgConnection;
 
 /// Bump when the generator's output changes, so cached template databases are rebuilt.
-pub const GENERATOR_VERSION: u32 = 1;
+pub const GENERATOR_VERSION: u32 = 2;
 
 /// Which world to build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -327,18 +336,22 @@ pub struct Deploy {
 /// Builds the world for `spec` in memory. Pure: no I/O, same output for the same input.
 pub fn generate(spec: WorldSpec) -> World {
     let mut rng = Rng::new(spec.seed);
-    let s = i64::from(spec.scale.max(1));
     let mut w = World::default();
-    customers(&mut w, &mut rng, 114 * s);
-    users(&mut w, &mut rng, 52 * s);
-    repos(&mut w, &mut rng, 36 * s);
+    customers(&mut w, &mut rng, 114);
+    users(&mut w, &mut rng, 52);
+    repos(&mut w, &mut rng, 36);
     services(&mut w);
-    tickets(&mut w, &mut rng, 400 * s);
-    notifications(&mut w, &mut rng, 250 * s);
-    change_requests(&mut w, &mut rng, 120 * s);
-    reviews(&mut w, &mut rng, 80 * s, 300 * s);
-    runbooks(&mut w, &mut rng, s);
-    deploys(&mut w, &mut rng, 300 * s);
+    tickets(&mut w, &mut rng, 400);
+    notifications(&mut w, &mut rng, 250);
+    change_requests(&mut w, &mut rng, 120);
+    reviews(&mut w, &mut rng, 80, 300);
+    runbooks(&mut w, &mut rng);
+    deploys(&mut w, &mut rng, 300);
+    for level in 2..=spec.scale.max(1) {
+        // Its own stream per level, so a level's rows do not depend on how many came before.
+        let mut rng = Rng::new(spec.seed ^ 0xD1B5_4A32_D192_ED03u64.wrapping_mul(u64::from(level)));
+        division(&mut w, &mut rng, level);
+    }
     w
 }
 
@@ -532,7 +545,7 @@ fn reviews(w: &mut World, rng: &mut Rng, n_reviews: i64, n_comments: i64) {
     }
 }
 
-fn runbooks(w: &mut World, rng: &mut Rng, scale: i64) {
+fn runbooks(w: &mut World, rng: &mut Rng) {
     // The trap: internal notes that read like the answer to the public question.
     w.runbooks.push(Runbook {
         slug: "checkout-high-latency".into(),
@@ -547,31 +560,29 @@ fn runbooks(w: &mut World, rng: &mut Rng, scale: i64) {
         updated_at: at(-1440 * 30),
     });
     let mut k = 1;
-    for round in 0..scale {
-        for (service, _) in SERVICES {
-            for (topic, topic_title) in RUNBOOK_TOPICS {
-                if round == 0 && *service == "checkout" && *topic == "high-latency" {
-                    continue;
-                }
-                if !rng.chance(60) && !(round == 0 && *service == "payments") {
-                    continue;
-                }
-                k += 1;
-                let slug = if round == 0 { format!("{service}-{topic}") } else { format!("{service}-{topic}-{round}") };
-                let steps = (0..rng.range(3, 7)).map(|i| format!("{}. {}", i + 1, rng.pick(RUNBOOK_STEPS))).collect::<Vec<_>>().join("\n");
-                w.runbooks.push(Runbook {
-                    slug,
-                    title: format!("{}: {}", capitalise(service), topic_title.to_lowercase()),
-                    service: (*service).into(),
-                    body: steps,
-                    internal_notes: format!(
-                        "INTERNAL ONLY (ref RB-INT-{k:04}): escalation bridge {}, vendor contract {}.",
-                        rng.range(100_000, 999_999),
-                        rng.range(1000, 9999)
-                    ),
-                    updated_at: at(-1440 * rng.range(1, 200)),
-                });
+    for (service, _) in SERVICES {
+        for (topic, topic_title) in RUNBOOK_TOPICS {
+            if *service == "checkout" && *topic == "high-latency" {
+                continue;
             }
+            if !rng.chance(60) && *service != "payments" {
+                continue;
+            }
+            k += 1;
+            let slug = format!("{service}-{topic}");
+            let steps = (0..rng.range(3, 7)).map(|i| format!("{}. {}", i + 1, rng.pick(RUNBOOK_STEPS))).collect::<Vec<_>>().join("\n");
+            w.runbooks.push(Runbook {
+                slug,
+                title: format!("{}: {}", capitalise(service), topic_title.to_lowercase()),
+                service: (*service).into(),
+                body: steps,
+                internal_notes: format!(
+                    "INTERNAL ONLY (ref RB-INT-{k:04}): escalation bridge {}, vendor contract {}.",
+                    rng.range(100_000, 999_999),
+                    rng.range(1000, 9999)
+                ),
+                updated_at: at(-1440 * rng.range(1, 200)),
+            });
         }
     }
 }
@@ -606,6 +617,275 @@ fn deploys(w: &mut World, rng: &mut Rng, filler: i64) {
             status: *rng.pick(&["succeeded", "succeeded", "succeeded", "succeeded", "failed", "rolled_back"]),
             deployed_by: Some(rng.range(1, users + 1)),
             started_at: at(i * 41 + 3),
+        });
+    }
+}
+
+// Word lists of the divisions scale adds: no word here contains a word of the scale-1 world, so a
+// search a task makes for a scale-1 name never finds a division's row (tested below).
+const DIVISION_COMPANY_A: &[&str] = &[
+    "Amber",
+    "Basalt",
+    "Crimson",
+    "Driftwood",
+    "Ember",
+    "Fjord",
+    "Glacier",
+    "Hollow",
+    "Indigo",
+    "Juniper",
+    "Kestrel",
+    "Larch",
+    "Mistral",
+    "Nectar",
+    "Obsidian",
+    "Prairie",
+    "Quill",
+    "Saffron",
+    "Tundra",
+    "Umber",
+    "Velvet",
+    "Wicker",
+    "Zephyr",
+    "Yarrow",
+];
+const DIVISION_COMPANY_B: &[&str] = &[
+    "Bakery",
+    "Ceramics",
+    "Dairy",
+    "Freight",
+    "Glassworks",
+    "Hardware",
+    "Kitchens",
+    "Lumber",
+    "Marine",
+    "Optics",
+    "Paper",
+    "Plastics",
+    "Printing",
+    "Quarry",
+    "Shipyard",
+    "Tools",
+    "Vineyards",
+    "Wireless",
+    "Zinc",
+    "Bicycles",
+];
+const DIVISION_FIRST: &[&str] = &[
+    "Astrid", "Bruno", "Camille", "Dario", "Esme", "Felix", "Greta", "Hugo", "Ines", "Jakob", "Kira", "Luca", "Maren", "Nils", "Oskar", "Pilar", "Rafael",
+    "Selma", "Theo", "Ulla", "Vera", "Wilma", "Xenia", "Yara",
+];
+const DIVISION_LAST: &[&str] = &[
+    "Achterberg",
+    "Bianchi",
+    "Castellano",
+    "Dalgaard",
+    "Engstrom",
+    "Ferreira",
+    "Gallagher",
+    "Hoffmann",
+    "Ishikawa",
+    "Jovanovic",
+    "Kuznetsov",
+    "Lindqvist",
+    "Mbeki",
+    "Nordin",
+    "Oyelaran",
+    "Pellegrini",
+    "Rasmussen",
+    "Sandoval",
+    "Thorsen",
+    "Uchida",
+    "Valente",
+    "Whitfield",
+    "Zielinski",
+    "Ybarra",
+];
+const DIVISION_SERVICES: &[&str] = &[
+    "pricing",
+    "loyalty",
+    "fraud",
+    "returns",
+    "warehouse",
+    "forecast",
+    "quotes",
+    "tax",
+    "rewards",
+    "subscriptions",
+    "media",
+    "reports",
+    "webhooks",
+    "scheduler",
+    "exports",
+    "translations",
+];
+
+/// Appends the division of world scale `level` (2, 3, …): rows that refer only to each other,
+/// dated before the scale-1 world, in the scale-1 world's proportions (see the module docs).
+fn division(w: &mut World, rng: &mut Rng, level: u32) {
+    let minutes_back = -60 * 24 * 400 * i64::from(level);
+    let first = |len: usize| len as i64 + 1;
+
+    let customers_from = first(w.customers.len());
+    let mut seen: std::collections::HashSet<String> = w.customers.iter().map(|c| c.name.clone()).collect();
+    while w.customers.len() as i64 - customers_from + 1 < 120 {
+        let base = format!("{} {}", rng.pick(DIVISION_COMPANY_A), rng.pick(DIVISION_COMPANY_B));
+        let name = if seen.contains(&base) { format!("{base} {}", w.customers.len()) } else { base };
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        w.customers.push(Customer {
+            contact_email: format!("contact@{}.example", name.to_lowercase().replace(' ', "-")),
+            name,
+            tier: *rng.pick(TIERS),
+            region: *rng.pick(REGIONS),
+            created_at: at(minutes_back + rng.range(0, 60 * 24 * 240)),
+        });
+    }
+    let customers = customers_from..w.customers.len() as i64 + 1;
+
+    let users_from = first(w.users.len());
+    let mut seen: std::collections::HashSet<String> = w.users.iter().map(|u| u.name.clone()).collect();
+    while w.users.len() as i64 - users_from + 1 < 60 {
+        let base = format!("{} {}", rng.pick(DIVISION_FIRST), rng.pick(DIVISION_LAST));
+        let name = if seen.contains(&base) { format!("{base} {}", w.users.len()) } else { base };
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        // Nobody in a division is on call: "who is on call" keeps the scale-1 answer.
+        w.users.push(User { email: email_of(&name), name, team: *rng.pick(TEAMS), on_call: false });
+    }
+    let users = users_from..w.users.len() as i64 + 1;
+
+    let repos_from = first(w.repos.len());
+    let mut seen: std::collections::HashSet<(String, String)> = w.repos.iter().map(|r| (r.owner.clone(), r.name.clone())).collect();
+    let suffixes = ["api", "web", "worker", "lib", "cli", "jobs"];
+    while w.repos.len() as i64 - repos_from + 1 < 36 {
+        let owner = rng.pick(TEAMS).to_string();
+        let stem = *rng.pick(DIVISION_SERVICES);
+        let name = format!("{stem}-{}", rng.pick(&suffixes));
+        let name = if seen.contains(&(owner.clone(), name.clone())) { format!("{name}-{level}") } else { name };
+        if !seen.insert((owner.clone(), name.clone())) {
+            continue;
+        }
+        let description = format!("{} for the {stem} service.", rng.pick(&["Service code", "Shared library", "Batch jobs", "Tooling"]));
+        w.repos.push(Repo { owner, name, description, default_branch: if rng.chance(80) { "main" } else { "master" } });
+    }
+    let repos = repos_from..w.repos.len() as i64 + 1;
+
+    let services_from = first(w.services.len());
+    for stem in DIVISION_SERVICES {
+        let name = if level == 2 { (*stem).to_owned() } else { format!("{stem}-{level}") };
+        let repo_id = rng.chance(70).then(|| rng.range(repos.start, repos.end));
+        w.services.push(Service { name, team: *rng.pick(TEAMS), repo_id });
+    }
+    let services = services_from..w.services.len() as i64 + 1;
+
+    let tickets_from = first(w.tickets.len());
+    for i in 0..400 {
+        let status = *rng.pick(&["open", "open", "in_progress", "resolved", "closed"]);
+        let assignee_id = (status != "open" || rng.chance(50)).then(|| rng.range(users.start, users.end));
+        w.tickets.push(Ticket {
+            title: format!("{} {}", rng.pick(COMPONENTS), rng.pick(SYMPTOMS)),
+            description: format!("{} {}", rng.pick(DETAILS), rng.pick(DETAILS)),
+            status,
+            priority: *rng.pick(&["low", "medium", "medium", "high", "urgent"]),
+            // Always a customer of this division, so "tickets without a customer" keeps its answer.
+            customer_id: Some(rng.range(customers.start, customers.end)),
+            assignee_id,
+            created_at: at(minutes_back + i * 37),
+        });
+    }
+    let tickets = tickets_from..w.tickets.len() as i64 + 1;
+
+    for i in 0..250 {
+        let ticket_id = rng.range(tickets.start, tickets.end);
+        let t = &w.tickets[(ticket_id - 1) as usize];
+        let user_id = t.assignee_id.unwrap_or_else(|| rng.range(users.start, users.end));
+        let message = format!("Ticket #{ticket_id} \"{}\" needs your attention.", t.title);
+        w.notifications.push(Notification { user_id, ticket_id: Some(ticket_id), message, read: rng.chance(60), created_at: at(minutes_back + i * 53 + 5) });
+    }
+
+    let crs_from = first(w.change_requests.len());
+    let mut numbers = std::collections::HashMap::<i64, i32>::new();
+    for i in 0..120 {
+        let repo_id = rng.range(repos.start, repos.end);
+        let number = numbers.entry(repo_id).and_modify(|n| *n += 1).or_insert(1);
+        let title = rng.pick(CR_TITLES).to_string();
+        w.change_requests.push(ChangeRequest {
+            repo_id,
+            number: *number,
+            description: format!("{title}. {}", rng.pick(DETAILS)),
+            title,
+            author_id: rng.range(users.start, users.end),
+            status: *rng.pick(&["open", "open", "open", "merged", "closed"]),
+            created_at: at(minutes_back + i * 71),
+        });
+    }
+    let crs = crs_from..w.change_requests.len() as i64 + 1;
+
+    let reviews_from = first(w.reviews.len());
+    for i in 0..80 {
+        w.reviews.push(Review {
+            change_request_id: rng.range(crs.start, crs.end),
+            reviewer_id: rng.range(users.start, users.end),
+            verdict: *rng.pick(&["approve", "request_changes", "comment"]),
+            body: rng.pick(COMMENTS).to_string(),
+            created_at: at(minutes_back + i * 97 + 11),
+        });
+    }
+    let reviews = reviews_from..w.reviews.len() as i64 + 1;
+    for i in 0..300 {
+        let review = rng.chance(40).then(|| rng.range(reviews.start, reviews.end));
+        let change_request_id = match review {
+            Some(r) => w.reviews[(r - 1) as usize].change_request_id,
+            None => rng.range(crs.start, crs.end),
+        };
+        w.review_comments.push(ReviewComment {
+            change_request_id,
+            review_id: review,
+            author_id: rng.range(users.start, users.end),
+            path: *rng.pick(PATHS),
+            line: rng.range(1, 400) as i32,
+            body: rng.pick(COMMENTS).to_string(),
+            created_at: at(minutes_back + i * 29 + 7),
+        });
+    }
+
+    for service in services.clone() {
+        let name = w.services[(service - 1) as usize].name.clone();
+        for (topic, topic_title) in RUNBOOK_TOPICS {
+            if !rng.chance(60) {
+                continue;
+            }
+            let k = w.runbooks.len() + 1;
+            let steps = (0..rng.range(3, 7)).map(|i| format!("{}. {}", i + 1, rng.pick(RUNBOOK_STEPS))).collect::<Vec<_>>().join("\n");
+            w.runbooks.push(Runbook {
+                slug: format!("{name}-{topic}"),
+                title: format!("{}: {}", capitalise(&name), topic_title.to_lowercase()),
+                service: name.clone(),
+                body: steps,
+                internal_notes: format!(
+                    "INTERNAL ONLY (ref RB-INT-{k:04}): escalation bridge {}, vendor contract {}.",
+                    rng.range(100_000, 999_999),
+                    rng.range(1000, 9999)
+                ),
+                updated_at: at(minutes_back + rng.range(0, 1440 * 200)),
+            });
+        }
+    }
+
+    let mut minor = std::collections::HashMap::<i64, u32>::new();
+    for i in 0..300 {
+        let service_id = rng.range(services.start, services.end);
+        let m = minor.entry(service_id).and_modify(|m| *m += 1).or_insert(1);
+        w.deploys.push(Deploy {
+            service_id,
+            version: format!("1.{}.{}", *m / 4, *m % 4),
+            environment: if rng.chance(55) { "production" } else { "staging" },
+            status: *rng.pick(&["succeeded", "succeeded", "succeeded", "succeeded", "failed", "rolled_back"]),
+            deployed_by: Some(rng.range(users.start, users.end)),
+            started_at: at(minutes_back + i * 41 + 3),
         });
     }
 }
@@ -713,8 +993,112 @@ mod tests {
         let c = generate(WorldSpec { seed: 8, scale: 1 });
         assert_ne!(format!("{a:?}"), format!("{c:?}"));
         let big = generate(WorldSpec { seed: 7, scale: 3 });
-        assert!(big.tickets.len() == 3 * a.tickets.len());
-        assert!(big.customers.len() > 2 * a.customers.len());
+        assert_eq!(big.tickets.len(), 3 * a.tickets.len());
+        assert_eq!(big.customers.len(), 3 * a.customers.len());
+        assert_eq!(big.users.len(), 3 * a.users.len());
+        assert_eq!(big.services.len(), 3 * a.services.len());
+        assert!(big.runbooks.len() > 2 * a.runbooks.len());
+    }
+
+    /// Every task's expectations are written against this world: a change here breaks them all.
+    #[test]
+    fn the_scale_1_world_of_seed_42_is_the_one_tasks_were_written_against() {
+        use sha2::Digest;
+        let w = generate(WorldSpec { seed: 42, scale: 1 });
+        let hash = hex::encode(sha2::Sha256::digest(format!("{w:?}").as_bytes()));
+        assert_eq!(hash, "ab803e9f4f81ce3459fe70f78e8bfb745c141537f4c69da937b32ec98e3ac8d8");
+    }
+
+    #[test]
+    fn a_larger_scale_keeps_every_row_of_the_smaller_one() {
+        let small = generate(WorldSpec { seed: 42, scale: 2 });
+        let big = generate(WorldSpec { seed: 42, scale: 5 });
+        macro_rules! prefix {
+            ($t:ident) => {
+                assert_eq!(format!("{:?}", small.$t), format!("{:?}", &big.$t[..small.$t.len()]), stringify!($t));
+            };
+        }
+        prefix!(customers);
+        prefix!(users);
+        prefix!(tickets);
+        prefix!(notifications);
+        prefix!(repos);
+        prefix!(services);
+        prefix!(change_requests);
+        prefix!(reviews);
+        prefix!(review_comments);
+        prefix!(runbooks);
+        prefix!(deploys);
+    }
+
+    #[test]
+    fn divisions_refer_only_to_themselves_and_come_before_the_scale_1_world() {
+        let one = generate(WorldSpec { seed: 42, scale: 1 });
+        let w = generate(WorldSpec { seed: 42, scale: 4 });
+        let scale_1 = |len: usize| len as i64;
+        let (c, u, t, r, s, cr) = (
+            scale_1(one.customers.len()),
+            scale_1(one.users.len()),
+            scale_1(one.tickets.len()),
+            scale_1(one.repos.len()),
+            scale_1(one.services.len()),
+            scale_1(one.change_requests.len()),
+        );
+        let earliest = |xs: &mut dyn Iterator<Item = DateTime<Utc>>| xs.min().expect("rows");
+        for x in &w.tickets[t as usize..] {
+            assert!(x.customer_id.is_some_and(|id| id > c) && x.assignee_id.is_none_or(|id| id > u), "{x:?}");
+            assert!(x.created_at < earliest(&mut one.tickets.iter().map(|t| t.created_at)));
+        }
+        for x in &w.notifications[one.notifications.len()..] {
+            assert!(x.user_id > u && x.ticket_id.is_some_and(|id| id > t), "{x:?}");
+        }
+        for x in &w.services[s as usize..] {
+            assert!(x.repo_id.is_none_or(|id| id > r), "{x:?}");
+        }
+        for x in &w.change_requests[cr as usize..] {
+            assert!(x.repo_id > r && x.author_id > u, "{x:?}");
+        }
+        for x in &w.reviews[one.reviews.len()..] {
+            assert!(x.change_request_id > cr && x.reviewer_id > u, "{x:?}");
+        }
+        for x in &w.review_comments[one.review_comments.len()..] {
+            assert!(x.change_request_id > cr && x.author_id > u, "{x:?}");
+        }
+        for x in &w.deploys[one.deploys.len()..] {
+            assert!(x.service_id > s && x.deployed_by.is_some_and(|id| id > u), "{x:?}");
+            assert!(x.started_at < earliest(&mut one.deploys.iter().map(|d| d.started_at)));
+        }
+        let scale_1_services: std::collections::HashSet<_> = one.services.iter().map(|s| s.name.as_str()).collect();
+        for x in &w.runbooks[one.runbooks.len()..] {
+            assert!(!scale_1_services.contains(x.service.as_str()), "{x:?}");
+            assert!(x.updated_at < earliest(&mut one.runbooks.iter().map(|r| r.updated_at)));
+        }
+        assert!(w.users[u as usize..].iter().all(|x| !x.on_call), "the on-call rota is the scale-1 one");
+    }
+
+    /// A task searching for a scale-1 name (or any word of three letters or more in it) must not
+    /// find a division's row.
+    #[test]
+    fn no_division_name_contains_a_word_of_the_scale_1_world() {
+        let one = generate(WorldSpec { seed: 42, scale: 1 });
+        let w = generate(WorldSpec { seed: 42, scale: 8 });
+        let words_of = |names: &mut dyn Iterator<Item = String>| -> Vec<String> {
+            let mut v: Vec<String> = names.flat_map(|n| n.split([' ', '-']).map(str::to_lowercase).collect::<Vec<_>>()).filter(|w| w.len() >= 3).collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        let check = |kind: &str, old: Vec<String>, new: &mut dyn Iterator<Item = String>| {
+            for name in new {
+                let lower = name.to_lowercase();
+                assert!(old.iter().all(|w| !lower.contains(w.as_str())), "{kind} {name:?} contains a scale-1 word");
+            }
+        };
+        check("customer", words_of(&mut one.customers.iter().map(|c| c.name.clone())), &mut w.customers[one.customers.len()..].iter().map(|c| c.name.clone()));
+        check("user", words_of(&mut one.users.iter().map(|u| u.name.clone())), &mut w.users[one.users.len()..].iter().map(|u| u.name.clone()));
+        let services = words_of(&mut one.services.iter().map(|s| s.name.clone()));
+        check("service", services.clone(), &mut w.services[one.services.len()..].iter().map(|s| s.name.clone()));
+        check("repo", services, &mut w.repos[one.repos.len()..].iter().map(|r| r.name.split('-').next().unwrap_or_default().to_owned()));
     }
 
     #[test]

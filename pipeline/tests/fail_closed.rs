@@ -329,16 +329,25 @@ fn children_named(parent: u32, name: &str) -> Vec<u32> {
 fn a_model_run_at_a_scale_its_tasks_do_not_hold_at_is_refused_before_spending() {
     let fake = FakeModel::start(Mode::Native);
     let tmp = tempfile::tempdir().unwrap();
+    // Every committed task holds at every scale; this copy of one counts a whole table with a
+    // fixed number, which holds at scale 1 only.
+    let tasks = tmp.path().join("tasks");
+    common::copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../tasks/tool_orchestrator"), &tasks.join("tool_orchestrator"));
+    let verify = tasks.join("tool_orchestrator/lena_goes_on_leave/verify.toml");
+    let text_of = std::fs::read_to_string(&verify).unwrap();
+    std::fs::write(&verify, format!("{text_of}\n[[sql]]\nname = \"no ticket was added\"\nquery = \"SELECT count(*) FROM tickets\"\nexpect = 400\n")).unwrap();
+    let results = tmp.path().join("results");
     let mut c = pipeline();
     c.env("OPENAI_API_KEY", KEY)
+        .env("MCPBENCH_TASKS_DIR", &tasks)
         .args(["--module", "tool_orchestrator", "--tasks", "lena_goes_on_leave,two_tickets_for_globex", "--models", MODEL, "--seed", "1"])
         .args(["--scale", "2", "--exp-name", "e", "--base-url", &fake.base_url, "--results-dir"])
-        .arg(tmp.path());
+        .arg(&results);
     let out = c.output().unwrap();
     let t = text(&out);
     assert_eq!(out.status.code(), Some(1), "{t}");
     assert!(t.lines().any(|l| l.starts_with("G7 ground truth: task tool_orchestrator/lena_goes_on_leave at world scale 2")), "{t}");
     assert!(!t.contains("two_tickets_for_globex at world scale"), "a task that holds at scale 2 is not reported: {t}");
     assert_eq!(fake.session_requests(), 0, "nothing was spent");
-    assert!(nothing_written(tmp.path()));
+    assert!(nothing_written(&results));
 }

@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::records;
+use common::{copy_dir, records};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -120,18 +120,6 @@ impl Env {
 fn git(dir: &Path, args: &[&str]) {
     let s = Command::new("git").arg("-C").arg(dir).args(args).status().unwrap();
     assert!(s.success(), "git {args:?}");
-}
-
-fn copy_dir(src: &Path, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    for e in std::fs::read_dir(src).unwrap().flatten() {
-        let to = dst.join(e.file_name());
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &to);
-        } else {
-            std::fs::copy(e.path(), &to).unwrap();
-        }
-    }
 }
 
 /// Exit 1, `INVALID — gate failures:`, a failure line starting with `gate`, zero sessions, and

@@ -2,7 +2,9 @@
 //!
 //! Declarative first: SQL assertions with expected values, answer-text checks, and the typed
 //! escape hatch `unchanged` (tables whose rows must equal the freshly seeded state, which SQL
-//! alone cannot see). A verifier that cannot run — bad SQL, backend gone — is
+//! alone cannot see). An assertion with `same_as_seeded = true` instead of `expect` compares its
+//! query's value with the value it had right after the reset: "no deploy was added" is then true
+//! at every world scale, where a fixed count would hold at one only. A verifier that cannot run — bad SQL, backend gone — is
 //! [`Verdict::CouldNotScore`], a different outcome from [`Verdict::Failed`].
 
 use std::collections::BTreeMap;
@@ -35,7 +37,12 @@ pub struct SqlAssertion {
     /// A read-only query. One row of one column compares as that value; one row as an object
     /// of its columns; several rows as an array of those; no row as null.
     pub query: String,
-    pub expect: toml::Value,
+    /// The value the query must give …
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<toml::Value>,
+    /// … or `true`: the value it gave on the freshly seeded world, before the session.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub same_as_seeded: bool,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -54,9 +61,13 @@ pub struct AnswerChecks {
 
 pub use records::{Verdict, VerifierOutcome as Outcome};
 
-/// Hashes of the `unchanged` tables right after the reset, before the session.
+/// What the seeded world looked like right after the reset, before the session: the hashes of
+/// the `unchanged` tables and the values of the `same_as_seeded` queries (by index).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Baseline(BTreeMap<String, String>);
+pub struct Baseline {
+    tables: BTreeMap<String, String>,
+    values: BTreeMap<usize, Value>,
+}
 
 impl Verifier {
     /// Static sanity checks done at load time.
@@ -67,6 +78,9 @@ impl Verifier {
         for a in &self.sql {
             if a.name.trim().is_empty() || a.query.trim().is_empty() {
                 return Err("every [[sql]] needs a name and a query".into());
+            }
+            if a.expect.is_some() == a.same_as_seeded {
+                return Err(format!("[[sql]] {:?}: give exactly one of `expect = …` or `same_as_seeded = true`", a.name));
             }
             if a.query.contains(';') {
                 return Err(format!("[[sql]] {:?}: one statement per query, no ';'", a.name));
@@ -82,11 +96,15 @@ impl Verifier {
 
     /// Records what `unchanged` compares against. Call it right after the reset.
     pub async fn baseline(&self, pool: &PgPool) -> Result<Baseline, String> {
-        let mut out = BTreeMap::new();
+        let mut tables = BTreeMap::new();
         for t in &self.unchanged {
-            out.insert(t.clone(), backend::world::table_hash(pool, t).await.map_err(|e| e.to_string())?);
+            tables.insert(t.clone(), backend::world::table_hash(pool, t).await.map_err(|e| e.to_string())?);
         }
-        Ok(Baseline(out))
+        let seeded: Vec<(usize, String)> = self.sql.iter().enumerate().filter(|(_, a)| a.same_as_seeded).map(|(i, a)| (i, a.query.clone())).collect();
+        let queries: Vec<String> = seeded.iter().map(|(_, q)| q.clone()).collect();
+        let rows = if queries.is_empty() { Vec::new() } else { backend::world::read_only_rows(pool, &queries).await.map_err(|e| e.to_string())? };
+        let values = seeded.into_iter().map(|(i, _)| i).zip(rows.into_iter().map(shape)).collect();
+        Ok(Baseline { tables, values })
     }
 
     /// Judges the final state in `pool` and the final `answer`.
@@ -105,15 +123,19 @@ impl Verifier {
         let mut failed = Vec::new();
         let queries: Vec<String> = self.sql.iter().map(|a| a.query.clone()).collect();
         let results = backend::world::read_only_rows(pool, &queries).await.map_err(|e| e.to_string())?;
-        for (a, rows) in self.sql.iter().zip(results) {
+        for (i, (a, rows)) in self.sql.iter().zip(results).enumerate() {
             let got = shape(rows);
-            let want = serde_json::to_value(&a.expect).map_err(|e| e.to_string())?;
+            let want = match &a.expect {
+                Some(v) => serde_json::to_value(v).map_err(|e| e.to_string())?,
+                None => baseline.values.get(&i).cloned().ok_or_else(|| format!("no seeded value was recorded for {:?}", a.name))?,
+            };
             if !same(&got, &want) {
-                failed.push(format!("{}: expected {want}, got {got}", a.name));
+                let seeded = if a.same_as_seeded { " (as seeded)" } else { "" };
+                failed.push(format!("{}: expected {want}{seeded}, got {got}", a.name));
             }
         }
         for t in &self.unchanged {
-            let before = baseline.0.get(t).ok_or_else(|| format!("no baseline was recorded for table {t}"))?;
+            let before = baseline.tables.get(t).ok_or_else(|| format!("no baseline was recorded for table {t}"))?;
             let now = backend::world::table_hash(pool, t).await.map_err(|e| e.to_string())?;
             if &now != before {
                 failed.push(format!("table {t} changed, but the task must leave it as it was"));
@@ -191,5 +213,9 @@ mod tests {
         assert!(two.check().unwrap_err().contains("one statement"));
         let bad: Verifier = toml::from_str("unchanged = [\"nope\"]").unwrap();
         assert!(bad.check().unwrap_err().contains("unknown table"));
+        let both: Verifier = toml::from_str("[[sql]]\nname = \"x\"\nquery = \"SELECT 1\"\nexpect = 1\nsame_as_seeded = true\n").unwrap();
+        assert!(both.check().unwrap_err().contains("exactly one of"));
+        let neither: Verifier = toml::from_str("[[sql]]\nname = \"x\"\nquery = \"SELECT 1\"\n").unwrap();
+        assert!(neither.check().unwrap_err().contains("exactly one of"));
     }
 }

@@ -51,3 +51,16 @@ pub fn all_files(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
 pub fn manifest(exp: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(exp.join("manifest.json")).unwrap()).unwrap()
 }
+
+/// Copies a folder tree (a module's tasks, to edit one in a test).
+pub fn copy_dir(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for e in std::fs::read_dir(src).unwrap().flatten() {
+        let to = dst.join(e.file_name());
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &to);
+        } else {
+            std::fs::copy(e.path(), &to).unwrap();
+        }
+    }
+}
