@@ -1,9 +1,11 @@
-//! Stateful session module: both servers over both transports against the real backend, plus
-//! the draft lifecycle: isolation between sessions, idle expiry, early validation, retry.
+//! Stateful session module: both servers over both transports against the real backend, the
+//! same operations reaching the same state through either arm, one backend write per review;
+//! the pattern's drafts (isolation between sessions, idle expiry) and the control's (a changed,
+//! made-up or foreign draft refused); early validation and retry in both.
 
 mod common;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{BOTH, Client, Via, call, connect, err_text, ok_json, sql};
@@ -69,6 +71,24 @@ fn count_reviews() -> &'static str {
     "SELECT (SELECT count(*) FROM reviews) AS reviews, (SELECT count(*) FROM review_comments) AS comments"
 }
 
+const ARMS: [&str; 2] = ["session_server", "session_baseline"];
+
+const REVIEW_TOOLS: [&str; 5] = ["add_review_comment", "discard_review", "show_review_draft", "start_review", "submit_review"];
+
+/// Starts a review through either arm; returns the draft to send next (a handle from the
+/// pattern, the whole draft object from the control).
+async fn start_any(c: &Client, cr: i64, reviewer: i64) -> Value {
+    ok_json(&call(c, "start_review", json!({"change_request_id": cr, "reviewer_id": reviewer})).await)["draft"].clone()
+}
+
+/// Adds one comment through either arm; returns the draft to send next and the count.
+async fn add_any(c: &Client, d: &Value, (path, line, body): (&str, i32, &str)) -> (Value, i64) {
+    let r = ok_json(&call(c, "add_review_comment", json!({"draft": d, "path": path, "line": line, "body": body})).await);
+    (r["draft"].clone(), r["comments"].as_i64().unwrap())
+}
+
+/// Both arms offer the same tools (the same reads, the same five review operations); every one
+/// works over both transports, through the same sequence of calls.
 #[tokio::test]
 async fn every_tool_of_both_arms_works_over_both_transports() {
     let b = common::backend().await;
@@ -82,98 +102,86 @@ async fn every_tool_of_both_arms_works_over_both_transports() {
         "users_get",
         "users_list",
     ];
+    let mut expected: Vec<&str> = reads.iter().chain(REVIEW_TOOLS.iter()).copied().collect();
+    expected.sort_unstable();
     for via in BOTH {
-        let c = connect("session_baseline", b.url(), via).await;
-        let tools = tool_names(c.client.list_all_tools().await.unwrap());
-        let mut expected: Vec<&str> = reads.to_vec();
-        expected.extend(["change_requests_comments_create", "change_requests_reviews_create"]);
-        expected.sort_unstable();
-        assert_eq!(tools, expected, "{via:?}");
-        assert_eq!(ok_json(&call(&c.client, "repos_list", json!({"name": "payments-api"})).await)["total"], 2);
-        assert_eq!(ok_json(&call(&c.client, "repos_get", json!({"id": 1})).await)["owner"], "platform");
-        assert_eq!(ok_json(&call(&c.client, "users_get", json!({"id": 2})).await)["name"], "Marcus Chen");
-        assert!(ok_json(&call(&c.client, "users_list", json!({"team": "payments"})).await)["total"].as_i64().unwrap() >= 1);
-        assert_eq!(ok_json(&call(&c.client, "change_requests_list", json!({"repo_id": 1, "limit": 1})).await)["data"][0]["repo_id"], 1);
-        assert_eq!(ok_json(&call(&c.client, "change_requests_get", json!({"id": 1})).await)["id"], 1);
-        let cm = ok_json(
-            &call(
-                &c.client,
-                "change_requests_comments_create",
-                json!({"id": 1, "author_id": 2, "path": "README.md", "line": 1, "body": format!("typo {via:?}")}),
-            )
-            .await,
-        );
-        assert!(cm["review_id"].is_null());
-        let r = ok_json(
-            &call(
-                &c.client,
-                "change_requests_reviews_create",
-                json!({"id": 1, "reviewer_id": 2, "verdict": "approve", "body": "ok", "comments": [{"path": "a.rs", "line": 2, "body": "fine"}]}),
-            )
-            .await,
-        );
-        assert_eq!((r["review"]["verdict"].as_str(), r["comments"][0]["review_id"].clone()), (Some("approve"), r["review"]["id"].clone()));
-        let comments = ok_json(&call(&c.client, "change_requests_comments_list", json!({"id": 1})).await);
-        assert!(comments["data"].as_array().unwrap().iter().any(|x| x["id"] == cm["id"]));
-        let reviews = ok_json(&call(&c.client, "change_requests_reviews_list", json!({"id": 1})).await);
-        assert!(reviews["data"].as_array().unwrap().iter().any(|x| x["id"] == r["review"]["id"]));
-        // A backend 4xx is a tool error naming the problem.
-        let e = err_text(&call(&c.client, "change_requests_reviews_create", json!({"id": 1, "reviewer_id": 999999, "verdict": "approve"})).await);
-        assert!(e.contains("reviewer_id"), "{e}");
-        c.close().await;
+        for arm in ARMS {
+            let c = connect(arm, b.url(), via).await;
+            assert_eq!(tool_names(c.client.list_all_tools().await.unwrap()), expected, "{arm} {via:?}");
+            assert_eq!(ok_json(&call(&c.client, "repos_list", json!({"name": "payments-api"})).await)["total"], 2);
+            assert_eq!(ok_json(&call(&c.client, "repos_get", json!({"id": 1})).await)["owner"], "platform");
+            assert_eq!(ok_json(&call(&c.client, "users_get", json!({"id": 2})).await)["name"], "Marcus Chen");
+            assert!(ok_json(&call(&c.client, "users_list", json!({"team": "payments"})).await)["total"].as_i64().unwrap() >= 1);
+            assert_eq!(ok_json(&call(&c.client, "change_requests_list", json!({"repo_id": 1, "limit": 1})).await)["data"][0]["repo_id"], 1);
+            assert_eq!(ok_json(&call(&c.client, "change_requests_get", json!({"id": 1})).await)["id"], 1);
+            ok_json(&call(&c.client, "change_requests_comments_list", json!({"id": 2})).await);
+            ok_json(&call(&c.client, "change_requests_reviews_list", json!({"id": 2})).await);
 
-        let c = connect("session_server", b.url(), via).await;
-        let tools = tool_names(c.client.list_all_tools().await.unwrap());
-        let mut expected: Vec<&str> = reads.to_vec();
-        expected.extend(["add_review_comment", "discard_review", "show_review_draft", "start_review", "submit_review"]);
-        expected.sort_unstable();
-        assert_eq!(tools, expected, "{via:?}");
-        for tool in reads {
-            let args =
-                if (tool.starts_with("change_requests_") && tool != "change_requests_list") || tool.ends_with("_get") { json!({"id": 2}) } else { json!({}) };
-            ok_json(&call(&c.client, tool, args).await);
+            let s = ok_json(&call(&c.client, "start_review", json!({"change_request_id": 2, "reviewer_id": 4})).await);
+            assert_eq!((s["change_request"]["id"].as_i64(), s["reviewer_id"].as_i64()), (Some(2), Some(4)), "{arm}");
+            assert!(s["change_request"]["title"].is_string());
+            let (d, n) = add_any(&c.client, &s["draft"], ("x.rs", 9, "why?")).await;
+            assert_eq!(n, 1);
+            let shown = ok_json(&call(&c.client, "show_review_draft", json!({"draft": d})).await);
+            assert_eq!(shown["comments"], json!([{"path": "x.rs", "line": 9, "body": "why?"}]), "{arm}");
+            assert_eq!((shown["change_request_id"].as_i64(), shown["reviewer_id"].as_i64()), (Some(2), Some(4)));
+            let sub = ok_json(&call(&c.client, "submit_review", json!({"draft": d, "verdict": "comment", "summary": "one question"})).await);
+            assert_eq!((sub["review"]["change_request_id"].as_i64(), sub["review"]["reviewer_id"].as_i64()), (Some(2), Some(4)));
+            assert_eq!(sub["comments"].as_array().unwrap().len(), 1);
+            // Discard: nothing is written.
+            let before = sql(&b, count_reviews()).await;
+            let d = start_any(&c.client, 2, 4).await;
+            let (d, _) = add_any(&c.client, &d, ("y.rs", 1, "drop me")).await;
+            let r = ok_json(&call(&c.client, "discard_review", json!({"draft": d})).await);
+            assert_eq!(r["comments_dropped"], 1);
+            assert_eq!(sql(&b, count_reviews()).await, before);
+            // An empty draft can be submitted: a verdict with no comments.
+            let d = start_any(&c.client, 2, 4).await;
+            let sub = ok_json(&call(&c.client, "submit_review", json!({"draft": d, "verdict": "approve"})).await);
+            assert_eq!((sub["review"]["verdict"].as_str(), sub["review"]["body"].as_str()), (Some("approve"), Some("")));
+            assert_eq!(sub["comments"], json!([]));
+            // Unknown references are refused before a draft exists.
+            let e = err_text(&call(&c.client, "start_review", json!({"change_request_id": 999999, "reviewer_id": 4})).await);
+            assert!(e.contains("change request 999999"), "{e}");
+            let e = err_text(&call(&c.client, "start_review", json!({"change_request_id": 2, "reviewer_id": 999999})).await);
+            assert!(e.contains("reviewer 999999"), "{e}");
+            c.close().await;
         }
-        let s = ok_json(&call(&c.client, "start_review", json!({"change_request_id": 2, "reviewer_id": 4})).await);
-        assert_eq!((s["change_request"]["id"].as_i64(), s["reviewer_id"].as_i64()), (Some(2), Some(4)));
-        assert!(s["change_request"]["title"].is_string());
-        let d = s["draft"].as_str().unwrap();
-        assert_eq!(ok_json(&call(&c.client, "add_review_comment", json!({"draft": d, "path": "x.rs", "line": 9, "body": "why?"})).await)["comments"], 1);
-        let shown = ok_json(&call(&c.client, "show_review_draft", json!({"draft": d})).await);
-        assert_eq!(shown["comments"], json!([{"path": "x.rs", "line": 9, "body": "why?"}]));
-        let sub = ok_json(&call(&c.client, "submit_review", json!({"draft": d, "verdict": "comment", "summary": "one question"})).await);
-        assert_eq!((sub["review"]["change_request_id"].as_i64(), sub["review"]["reviewer_id"].as_i64()), (Some(2), Some(4)));
-        assert_eq!(sub["comments"].as_array().unwrap().len(), 1);
-        // After submit the draft is gone.
-        let e = err_text(&call(&c.client, "show_review_draft", json!({"draft": d})).await);
+    }
+    b.shutdown().await.unwrap();
+}
+
+/// Where the state lives shows after a draft ends: the pattern forgets a submitted or
+/// discarded draft, while the control, holding nothing, cannot tell (a resent draft would be
+/// written again). Tasks that ask for one review count reviews, so that mistake fails in both.
+#[tokio::test]
+async fn a_finished_draft_is_gone_from_the_pattern_and_still_valid_in_the_control() {
+    let b = common::backend().await;
+    for via in BOTH {
+        let p = connect("session_server", b.url(), via).await;
+        let d = start_any(&p.client, 2, 4).await;
+        ok_json(&call(&p.client, "submit_review", json!({"draft": d, "verdict": "approve"})).await);
+        let e = err_text(&call(&p.client, "show_review_draft", json!({"draft": d})).await);
         assert!(e.contains("no open review draft"), "{e}");
-        // Discard: nothing is written, and the draft is gone afterwards.
-        let before = sql(&b, count_reviews()).await;
-        let d = start(&c.client, 2, 4).await;
-        ok_json(&call(&c.client, "add_review_comment", json!({"draft": d, "path": "y.rs", "line": 1, "body": "drop me"})).await);
-        let r = ok_json(&call(&c.client, "discard_review", json!({"draft": d})).await);
-        assert_eq!(r["comments_dropped"], 1);
-        err_text(&call(&c.client, "submit_review", json!({"draft": d, "verdict": "approve"})).await);
-        err_text(&call(&c.client, "discard_review", json!({"draft": d})).await);
-        assert_eq!(sql(&b, count_reviews()).await, before);
-        // An empty draft can be submitted: a verdict with no comments.
-        let d = start(&c.client, 2, 4).await;
-        let sub = ok_json(&call(&c.client, "submit_review", json!({"draft": d, "verdict": "approve"})).await);
-        assert_eq!((sub["review"]["verdict"].as_str(), sub["review"]["body"].as_str()), (Some("approve"), Some("")));
-        assert_eq!(sub["comments"], json!([]));
-        // Unknown references are refused before a draft exists.
-        let e = err_text(&call(&c.client, "start_review", json!({"change_request_id": 999999, "reviewer_id": 4})).await);
-        assert!(e.contains("change request 999999"), "{e}");
-        let e = err_text(&call(&c.client, "start_review", json!({"change_request_id": 2, "reviewer_id": 999999})).await);
-        assert!(e.contains("reviewer 999999"), "{e}");
+        let d = start_any(&p.client, 2, 4).await;
+        ok_json(&call(&p.client, "discard_review", json!({"draft": d})).await);
+        err_text(&call(&p.client, "submit_review", json!({"draft": d, "verdict": "approve"})).await);
+        err_text(&call(&p.client, "discard_review", json!({"draft": d})).await);
+        p.close().await;
+
+        let c = connect("session_baseline", b.url(), via).await;
+        let d = start_any(&c.client, 2, 4).await;
+        ok_json(&call(&c.client, "submit_review", json!({"draft": d, "verdict": "approve"})).await);
+        assert_eq!(ok_json(&call(&c.client, "show_review_draft", json!({"draft": d})).await)["comments"], json!([]));
         c.close().await;
     }
     b.shutdown().await.unwrap();
 }
 
-/// The same review through the draft (start, 4 × add, submit) and through one control call
-/// leaves the same review and comment rows, apart from ids and timestamps.
+/// The same review through either arm (start, 4 × add, submit) leaves the same review and
+/// comment rows, apart from ids and timestamps.
 #[tokio::test]
-async fn draft_review_equals_the_one_control_call() {
+async fn the_same_review_through_either_arm_leaves_the_same_rows() {
     let b = common::backend().await;
     let state = |review_id: i64| {
         format!(
@@ -184,35 +192,175 @@ async fn draft_review_equals_the_one_control_call() {
         )
     };
     for via in BOTH {
-        let comments: Vec<Value> = REVIEW_COMMENTS.iter().map(|(p, l, t)| json!({"path": p, "line": l, "body": t})).collect();
-        let w = connect("session_baseline", b.url(), via).await;
-        let r = ok_json(
-            &call(
-                &w.client,
-                "change_requests_reviews_create",
-                json!({"id": 10, "reviewer_id": 3, "verdict": "request_changes", "body": "Needs work before merge.", "comments": comments}),
-            )
-            .await,
-        );
-        let control = r["review"]["id"].as_i64().unwrap();
-        w.close().await;
-
-        let s = connect("session_server", b.url(), via).await;
-        let d = start(&s.client, 10, 3).await;
-        for (i, (p, l, t)) in REVIEW_COMMENTS.iter().enumerate() {
-            let n = ok_json(&call(&s.client, "add_review_comment", json!({"draft": d, "path": p, "line": l, "body": t})).await);
-            assert_eq!(n["comments"], i + 1);
+        let mut ids = Vec::new();
+        for arm in ARMS {
+            let c = connect(arm, b.url(), via).await;
+            let mut d = start_any(&c.client, 10, 3).await;
+            for (i, comment) in REVIEW_COMMENTS.into_iter().enumerate() {
+                let (next, n) = add_any(&c.client, &d, comment).await;
+                assert_eq!(n as usize, i + 1);
+                d = next;
+            }
+            let r = ok_json(&call(&c.client, "submit_review", json!({"draft": d, "verdict": "request_changes", "summary": "Needs work before merge."})).await);
+            ids.push(r["review"]["id"].as_i64().unwrap());
+            c.close().await;
         }
-        let r = ok_json(&call(&s.client, "submit_review", json!({"draft": d, "verdict": "request_changes", "summary": "Needs work before merge."})).await);
-        let pattern = r["review"]["id"].as_i64().unwrap();
-        s.close().await;
-
-        assert_ne!(control, pattern);
-        let (a, p) = (sql(&b, &state(control)).await, sql(&b, &state(pattern)).await);
-        assert_eq!(a, p, "{via:?}");
-        assert_eq!((a["verdict"].as_str(), a["comments"].as_array().map(Vec::len)), (Some("request_changes"), Some(4)));
-        assert_eq!(a["comments"][3]["path"], "migrations/0042_refunds.sql");
+        assert_ne!(ids[0], ids[1]);
+        let (p, c) = (sql(&b, &state(ids[0])).await, sql(&b, &state(ids[1])).await);
+        assert_eq!(p, c, "{via:?}");
+        assert_eq!((p["verdict"].as_str(), p["comments"].as_array().map(Vec::len)), (Some("request_changes"), Some(4)));
+        assert_eq!(p["comments"][3]["path"], "migrations/0042_refunds.sql");
     }
+    b.shutdown().await.unwrap();
+}
+
+/// A loopback HTTP proxy in front of the backend that records every request it forwards
+/// (method and path); returns its URL, the log and the serving task.
+async fn recording_proxy(target: &str) -> (String, Arc<Mutex<Vec<String>>>, tokio::task::JoinHandle<()>) {
+    let log: Arc<Mutex<Vec<String>>> = Arc::default();
+    let (target, seen, http) = (target.trim_end_matches('/').to_owned(), log.clone(), reqwest::Client::new());
+    let forward = move |req: axum::extract::Request| {
+        let (target, seen, http) = (target.clone(), seen.clone(), http.clone());
+        async move {
+            let (parts, body) = req.into_parts();
+            let path = parts.uri.path_and_query().map(|p| p.as_str().to_owned()).unwrap_or_default();
+            seen.lock().unwrap().push(format!("{} {}", parts.method, parts.uri.path()));
+            let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap();
+            let mut out = http.request(parts.method, format!("{target}{path}")).body(bytes);
+            if let Some(ct) = parts.headers.get("content-type") {
+                out = out.header("content-type", ct);
+            }
+            let resp = out.send().await.unwrap();
+            let status = resp.status();
+            let ct = resp.headers().get("content-type").cloned();
+            let mut answer = axum::response::Response::new(axum::body::Body::from(resp.bytes().await.unwrap()));
+            *answer.status_mut() = status;
+            if let Some(ct) = ct {
+                answer.headers_mut().insert("content-type", ct);
+            }
+            answer
+        }
+    };
+    let (url, task) = serve_http(axum::Router::new().fallback(forward)).await;
+    (url.trim_end_matches("/mcp").to_owned(), log, task)
+}
+
+/// Through either arm, starting and filling a draft writes nothing, and the submit writes the
+/// review with all its comments in exactly one backend request.
+#[tokio::test]
+async fn either_arm_writes_the_whole_review_with_one_backend_request() {
+    let b = common::backend().await;
+    let (proxy, log, task) = recording_proxy(b.url()).await;
+    for via in BOTH {
+        for arm in ARMS {
+            let c = connect(arm, &proxy, via).await;
+            let before = sql(&b, count_reviews()).await;
+            let mut d = start_any(&c.client, 10, 3).await;
+            for comment in REVIEW_COMMENTS {
+                d = add_any(&c.client, &d, comment).await.0;
+            }
+            ok_json(&call(&c.client, "show_review_draft", json!({"draft": d})).await);
+            let writes = |log: &Mutex<Vec<String>>| log.lock().unwrap().iter().filter(|r| !r.starts_with("GET ")).cloned().collect::<Vec<_>>();
+            assert_eq!(writes(&log), Vec::<String>::new(), "{arm} {via:?}: nothing is written before the submit");
+            log.lock().unwrap().clear();
+            let r = ok_json(&call(&c.client, "submit_review", json!({"draft": d, "verdict": "comment"})).await);
+            assert_eq!(r["comments"].as_array().unwrap().len(), REVIEW_COMMENTS.len());
+            assert_eq!(*log.lock().unwrap(), vec!["POST /change_requests/10/reviews".to_owned()], "{arm} {via:?}");
+            log.lock().unwrap().clear();
+            let after = sql(&b, count_reviews()).await;
+            assert_eq!(after["reviews"].as_i64(), before["reviews"].as_i64().map(|n| n + 1));
+            assert_eq!(after["comments"].as_i64(), before["comments"].as_i64().map(|n| n + REVIEW_COMMENTS.len() as i64));
+            c.close().await;
+        }
+    }
+    task.abort();
+    b.shutdown().await.unwrap();
+}
+
+/// The control's draft cannot be edited, extended or made up by the agent: any change to it
+/// is refused with the fix, nothing is written, and the draft as issued still works.
+#[tokio::test]
+async fn a_changed_or_made_up_draft_is_refused_by_the_control() {
+    let b = common::backend().await;
+    for via in BOTH {
+        let c = connect("session_baseline", b.url(), via).await;
+        let before = sql(&b, count_reviews()).await;
+        let d = start_any(&c.client, 10, 3).await;
+        let (d, _) = add_any(&c.client, &d, REVIEW_COMMENTS[0]).await;
+        let mut forged = Vec::new();
+        for (pointer, value) in [
+            ("/change_request_id", json!(11)),
+            ("/reviewer_id", json!(4)),
+            ("/comments/0/body", json!("Something else entirely.")),
+            ("/comments/0/line", json!(43)),
+        ] {
+            let mut f = d.clone();
+            *f.pointer_mut(pointer).unwrap() = value;
+            forged.push(f);
+        }
+        // All the review's comments at once, under the tag of the one-comment draft.
+        let mut all = d.clone();
+        all["comments"] = json!(REVIEW_COMMENTS.iter().map(|(p, l, t)| json!({"path": p, "line": l, "body": t})).collect::<Vec<_>>());
+        forged.push(all.clone());
+        // A draft written from scratch, with a tag that looks right.
+        let mut scratch = all.clone();
+        scratch["tag"] = json!("0123456789abcdef0123456789abcdef");
+        forged.push(scratch);
+        for f in &forged {
+            for (tool, args) in [
+                ("submit_review", json!({"draft": f, "verdict": "request_changes"})),
+                ("add_review_comment", json!({"draft": f, "path": "b.rs", "line": 1, "body": "more"})),
+                ("show_review_draft", json!({"draft": f})),
+                ("discard_review", json!({"draft": f})),
+            ] {
+                let e = err_text(&call(&c.client, tool, args).await);
+                assert!(e.contains("the draft's tag does not match its contents") && e.contains("pass the draft exactly as"), "{tool}: {e}");
+            }
+        }
+        // A draft without its tag, or not a draft at all: the shape is named, with the fix.
+        let mut untagged = d.clone();
+        untagged.as_object_mut().unwrap().remove("tag");
+        for bad in [untagged, json!({"change_request_id": 10}), json!({"handle": "x"})] {
+            let e = err_text(&call(&c.client, "submit_review", json!({"draft": bad, "verdict": "approve"})).await);
+            assert!(e.starts_with("draft: expected the JSON object") && e.contains("pass the draft exactly as"), "{e}");
+        }
+        assert_eq!(sql(&b, count_reviews()).await, before, "a refused draft writes nothing");
+        // The draft as issued, re-serialised and sent as a JSON string, is still accepted.
+        let shown = ok_json(&call(&c.client, "show_review_draft", json!({"draft": serde_json::to_string_pretty(&d).unwrap()})).await);
+        assert_eq!(shown["comments"].as_array().unwrap().len(), 1);
+        let r = ok_json(&call(&c.client, "submit_review", json!({"draft": d, "verdict": "comment"})).await);
+        assert_eq!(r["comments"].as_array().unwrap().len(), 1);
+        c.close().await;
+    }
+    b.shutdown().await.unwrap();
+}
+
+/// Each control process signs with its own random key: a draft made by one process is refused
+/// by another (stdio: one process per connection), and still accepted where it was made.
+#[tokio::test]
+async fn a_control_draft_from_another_process_is_refused() {
+    let b = common::backend().await;
+    let before = sql(&b, count_reviews()).await;
+    let one = connect("session_baseline", b.url(), Via::Stdio).await;
+    let two = connect("session_baseline", b.url(), Via::Stdio).await;
+    let d = start_any(&one.client, 10, 3).await;
+    let (d, _) = add_any(&one.client, &d, REVIEW_COMMENTS[0]).await;
+    for (tool, args) in [
+        ("show_review_draft", json!({"draft": d})),
+        ("add_review_comment", json!({"draft": d, "path": "x.rs", "line": 1, "body": "elsewhere"})),
+        ("submit_review", json!({"draft": d, "verdict": "approve"})),
+        ("discard_review", json!({"draft": d})),
+    ] {
+        let e = err_text(&call(&two.client, tool, args).await);
+        assert!(e.contains("tag does not match") && e.contains("other than the one that made it"), "{tool}: {e}");
+    }
+    // And the other way round.
+    let d2 = start_any(&two.client, 10, 3).await;
+    err_text(&call(&one.client, "show_review_draft", json!({"draft": d2})).await);
+    assert_eq!(sql(&b, count_reviews()).await, before, "nothing was written");
+    assert_eq!(ok_json(&call(&one.client, "submit_review", json!({"draft": d, "verdict": "approve"})).await)["comments"].as_array().unwrap().len(), 1);
+    one.close().await;
+    two.close().await;
     b.shutdown().await.unwrap();
 }
 
@@ -311,50 +459,54 @@ async fn idle_drafts_expire() {
 }
 
 /// A bad comment is refused when added (the draft is unchanged); a submit the backend
-/// rejects keeps the draft, and a corrected retry writes it.
+/// rejects keeps the draft usable, and a corrected retry writes it. The same in both arms.
 #[tokio::test]
 async fn bad_input_is_caught_early_and_a_failed_submit_keeps_the_draft() {
     let b = common::backend().await;
     for via in BOTH {
-        let c = connect("session_server", b.url(), via).await;
-        let d = start(&c.client, 10, 3).await;
-        ok_json(&call(&c.client, "add_review_comment", json!({"draft": d, "path": "a.rs", "line": 5, "body": "good"})).await);
-        for (bad, field) in [
-            (json!({"draft": d, "path": "a.rs", "line": 0, "body": "x"}), "line"),
-            (json!({"draft": d, "path": "  ", "line": 1, "body": "x"}), "path"),
-            (json!({"draft": d, "path": "a.rs", "line": 1, "body": ""}), "body"),
-            (json!({"draft": d, "path": "a.rs", "line": 1, "body": "b".repeat(4001)}), "body"),
-        ] {
-            let e = err_text(&call(&c.client, "add_review_comment", bad).await);
-            assert!(e.starts_with(field), "{field}: {e}");
-        }
-        assert_eq!(ok_json(&call(&c.client, "show_review_draft", json!({"draft": d})).await)["comments"].as_array().unwrap().len(), 1);
+        for arm in ARMS {
+            let c = connect(arm, b.url(), via).await;
+            let d = start_any(&c.client, 10, 3).await;
+            let (d, _) = add_any(&c.client, &d, ("a.rs", 5, "good")).await;
+            for (bad, field) in [
+                (json!({"draft": d, "path": "a.rs", "line": 0, "body": "x"}), "line"),
+                (json!({"draft": d, "path": "  ", "line": 1, "body": "x"}), "path"),
+                (json!({"draft": d, "path": "a.rs", "line": 1, "body": ""}), "body"),
+                (json!({"draft": d, "path": "a.rs", "line": 1, "body": "b".repeat(4001)}), "body"),
+            ] {
+                let e = err_text(&call(&c.client, "add_review_comment", bad).await);
+                assert!(e.starts_with(field), "{arm} {field}: {e}");
+            }
+            assert_eq!(ok_json(&call(&c.client, "show_review_draft", json!({"draft": d})).await)["comments"].as_array().unwrap().len(), 1);
 
-        let before = sql(&b, count_reviews()).await;
-        // The backend refuses a summary over 4000 characters, and an unknown verdict.
-        let e = err_text(&call(&c.client, "submit_review", json!({"draft": d, "verdict": "approve", "summary": "s".repeat(4001)})).await);
-        assert!(e.contains("not submitted") && e.contains("still open"), "{e}");
-        let e = err_text(&call(&c.client, "submit_review", json!({"draft": d, "verdict": "lgtm"})).await);
-        assert!(e.contains("not submitted"), "{e}");
-        assert_eq!(sql(&b, count_reviews()).await, before, "a rejected submit writes nothing");
-        // The draft is intact and can still grow.
-        assert_eq!(ok_json(&call(&c.client, "add_review_comment", json!({"draft": d, "path": "b.rs", "line": 6, "body": "also"})).await)["comments"], 2);
-        let r = ok_json(&call(&c.client, "submit_review", json!({"draft": d, "verdict": "approve", "summary": "short"})).await);
-        assert_eq!(r["comments"].as_array().unwrap().len(), 2);
-        let after = sql(&b, count_reviews()).await;
-        assert_eq!(
-            (after["reviews"].as_i64(), after["comments"].as_i64()),
-            (before["reviews"].as_i64().map(|n| n + 1), before["comments"].as_i64().map(|n| n + 2))
-        );
-        c.close().await;
+            let before = sql(&b, count_reviews()).await;
+            // The backend refuses a summary over 4000 characters, and an unknown verdict.
+            let e = err_text(&call(&c.client, "submit_review", json!({"draft": d, "verdict": "approve", "summary": "s".repeat(4001)})).await);
+            assert!(e.contains("not submitted") && (e.contains("still open") || e.contains("unchanged")), "{arm}: {e}");
+            let e = err_text(&call(&c.client, "submit_review", json!({"draft": d, "verdict": "lgtm"})).await);
+            assert!(e.contains("not submitted"), "{e}");
+            assert_eq!(sql(&b, count_reviews()).await, before, "a rejected submit writes nothing");
+            // The draft is intact and can still grow.
+            let (d, n) = add_any(&c.client, &d, ("b.rs", 6, "also")).await;
+            assert_eq!(n, 2, "{arm}");
+            let r = ok_json(&call(&c.client, "submit_review", json!({"draft": d, "verdict": "approve", "summary": "short"})).await);
+            assert_eq!(r["comments"].as_array().unwrap().len(), 2);
+            let after = sql(&b, count_reviews()).await;
+            assert_eq!(
+                (after["reviews"].as_i64(), after["comments"].as_i64()),
+                (before["reviews"].as_i64().map(|n| n + 1), before["comments"].as_i64().map(|n| n + 2))
+            );
+            c.close().await;
+        }
     }
     b.shutdown().await.unwrap();
 }
 
 /// A client on the stateless 2026-07-28 protocol gets a fresh server per request, so a
-/// draft could never be found again: opening one is refused with a clear message.
+/// pattern draft could never be found again: opening one is refused with a clear message.
+/// The control, which keeps nothing, works there.
 #[tokio::test]
-async fn stateless_http_requests_cannot_open_drafts() {
+async fn stateless_http_requests_cannot_open_pattern_drafts_but_can_use_the_control() {
     use rmcp::model::{CallToolRequestParams, ClientConfig, ProtocolVersion};
     use rmcp::{ClientLifecycleMode, ClientServiceExt};
 
@@ -375,6 +527,25 @@ async fn stateless_http_requests_cannot_open_drafts() {
     assert_eq!(r.is_error, Some(true));
     let e = common::text(&r);
     assert!(e.contains("need an MCP session"), "{e}");
+    client.cancel().await.unwrap();
+    server.abort();
+
+    // The control holds nothing, so it reviews on the same path, each request on a fresh instance.
+    let router = servers::registry::find("session_baseline").unwrap().launcher.http_router(BackendClient::new(b.url()), Default::default());
+    let (url, server) = serve_http(router).await;
+    let client = ClientConfig::default()
+        .serve_with_lifecycle(
+            StreamableHttpClientTransport::from_uri(url),
+            ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] },
+        )
+        .await
+        .expect("a 2026-07-28 client starts");
+    let call = |tool: &str, args: Value| client.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args.as_object().cloned().unwrap()));
+    let ok = |r: rmcp::model::CallToolResult| common::ok_json(&r);
+    let d = ok(call("start_review", json!({"change_request_id": 10, "reviewer_id": 3})).await.unwrap())["draft"].clone();
+    let d = ok(call("add_review_comment", json!({"draft": d, "path": "a.rs", "line": 1, "body": "fine"})).await.unwrap())["draft"].clone();
+    let r = ok(call("submit_review", json!({"draft": d, "verdict": "comment"})).await.unwrap());
+    assert_eq!(r["comments"].as_array().unwrap().len(), 1);
     client.cancel().await.unwrap();
     server.abort();
     b.shutdown().await.unwrap();

@@ -7,7 +7,7 @@ use std::io::Read;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Most comments one review may carry (the backend's limit, checked when adding).
 pub const MAX_COMMENTS: usize = 100;
@@ -15,7 +15,8 @@ pub const MAX_COMMENTS: usize = 100;
 pub const PATH_MAX: usize = 300;
 pub const BODY_MAX: usize = 4000;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Comment {
     pub path: String,
     pub line: i32,
@@ -139,7 +140,7 @@ impl Drafts {
 }
 
 /// Rejects a comment the backend would reject, so the mistake shows where it was made.
-fn validate(c: &Comment) -> Result<(), DraftError> {
+pub(super) fn validate(c: &Comment) -> Result<(), DraftError> {
     let invalid = |m: String| Err(DraftError::Invalid(m));
     for (field, value, max) in [("path", &c.path, PATH_MAX), ("body", &c.body, BODY_MAX)] {
         if value.trim().is_empty() {

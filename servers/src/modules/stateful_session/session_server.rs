@@ -9,10 +9,10 @@ use rmcp::model::{CallToolResult, Extensions};
 use rmcp::{ErrorData, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::drafts::{Comment, DraftError, Drafts};
-use crate::backend_client::{BackendClient, json_result, tool_error};
+use crate::backend_client::{BackendClient, CallError, json_result, tool_error};
 use crate::launch::BenchServer;
 
 /// How long an untouched draft lives.
@@ -100,6 +100,38 @@ pub struct SubmitReview {
     pub summary: Option<String>,
 }
 
+/// Checks that the change request and the reviewer exist (both arms, before a draft exists) and
+/// returns the change request's summary, or the tool error naming what is missing.
+pub(super) async fn looked_up(backend: &BackendClient, a: &StartReview) -> Result<Value, CallToolResult> {
+    let cr = match backend.get(&format!("/change_requests/{}", a.change_request_id), &()).await {
+        Ok(cr) => cr,
+        Err(e) => return Err(tool_error(format!("looking up change request {}: {e}", a.change_request_id))),
+    };
+    if let Err(e) = backend.get(&format!("/users/{}", a.reviewer_id), &()).await {
+        return Err(tool_error(format!("looking up reviewer {}: {e}", a.reviewer_id)));
+    }
+    Ok(json!({
+        "id": cr["id"], "repo_id": cr["repo_id"], "number": cr["number"], "title": cr["title"],
+        "status": cr["status"], "author_id": cr["author_id"],
+    }))
+}
+
+/// Writes a review and all its comments with one backend request (both arms' submit).
+pub(super) async fn post_review(
+    backend: &BackendClient,
+    change_request_id: i64,
+    reviewer_id: i64,
+    comments: &[Comment],
+    verdict: &str,
+    summary: Option<&str>,
+) -> Result<Value, CallError> {
+    let mut body = json!({ "reviewer_id": reviewer_id, "verdict": verdict, "comments": comments });
+    if let Some(s) = summary {
+        body["body"] = json!(s);
+    }
+    backend.post(&format!("/change_requests/{change_request_id}/reviews"), &body).await
+}
+
 fn draft_error(e: DraftError) -> CallToolResult {
     tool_error(e.to_string())
 }
@@ -121,18 +153,11 @@ impl SessionServer {
                  reconnect with a session to review",
             ));
         }
-        let cr = match self.backend.get(&format!("/change_requests/{}", a.change_request_id), &()).await {
-            Ok(cr) => cr,
-            Err(e) => return Ok(tool_error(format!("looking up change request {}: {e}", a.change_request_id))),
+        let summary = match looked_up(&self.backend, &a).await {
+            Ok(s) => s,
+            Err(e) => return Ok(e),
         };
-        if let Err(e) = self.backend.get(&format!("/users/{}", a.reviewer_id), &()).await {
-            return Ok(tool_error(format!("looking up reviewer {}: {e}", a.reviewer_id)));
-        }
         let draft = self.drafts.open(a.change_request_id, a.reviewer_id).map_err(|e| ErrorData::internal_error(format!("making a draft handle: {e}"), None))?;
-        let summary = json!({
-            "id": cr["id"], "repo_id": cr["repo_id"], "number": cr["number"], "title": cr["title"],
-            "status": cr["status"], "author_id": cr["author_id"],
-        });
         Ok(json_result(&json!({ "draft": draft, "change_request": summary, "reviewer_id": a.reviewer_id })))
     }
 
@@ -169,11 +194,7 @@ impl SessionServer {
             Ok(d) => d,
             Err(e) => return Ok(draft_error(e)),
         };
-        let mut body = json!({ "reviewer_id": d.reviewer_id, "verdict": a.verdict, "comments": d.comments });
-        if let Some(s) = &a.summary {
-            body["body"] = json!(s);
-        }
-        let outcome = self.backend.post(&format!("/change_requests/{}/reviews", d.change_request_id), &body).await;
+        let outcome = post_review(&self.backend, d.change_request_id, d.reviewer_id, &d.comments, &a.verdict, a.summary.as_deref()).await;
         self.drafts.end_submit(&a.draft, outcome.is_ok());
         Ok(match outcome {
             Ok(review) => json_result(&review),
