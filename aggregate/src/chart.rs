@@ -83,6 +83,8 @@ enum Kind {
 
 struct Panel {
     title: String,
+    /// The table row (model tables) or column (the oracle table) that prints the same values.
+    figure: &'static str,
     y_title: &'static str,
     percent: bool,
     kind: Kind,
@@ -121,12 +123,15 @@ fn missing(a: &Option<ArmMetrics>) -> &'static str {
     }
 }
 
+/// Every value is per session, never summed over tasks, and is the value the tables print:
+/// model bars are the arm's success rate and means over its valid sessions (the model tables'
+/// mean columns), oracle values are [`crate::metrics::OraclePerSession`] (the oracle table's
+/// module rows). Per session because that is what a reader compares across arms and modules:
+/// a sum over tasks grows with a module's task count, and a model session is billed per session.
 fn rows(s: &Summary) -> Vec<Row> {
-    // Per session, over the module's tasks: the mean of the per-task medians.
     let estimate = |module: &str, role: Role| -> Option<f64> {
         let f = s.oracle_floors.iter().find(|f| f.module == module)?;
-        let v: Vec<f64> = f.rows.iter().filter(|r| r.role == role).filter_map(|r| r.estimated_input_tokens.map(|t| t as f64)).collect();
-        crate::stats::mean(&v)
+        f.per_session_of(role, |m| m.estimated_input_tokens).ok()
     };
     let success = |a: &Option<ArmMetrics>| match a.as_ref().and_then(|m| m.success.rate.map(|r| (m, r))) {
         Some((m, r)) => Slot::Bar(Bar {
@@ -147,8 +152,9 @@ fn rows(s: &Summary) -> Vec<Row> {
         .models
         .iter()
         .map(|m| {
-            let panel = |title: &str, y_title, percent, f: &dyn Fn(&Option<ArmMetrics>) -> Slot, estimates: bool| Panel {
+            let panel = |title: &str, figure, y_title, percent, f: &dyn Fn(&Option<ArmMetrics>) -> Slot, estimates: bool| Panel {
                 title: title.into(),
+                figure,
                 y_title,
                 percent,
                 kind: Kind::Measured,
@@ -166,25 +172,35 @@ fn rows(s: &Summary) -> Vec<Row> {
             Row {
                 label: format!("model {} ({})", m.model, m.provider),
                 panels: vec![
-                    panel("Success rate, with its Wilson 95% interval", "success rate (%)", true, &success, false),
-                    panel("Turns per session: mean, with its 95% interval", "turns per session", false, &mean_of(|a| &a.turns), false),
-                    panel("Input tokens per session: mean, with its 95% interval", "input tokens per session", false, &mean_of(|a| &a.input_tokens), true),
+                    panel("Success rate, with its Wilson 95% interval", "success rate [Wilson 95%]", "success rate (%)", true, &success, false),
+                    panel(
+                        "Turns per session: mean, with its 95% interval",
+                        "turns / session (median / mean [CI]), all pairs",
+                        "turns per session",
+                        false,
+                        &mean_of(|a| &a.turns),
+                        false,
+                    ),
+                    panel(
+                        "Input tokens per session: mean, with its 95% interval",
+                        "input tokens / session (median / mean [CI]), all pairs",
+                        "input tokens per session",
+                        false,
+                        &mean_of(|a| &a.input_tokens),
+                        true,
+                    ),
                 ],
             }
         })
         .collect();
     if out.is_empty() && !s.oracle_floors.is_empty() {
-        let groups = |pick: &dyn Fn(&crate::metrics::OracleRow) -> Option<u64>| -> Vec<Group> {
+        let groups = |pick: fn(&crate::metrics::OraclePerSession) -> Option<f64>| -> Vec<Group> {
             s.oracle_floors
                 .iter()
                 .map(|f| {
-                    let slot = |role: Role| {
-                        let v: Vec<f64> = f.rows.iter().filter(|r| r.role == role).filter_map(|r| pick(r).map(|x| x as f64)).collect();
-                        match crate::stats::mean(&v) {
-                            Some(v) => Slot::Bar(Bar { value: v, ci: None, label: readable(v) }),
-                            None if f.rows.iter().any(|r| r.role == role) => Slot::Missing("not recorded"),
-                            None => Slot::Missing("no sessions"),
-                        }
+                    let slot = |role: Role| match f.per_session_of(role, pick) {
+                        Ok(v) => Slot::Bar(Bar { value: v, ci: None, label: readable(v) }),
+                        Err(why) => Slot::Missing(why),
                     };
                     Group { module: f.module.clone(), arms: [slot(Role::Pattern), slot(Role::Control)], estimates: [None, None], note: None }
                 })
@@ -195,20 +211,61 @@ fn rows(s: &Summary) -> Vec<Row> {
             panels: vec![
                 Panel {
                     title: "Tool calls per session (counted over the oracle plans; mean over tasks)".into(),
+                    figure: "calls / session: pattern / control",
                     y_title: "tool calls per session",
                     percent: false,
                     kind: Kind::Measured,
-                    groups: groups(&|r| r.calls),
+                    groups: groups(|m| m.calls),
                 },
                 Panel {
                     title: "Input tokens per session — an ESTIMATE from bytes / 4, not a measurement".into(),
+                    figure: "est. input tokens / session: pattern / control",
                     y_title: "estimated input tokens",
                     percent: false,
                     kind: Kind::Estimate,
-                    groups: groups(&|r| r.estimated_input_tokens),
+                    groups: groups(|m| m.estimated_input_tokens),
                 },
             ],
         });
+    }
+    out
+}
+
+/// One arm's slot of one panel, as drawn: for checking the chart against the tables.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plotted {
+    /// The chart's row: "model ID (provider)", or the oracle plans' row.
+    pub row: String,
+    /// The table row or column that prints the same values.
+    pub figure: &'static str,
+    pub module: String,
+    pub role: Role,
+    /// The bar's value (a rate in percent); `None` where the slot says why there is none.
+    pub value: Option<f64>,
+    /// The oracle's estimate drawn dashed over the bar.
+    pub estimate: Option<f64>,
+}
+
+pub fn plotted(s: &Summary) -> Vec<Plotted> {
+    let mut out = Vec::new();
+    for row in rows(s) {
+        for p in &row.panels {
+            for g in &p.groups {
+                for (j, role) in [Role::Pattern, Role::Control].into_iter().enumerate() {
+                    out.push(Plotted {
+                        row: row.label.clone(),
+                        figure: p.figure,
+                        module: g.module.clone(),
+                        role,
+                        value: match &g.arms[j] {
+                            Slot::Bar(b) => Some(b.value),
+                            Slot::Missing(_) => None,
+                        },
+                        estimate: g.estimates[j],
+                    });
+                }
+            }
+        }
     }
     out
 }

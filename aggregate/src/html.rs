@@ -388,11 +388,9 @@ fn headline(o: &mut String, s: &Summary) {
     if s.models.is_empty() {
         o.push_str("<p>No model sessions: the oracle's scripted plans only, no model. Calls are counted; tokens are <strong>estimates</strong> (bytes / 4), never measurements.</p>\n<div class=\"cards\">\n");
         for f in &s.oracle_floors {
-            let mean = |role: Role, pick: fn(&crate::metrics::OracleRow) -> Option<u64>| {
-                let v: Vec<f64> = f.rows.iter().filter(|r| r.role == role).filter_map(|r| pick(r).map(|x| x as f64)).collect();
-                crate::stats::mean(&v)
-            };
-            let server = |role: Role| f.rows.iter().find(|r| r.role == role).map(|r| r.server.clone()).unwrap_or_else(|| "—".into());
+            // The oracle table's per-session values, as the chart shows them.
+            let mean = |role: Role, pick: fn(&crate::metrics::OraclePerSession) -> Option<f64>| f.per_session_of(role, pick).ok();
+            let server = |role: Role| f.server(role);
             writeln!(o, "<article class=\"card\"><header><h3>{}</h3><span class=\"badge\">oracle plan</span></header>", escape(&f.module)).unwrap();
             writeln!(
                 o,
@@ -402,8 +400,12 @@ fn headline(o: &mut String, s: &Summary) {
             )
             .unwrap();
             for (title, pick, estimate) in [
-                ("tool calls per session (counted)", (|r: &crate::metrics::OracleRow| r.calls) as fn(&crate::metrics::OracleRow) -> Option<u64>, false),
-                ("input tokens per session — estimate, not a measurement", |r| r.estimated_input_tokens, true),
+                (
+                    "tool calls per session (counted)",
+                    (|m: &crate::metrics::OraclePerSession| m.calls) as fn(&crate::metrics::OraclePerSession) -> Option<f64>,
+                    false,
+                ),
+                ("input tokens per session — estimate, not a measurement", |m| m.estimated_input_tokens, true),
             ] {
                 writeln!(o, "<div class=\"metric{}\"><h4>{title}</h4>", if estimate { " estimate" } else { "" }).unwrap();
                 for role in [Role::Pattern, Role::Control] {

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::metrics::{ArmMetrics, Diff, Dist, ModuleReport, PairOutcomes, Summary, TaskArm};
+use crate::metrics::{ArmMetrics, Diff, Dist, ModuleReport, OracleModule, OraclePerSession, PairOutcomes, Summary, TaskArm};
 use crate::stats::Interval;
 use records::{Provider, Role};
 
@@ -162,6 +162,9 @@ pub struct Sections {
     pub method: String,
 }
 
+/// The chart's section. Its values are per session, as the tables' are (see `chart::rows`).
+const CHART: &str = "## Chart\n\n![Success rate, turns and input tokens per module and arm](chart.svg)\n\nEvery value is per session, as in the tables: the success rate and the means over the arm's valid sessions (the mean columns of the model tables), and the oracle's estimate per session (mean over tasks, the oracle table's est. input tokens / session); nothing is summed over tasks. The same chart as [SVG](chart.svg) and [PNG](chart.png), beside this file.\n\n";
+
 pub fn render(s: &Summary) -> String {
     let p = sections(s);
     [p.title, p.notices, p.headline, p.chart, p.attrition, p.models, p.oracle, p.provenance, p.method].concat()
@@ -173,7 +176,7 @@ pub fn sections(s: &Summary) -> Sections {
         title: format!("# mcp-pattern-bench report — {exp}\n\n"),
         notices: notices(s),
         headline: headline(s),
-        chart: "## Chart\n\n![Success rate, turns and input tokens per module and arm](chart.svg)\n\nThe same chart as [SVG](chart.svg) and [PNG](chart.png), beside this file.\n\n".into(),
+        chart: CHART.into(),
         attrition: attrition(s),
         models: models(s),
         oracle: oracle(s),
@@ -262,77 +265,87 @@ fn models(s: &Summary) -> String {
 
 fn oracle(s: &Summary) -> String {
     let mut o = String::new();
-    if !s.oracle_floors.is_empty() {
-        writeln!(o, "## Oracle structural floors\n").unwrap();
-        writeln!(o, "Scripted oracle plans, no model: the minimum calls and bytes each arm needs. Tokens are an **estimate** (bytes / 4), never a measurement, and are never mixed into model results. Input tokens assume one call per turn plus an answer turn, each turn resending the system prompt, task, definitions and all earlier calls and results, as a model session is billed.\n").unwrap();
-        writeln!(o, "| module | pattern server | control server | tasks | calls Σ pattern / control | est. input tokens Σ pattern / control (estimate) | pattern − control (estimate) |").unwrap();
-        writeln!(o, "| --- | --- | --- | ---: | ---: | ---: | ---: |").unwrap();
-        for f in &s.oracle_floors {
-            let server = |role: Role| f.rows.iter().find(|r| r.role == role).map(|r| r.server.clone()).unwrap_or_else(|| "—".into());
-            let calls = |role: Role| -> u64 { f.rows.iter().filter(|r| r.role == role).filter_map(|r| r.calls).sum() };
-            let tok = |role: Role| f.total_estimated_input_tokens.get(&role).copied();
-            let tasks: std::collections::BTreeSet<&str> = f.rows.iter().map(|r| r.task.as_str()).collect();
-            let delta = match (tok(Role::Pattern), tok(Role::Control)) {
-                (Some(p), Some(c)) if c > 0 => format!("{} ({})", signed(p as f64 - c as f64), signed_pct((p as f64 - c as f64) / c as f64)),
-                _ => "—".into(),
-            };
-            let t = |x: Option<u64>| x.map(|v| v.to_string()).unwrap_or_else(|| "—".into());
-            writeln!(
-                o,
-                "| {} | {} | {} | {} | {} / {} | {} / {} | {} |",
-                f.module,
-                server(Role::Pattern),
-                server(Role::Control),
-                tasks.len(),
-                calls(Role::Pattern),
-                calls(Role::Control),
-                t(tok(Role::Pattern)),
-                t(tok(Role::Control)),
-                delta
-            )
-            .unwrap();
-        }
-        writeln!(o).unwrap();
-        for f in &s.oracle_floors {
-            writeln!(o, "### {}\n", f.module).unwrap();
-            writeln!(
-                o,
-                "| task | role | server | valid/sessions | passed | calls | schema bytes | args bytes | result bytes | est. final context tokens | est. input tokens |"
-            )
-            .unwrap();
-            writeln!(o, "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |").unwrap();
-            for r in &f.rows {
-                writeln!(
-                    o,
-                    "| {} | {} | {} | {}/{} | {} | {} | {} | {} | {} | {} | {} |",
-                    r.task,
-                    r.role,
-                    r.server,
-                    r.valid,
-                    r.sessions,
-                    r.passed,
-                    opt_int(r.calls),
-                    opt_int(r.schema_bytes),
-                    opt_int(r.args_bytes),
-                    opt_int(r.result_bytes),
-                    opt_int(r.estimated_tokens),
-                    opt_int(r.estimated_input_tokens)
-                )
-                .unwrap();
-            }
-            let roles: std::collections::BTreeSet<Role> = f.rows.iter().map(|r| r.role).collect();
-            let totals: Vec<String> = roles
-                .into_iter()
-                .map(|role| match f.total_estimated_input_tokens.get(&role) {
-                    Some(t) => format!("{role} {t}"),
-                    None => format!("{role} — (not every task has the figure)"),
-                })
-                .collect();
-            writeln!(o, "\nEstimated input tokens summed over tasks: {}.\n", if totals.is_empty() { "—".into() } else { totals.join(", ") }).unwrap();
-        }
+    if s.oracle_floors.is_empty() {
+        return o;
     }
-
+    writeln!(o, "## Oracle structural floors\n").unwrap();
+    writeln!(o, "Scripted oracle plans, no model: the minimum calls and bytes each arm needs. Tokens are an **estimate** (bytes / 4), never a measurement, and are never mixed into model results. Input tokens assume one call per turn plus an answer turn, each turn resending the system prompt, task, definitions and all earlier calls and results, as a model session is billed. Every figure is per session: in a module's row the mean over its tasks (as the chart shows it), in a task's row the median over that task's sessions.\n").unwrap();
+    writeln!(o, "| module | pattern server | control server | tasks | calls / session: pattern / control | est. input tokens / session: pattern / control | est. input tokens / session: pattern − control |").unwrap();
+    writeln!(o, "| --- | --- | --- | ---: | ---: | ---: | ---: |").unwrap();
+    for f in &s.oracle_floors {
+        oracle_summary_row(&mut o, f);
+    }
+    writeln!(o).unwrap();
+    for f in &s.oracle_floors {
+        oracle_tasks(&mut o, f);
+    }
     o
+}
+
+fn oracle_summary_row(o: &mut String, f: &OracleModule) {
+    let show = |role: Role, pick: fn(&OraclePerSession) -> Option<f64>| match f.per_session_of(role, pick) {
+        Ok(v) => readable(v),
+        Err(why) => format!("— ({why})"),
+    };
+    let tokens = |m: &OraclePerSession| m.estimated_input_tokens;
+    let delta = match (f.per_session_of(Role::Pattern, tokens), f.per_session_of(Role::Control, tokens)) {
+        (Ok(p), Ok(c)) if c > 0.0 => format!("{} ({})", signed_readable(p - c), signed_pct(p / c - 1.0)),
+        _ => "—".into(),
+    };
+    let tasks: std::collections::BTreeSet<&str> = f.rows.iter().map(|r| r.task.as_str()).collect();
+    writeln!(
+        o,
+        "| {} | {} | {} | {} | {} / {} | {} / {} | {} |",
+        f.module,
+        f.server(Role::Pattern),
+        f.server(Role::Control),
+        tasks.len(),
+        show(Role::Pattern, |m| m.calls),
+        show(Role::Control, |m| m.calls),
+        show(Role::Pattern, tokens),
+        show(Role::Control, tokens),
+        delta
+    )
+    .unwrap();
+}
+
+fn oracle_tasks(o: &mut String, f: &OracleModule) {
+    writeln!(o, "### {}\n", f.module).unwrap();
+    writeln!(
+        o,
+        "| task | role | server | valid/sessions | passed | calls / session | schema bytes / session | args bytes / session | result bytes / session | est. final context tokens / session | est. input tokens / session |"
+    )
+    .unwrap();
+    writeln!(o, "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |").unwrap();
+    for r in &f.rows {
+        writeln!(
+            o,
+            "| {} | {} | {} | {}/{} | {} | {} | {} | {} | {} | {} | {} |",
+            r.task,
+            r.role,
+            r.server,
+            r.valid,
+            r.sessions,
+            r.passed,
+            opt_int(r.calls),
+            opt_int(r.schema_bytes),
+            opt_int(r.args_bytes),
+            opt_int(r.result_bytes),
+            opt_int(r.estimated_tokens),
+            opt_int(r.estimated_input_tokens)
+        )
+        .unwrap();
+    }
+    // The sum sweep reports compare; said apart from the table, whose figures are per session.
+    let totals: Vec<String> = f
+        .per_session
+        .keys()
+        .map(|role| match f.total_estimated_input_tokens.get(role) {
+            Some(t) => format!("{role} {t}"),
+            None => format!("{role} — (not every task has the figure)"),
+        })
+        .collect();
+    writeln!(o, "\nest. input tokens Σ over tasks (summed, not per session): {}.\n", if totals.is_empty() { "—".into() } else { totals.join(", ") }).unwrap();
 }
 
 fn method(s: &Summary) -> String {
@@ -355,6 +368,7 @@ fn method(s: &Summary) -> String {
     writeln!(o, "- Power: {}", s.method.power_method).unwrap();
     o
 }
+
 fn render_module(o: &mut String, m: &ModuleReport, prices_loaded: bool) {
     writeln!(o, "### {} — verdict: **{}**\n", m.module, m.verdict.as_str()).unwrap();
     writeln!(o, "{}.\n", m.verdict_reason).unwrap();
@@ -368,7 +382,7 @@ fn render_module(o: &mut String, m: &ModuleReport, prices_loaded: bool) {
     let planned = m.paired.pairs_planned.map(|n| format!(" ({n} planned)")).unwrap_or_default();
     writeln!(
         o,
-        "| valid / attempted | {} | {} | {} pairs used of {}{planned} |",
+        "| sessions, valid / attempted | {} | {} | {} pairs used of {}{planned} |",
         arm_col(p, |a| format!("{}/{}", a.valid, a.attempted)),
         arm_col(c, |a| format!("{}/{}", a.valid, a.attempted)),
         m.paired.pairs_used,
@@ -387,7 +401,7 @@ fn render_module(o: &mut String, m: &ModuleReport, prices_loaded: bool) {
     let both = &m.paired.both_passed;
     writeln!(
         o,
-        "| turns (median / mean [CI]), all pairs | {} | {} | {}{failures} |",
+        "| turns / session (median / mean [CI]), all pairs | {} | {} | {}{failures} |",
         arm_col(p, |a| dist_cell(&a.turns)),
         arm_col(c, |a| dist_cell(&a.turns)),
         diff_cell(&m.paired.turns, false)
@@ -395,7 +409,7 @@ fn render_module(o: &mut String, m: &ModuleReport, prices_loaded: bool) {
     .unwrap();
     writeln!(
         o,
-        "| turns (mean), both passed | {} | {} | {} |",
+        "| turns / session (mean), both passed | {} | {} | {} |",
         both_mean(&both.turns, Role::Pattern),
         both_mean(&both.turns, Role::Control),
         diff_cell(&both.turns, false)
@@ -403,7 +417,7 @@ fn render_module(o: &mut String, m: &ModuleReport, prices_loaded: bool) {
     .unwrap();
     writeln!(
         o,
-        "| input tokens (median / mean [CI]), all pairs | {} | {} | {}{failures} |",
+        "| input tokens / session (median / mean [CI]), all pairs | {} | {} | {}{failures} |",
         arm_col(p, |a| dist_cell(&a.input_tokens)),
         arm_col(c, |a| dist_cell(&a.input_tokens)),
         diff_cell(&m.paired.input_tokens, false)
@@ -411,17 +425,22 @@ fn render_module(o: &mut String, m: &ModuleReport, prices_loaded: bool) {
     .unwrap();
     writeln!(
         o,
-        "| input tokens (mean), both passed | {} | {} | {} |",
+        "| input tokens / session (mean), both passed | {} | {} | {} |",
         both_mean(&both.input_tokens, Role::Pattern),
         both_mean(&both.input_tokens, Role::Control),
         diff_cell(&both.input_tokens, false)
     )
     .unwrap();
-    writeln!(o, "| cached input tokens | {} | {} | |", arm_col(p, |a| dist_cell(&a.cached_input_tokens)), arm_col(c, |a| dist_cell(&a.cached_input_tokens)))
-        .unwrap();
     writeln!(
         o,
-        "| output tokens, all pairs | {} | {} | {}{failures} |",
+        "| cached input tokens / session (median / mean [CI]) | {} | {} | |",
+        arm_col(p, |a| dist_cell(&a.cached_input_tokens)),
+        arm_col(c, |a| dist_cell(&a.cached_input_tokens))
+    )
+    .unwrap();
+    writeln!(
+        o,
+        "| output tokens / session (median / mean [CI]), all pairs | {} | {} | {}{failures} |",
         arm_col(p, |a| dist_cell(&a.output_tokens)),
         arm_col(c, |a| dist_cell(&a.output_tokens)),
         diff_cell(&m.paired.output_tokens, false)
@@ -429,7 +448,7 @@ fn render_module(o: &mut String, m: &ModuleReport, prices_loaded: bool) {
     .unwrap();
     writeln!(
         o,
-        "| tool calls (errors) | {} | {} | |",
+        "| tool calls Σ over valid sessions (errors) | {} | {} | |",
         arm_col(p, |a| format!("{} ({})", a.tool_calls, a.tool_call_errors)),
         arm_col(c, |a| format!("{} ({})", a.tool_calls, a.tool_call_errors))
     )
@@ -546,13 +565,10 @@ fn headline(s: &Summary) -> String {
         )
         .unwrap();
         for f in &s.oracle_floors {
-            let mean = |role: Role, pick: fn(&crate::metrics::OracleRow) -> Option<u64>| {
-                let v: Vec<f64> = f.rows.iter().filter(|r| r.role == role).filter_map(|r| pick(r).map(|x| x as f64)).collect();
-                crate::stats::mean(&v)
-            };
-            let server = |role: Role| f.rows.iter().find(|r| r.role == role).map(|r| r.server.clone()).unwrap_or_else(|| "—".into());
+            let mean = |role: Role, pick: fn(&OraclePerSession) -> Option<f64>| f.per_session_of(role, pick).ok();
             let show = |v: Option<f64>| v.map(readable).unwrap_or_else(|| "—".into());
-            let (tp, tc) = (mean(Role::Pattern, |r| r.estimated_input_tokens), mean(Role::Control, |r| r.estimated_input_tokens));
+            let tokens = |m: &OraclePerSession| m.estimated_input_tokens;
+            let (tp, tc) = (mean(Role::Pattern, tokens), mean(Role::Control, tokens));
             let change = match (tp, tc) {
                 (Some(p), Some(c)) if c > 0.0 => format!(" ({})", signed_pct(p / c - 1.0)),
                 _ => String::new(),
@@ -567,10 +583,10 @@ fn headline(s: &Summary) -> String {
                 f.module,
                 sessions(Role::Pattern),
                 sessions(Role::Control),
-                server(Role::Pattern),
-                show(mean(Role::Pattern, |r| r.calls)),
-                server(Role::Control),
-                show(mean(Role::Control, |r| r.calls)),
+                f.server(Role::Pattern),
+                show(mean(Role::Pattern, |m| m.calls)),
+                f.server(Role::Control),
+                show(mean(Role::Control, |m| m.calls)),
                 show(tp),
                 show(tc)
             )

@@ -25,7 +25,9 @@ use crate::load::{Experiment, PriceTable};
 use crate::stats::{self, Interval};
 
 /// Version 2: counts are integers (oracle medians were floats) and seeds are strings; the shape
-/// is `summary.schema.json` beside this crate.
+/// is `summary.schema.json` beside this crate. Fields added within a version are optional
+/// there (`oracle_floors[].per_session`): scripts reading older summaries
+/// keep working, and no field is renamed or removed without a new version.
 pub const SUMMARY_SCHEMA: &str = "mcp-pattern-bench/aggregate-summary/v2";
 
 /// Knobs of the analysis; the defaults are the published method.
@@ -444,6 +446,41 @@ pub struct OracleModule {
     /// role; comparable with model sessions' input tokens. Roles without the figure are absent.
     #[serde(default)]
     pub total_estimated_input_tokens: BTreeMap<Role, u64>,
+    /// What one session of each role takes: the figures the report's tables and chart show.
+    #[serde(default)]
+    pub per_session: BTreeMap<Role, OraclePerSession>,
+}
+
+impl OracleModule {
+    /// A role's figure per session (see [`OraclePerSession`]), or why there is none: what the
+    /// oracle table, the headline and the chart all show.
+    pub fn per_session_of(&self, role: Role, pick: fn(&OraclePerSession) -> Option<f64>) -> std::result::Result<f64, &'static str> {
+        match self.per_session.get(&role) {
+            None => Err("no sessions"),
+            Some(m) => pick(m).ok_or("not every task has it"),
+        }
+    }
+
+    /// The server of a role, "—" without one.
+    pub fn server(&self, role: Role) -> String {
+        self.rows.iter().find(|r| r.role == role).map(|r| r.server.clone()).unwrap_or_else(|| "—".into())
+    }
+}
+
+/// One role's oracle figures per session: the mean over the module's tasks of each task's
+/// median. Per session rather than summed because that is what the model results beside them
+/// are, and because a sum over tasks grows with a module's task count; each task weighs the
+/// same whatever its reps. A figure some task lacks is null: a mean over the other tasks would
+/// compare unlike things.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OraclePerSession {
+    /// Tasks the means are over.
+    pub tasks: usize,
+    pub calls: Option<f64>,
+    /// An estimate: the context at the end of the plan.
+    pub estimated_tokens: Option<f64>,
+    /// An estimate: input tokens over the plan's turns, one call per turn.
+    pub estimated_input_tokens: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -1111,7 +1148,31 @@ fn oracle_module(module: String, recs: &[&SessionRecord]) -> OracleModule {
     };
     let total_estimated_tokens = total(|r| r.estimated_tokens);
     let total_estimated_input_tokens = total(|r| r.estimated_input_tokens);
-    OracleModule { module, rows, total_estimated_tokens, total_estimated_input_tokens }
+    let per_session = per_session(&rows);
+    OracleModule { module, rows, total_estimated_tokens, total_estimated_input_tokens, per_session }
+}
+
+/// Each role's [`OraclePerSession`] over its rows (one per task).
+fn per_session(rows: &[OracleRow]) -> BTreeMap<Role, OraclePerSession> {
+    let roles: BTreeSet<Role> = rows.iter().map(|r| r.role).collect();
+    roles
+        .into_iter()
+        .map(|role| {
+            let of_role: Vec<&OracleRow> = rows.iter().filter(|r| r.role == role).collect();
+            // `None` as soon as one task lacks the figure.
+            let mean = |figure: fn(&OracleRow) -> Option<u64>| {
+                let values: Option<Vec<f64>> = of_role.iter().map(|r| figure(r).map(|x| x as f64)).collect();
+                stats::mean(&values?)
+            };
+            let means = OraclePerSession {
+                tasks: of_role.iter().map(|r| r.task.as_str()).collect::<BTreeSet<_>>().len(),
+                calls: mean(|r| r.calls),
+                estimated_tokens: mean(|r| r.estimated_tokens),
+                estimated_input_tokens: mean(|r| r.estimated_input_tokens),
+            };
+            (role, means)
+        })
+        .collect()
 }
 
 /// The lower middle value of `xs` (the median for an odd count): a value some session had.

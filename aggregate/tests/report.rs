@@ -1,5 +1,5 @@
-//! A fixture experiment with known answers: null usage, invalid sessions of several reasons, an
-//! unpaired session, a could-not-score, two models and oracle floors.
+//! The fixture experiment of `common::fixture`, with known answers: null usage, invalid sessions
+//! of several reasons, an unpaired session, a could-not-score, two models and oracle floors.
 
 use std::path::Path;
 
@@ -8,52 +8,7 @@ mod common;
 use aggregate::metrics::Verdict;
 use aggregate::{Options, PriceTable};
 use common::*;
-use records::{InvalidReason, Role, Verdict as V};
-
-fn fixture(dir: &Path) {
-    use InvalidReason::*;
-    let a = "model-a";
-    let null_usage = S { verdict: Some(V::Failed), invalid: None, turns: 2, input: None, cached: None, output: None, overflow: true };
-    let no_cached = S { cached: None, ..ok(V::Passed, 110, 2) };
-    let cns = S { verdict: Some(V::CouldNotScore), ..ok(V::Passed, 90, 2) };
-    let rows: Vec<(&str, &str, &str, u32, S)> = vec![
-        // model-a pattern: 7 attempted, 1 invalid, 1 null usage, 1 could-not-score, t2 rep4 unpaired
-        (a, "pattern", "t1", 1, ok(V::Passed, 100, 2)),
-        (a, "pattern", "t1", 2, no_cached),
-        (a, "pattern", "t1", 3, ok(V::Passed, 120, 2)),
-        (a, "pattern", "t2", 1, ok(V::Passed, 130, 2)),
-        (a, "pattern", "t2", 2, null_usage),
-        (a, "pattern", "t2", 3, bad(ProviderError)),
-        (a, "pattern", "t2", 4, cns),
-        // model-a control: 6 attempted, 1 invalid
-        (a, "control", "t1", 1, ok(V::Passed, 200, 4)),
-        (a, "control", "t1", 2, bad(McpTransport)),
-        (a, "control", "t1", 3, ok(V::Passed, 210, 4)),
-        (a, "control", "t2", 1, ok(V::Passed, 220, 4)),
-        (a, "control", "t2", 2, ok(V::Passed, 230, 4)),
-        (a, "control", "t2", 3, ok(V::Passed, 240, 4)),
-        // model-b: never pooled with model-a
-        ("model-b", "pattern", "t1", 1, ok(V::Passed, 1000, 3)),
-        ("model-b", "pattern", "t1", 2, bad(HarnessError)),
-        ("model-b", "control", "t1", 1, ok(V::Failed, 2000, 5)),
-        ("model-b", "control", "t1", 2, ok(V::Passed, 2100, 5)),
-        // oracle floors
-        ("oracle", "pattern", "t1", 1, S { turns: 0, input: None, cached: None, output: None, ..ok(V::Passed, 0, 0) }),
-        ("oracle", "control", "t1", 1, S { turns: 0, input: None, cached: None, output: None, ..ok(V::Passed, 0, 0) }),
-        ("oracle", "pattern", "t2", 1, S { turns: 0, input: None, cached: None, output: None, ..ok(V::Passed, 0, 0) }),
-        ("oracle", "control", "t2", 1, S { turns: 0, input: None, cached: None, output: None, ..ok(V::Passed, 0, 0) }),
-    ];
-    for (m, role, task, rep, s) in rows {
-        write(dir, &record(m, "m1", role, task, rep, s), true);
-    }
-    // What else a spec run leaves in the folder: gate results, a lock, a dotfile. None is a record.
-    std::fs::write(dir.join("check.json"), "{\"gates\": []}").unwrap();
-    std::fs::write(dir.join("check-20260101T000000Z.json"), "{\"gates\": []}").unwrap();
-    std::fs::write(dir.join(".lock"), "4242").unwrap();
-    std::fs::write(dir.join(".hidden.json"), "garbage").unwrap();
-}
-
-const PRICES: &str = "[models.\"model-a\"]\ninput = 1.0\ncached_input = 0.5\noutput = 2.0\n";
+use records::{Role, Verdict as V};
 
 fn build() -> (tempfile::TempDir, aggregate::Report) {
     let dir = tempfile::tempdir().unwrap();

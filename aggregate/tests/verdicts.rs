@@ -59,9 +59,9 @@ fn both_arms_failing_everything_withhold_the_verdict_and_label_the_difference() 
     let md = &rep.markdown;
     assert!(md.contains("### m1 — verdict: **withheld**"), "{md}");
     assert!(md.contains("> Model too weak to show a difference: the control passed in 0 of 12 valid pairs (fewer than 5)."), "{md}");
-    let row = md.lines().find(|l| l.starts_with("| input tokens (median / mean [CI]), all pairs |")).unwrap();
+    let row = md.lines().find(|l| l.starts_with("| input tokens / session (median / mean [CI]), all pairs |")).unwrap();
     assert!(row.ends_with("— computed over failures (control and pattern passed too little; 12 of 12 pairs passed in neither arm), not a saving |"), "{row}");
-    assert!(md.contains("| input tokens (mean), both passed | — | — | — |"), "{md}");
+    assert!(md.contains("| input tokens / session (mean), both passed | — | — | — |"), "{md}");
     assert!(md.contains("| pair outcomes | | | 0 both passed · 0 pattern only · 0 control only · 12 neither |"), "{md}");
     // The chart's turn and token groups say so too (twice: turns and tokens).
     assert_eq!(rep.svg.matches("spent failing — no saving").count(), 2);
@@ -147,7 +147,7 @@ fn a_saving_made_by_failing_faster_is_no_saving() {
     assert_eq!(m.verdict, Verdict::Inconclusive, "{}", m.verdict_reason);
     assert!(m.verdict_reason.contains("not shown lower over the 6 pairs where both arms passed"), "{}", m.verdict_reason);
     assert!(m.few_passes.is_empty(), "six passes each is enough to compare");
-    let row = rep.markdown.lines().find(|l| l.starts_with("| input tokens (mean), both passed |")).unwrap();
+    let row = rep.markdown.lines().find(|l| l.starts_with("| input tokens / session (mean), both passed |")).unwrap();
     assert!(row.contains("· n=6"), "{row}");
 }
 

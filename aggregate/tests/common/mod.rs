@@ -231,3 +231,102 @@ pub fn pairs(dir: &Path, m: &str, tasks: &[&str], reps: std::ops::RangeInclusive
 pub fn opts() -> aggregate::Options {
     aggregate::Options::default()
 }
+
+/// An experiment with known answers: null usage, invalid sessions of several reasons, an
+/// unpaired session, a could-not-score, two models and oracle floors (one arm lacking an input
+/// estimate for t2).
+pub fn fixture(dir: &Path) {
+    use InvalidReason::*;
+    let a = "model-a";
+    let null_usage = S { verdict: Some(V::Failed), invalid: None, turns: 2, input: None, cached: None, output: None, overflow: true };
+    let no_cached = S { cached: None, ..ok(V::Passed, 110, 2) };
+    let cns = S { verdict: Some(V::CouldNotScore), ..ok(V::Passed, 90, 2) };
+    let rows: Vec<(&str, &str, &str, u32, S)> = vec![
+        // model-a pattern: 7 attempted, 1 invalid, 1 null usage, 1 could-not-score, t2 rep4 unpaired
+        (a, "pattern", "t1", 1, ok(V::Passed, 100, 2)),
+        (a, "pattern", "t1", 2, no_cached),
+        (a, "pattern", "t1", 3, ok(V::Passed, 120, 2)),
+        (a, "pattern", "t2", 1, ok(V::Passed, 130, 2)),
+        (a, "pattern", "t2", 2, null_usage),
+        (a, "pattern", "t2", 3, bad(ProviderError)),
+        (a, "pattern", "t2", 4, cns),
+        // model-a control: 6 attempted, 1 invalid
+        (a, "control", "t1", 1, ok(V::Passed, 200, 4)),
+        (a, "control", "t1", 2, bad(McpTransport)),
+        (a, "control", "t1", 3, ok(V::Passed, 210, 4)),
+        (a, "control", "t2", 1, ok(V::Passed, 220, 4)),
+        (a, "control", "t2", 2, ok(V::Passed, 230, 4)),
+        (a, "control", "t2", 3, ok(V::Passed, 240, 4)),
+        // model-b: never pooled with model-a
+        ("model-b", "pattern", "t1", 1, ok(V::Passed, 1000, 3)),
+        ("model-b", "pattern", "t1", 2, bad(HarnessError)),
+        ("model-b", "control", "t1", 1, ok(V::Failed, 2000, 5)),
+        ("model-b", "control", "t1", 2, ok(V::Passed, 2100, 5)),
+        // oracle floors
+        ("oracle", "pattern", "t1", 1, S { turns: 0, input: None, cached: None, output: None, ..ok(V::Passed, 0, 0) }),
+        ("oracle", "control", "t1", 1, S { turns: 0, input: None, cached: None, output: None, ..ok(V::Passed, 0, 0) }),
+        ("oracle", "pattern", "t2", 1, S { turns: 0, input: None, cached: None, output: None, ..ok(V::Passed, 0, 0) }),
+        ("oracle", "control", "t2", 1, S { turns: 0, input: None, cached: None, output: None, ..ok(V::Passed, 0, 0) }),
+    ];
+    for (m, role, task, rep, s) in rows {
+        write(dir, &record(m, "m1", role, task, rep, s), true);
+    }
+    // What else a spec run leaves in the folder: gate results, a lock, a dotfile. None is a record.
+    std::fs::write(dir.join("check.json"), "{\"gates\": []}").unwrap();
+    std::fs::write(dir.join("check-20260101T000000Z.json"), "{\"gates\": []}").unwrap();
+    std::fs::write(dir.join(".lock"), "4242").unwrap();
+    std::fs::write(dir.join(".hidden.json"), "garbage").unwrap();
+}
+
+/// Prices for model-a only (model-b is unpriced).
+pub const PRICES: &str = "[models.\"model-a\"]\ninput = 1.0\ncached_input = 0.5\noutput = 2.0\n";
+
+/// One Markdown table of a report, with the headings it sits under.
+#[derive(Debug, Clone)]
+pub struct Table {
+    /// The last `## ` and `### ` headings above it ("" when none).
+    pub h2: String,
+    pub h3: String,
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+/// A table row's cells: split at every `|` that is not escaped as `\|`, trimmed.
+pub fn cells(line: &str) -> Vec<String> {
+    let inner = line.trim().strip_prefix('|').and_then(|l| l.strip_suffix('|')).unwrap_or_else(|| panic!("not a table row: {line}"));
+    let mut out = vec![String::new()];
+    let mut chars = inner.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&'|') => out.last_mut().unwrap().push(chars.next().unwrap()),
+            '|' => out.push(String::new()),
+            c => out.last_mut().unwrap().push(c),
+        }
+    }
+    out.iter().map(|c| c.trim().to_string()).collect()
+}
+
+/// Every table of a Markdown report, in order.
+pub fn tables(md: &str) -> Vec<Table> {
+    let (mut h2, mut h3) = (String::new(), String::new());
+    let mut out: Vec<Table> = Vec::new();
+    let mut in_table = false;
+    for line in md.lines() {
+        if let Some(h) = line.strip_prefix("## ") {
+            (h2, h3) = (h.to_string(), String::new());
+        } else if let Some(h) = line.strip_prefix("### ") {
+            h3 = h.to_string();
+        }
+        if !line.starts_with('|') {
+            in_table = false;
+            continue;
+        }
+        if !in_table {
+            out.push(Table { h2: h2.clone(), h3: h3.clone(), header: cells(line), rows: Vec::new() });
+            in_table = true;
+        } else if !line.starts_with("| ---") {
+            out.last_mut().unwrap().rows.push(cells(line));
+        }
+    }
+    out
+}
