@@ -31,6 +31,10 @@ pub struct RunArgs {
     /// Override every task's world scale (`pipeline sweep` takes several, comma-separated).
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub scale: Vec<u32>,
+    /// Only the instances of task families of this size (`pipeline sweep` takes several,
+    /// comma-separated: a sweep over state size).
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
+    pub size: Vec<u32>,
     /// Sessions run in parallel, each on its own isolated world.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub jobs: u32,

@@ -145,6 +145,11 @@ impl RunPlan {
         if tasks.iter().all(|m| m.tasks.is_empty()) {
             bail!("no task matches --tasks {:?} (see `pipeline list`)", args.tasks);
         }
+        match args.size[..] {
+            [] => {}
+            [size] => keep_size(&mut tasks, size)?,
+            _ => bail!("--size {:?} names several levels; a series of sizes is a sweep: `pipeline sweep … --size …`", args.size),
+        }
         let scale_override = match args.scale[..] {
             [] => None,
             [one] => Some(one),
@@ -363,6 +368,28 @@ fn modules_of(arms: &[&'static ServerEntry]) -> Vec<&'static str> {
     modules
 }
 
+/// `--size`: only the family instances of that size; a size no family has is refused with the
+/// sizes there are.
+fn keep_size(tasks: &mut [ModuleTasks], size: u32) -> anyhow::Result<()> {
+    let mut families: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    for m in tasks.iter() {
+        for f in m.tasks.iter().filter_map(|t| t.family.as_ref()) {
+            families.entry(format!("{}/{}", m.module, f.id)).or_default().push(f.size);
+        }
+    }
+    for m in tasks.iter_mut() {
+        m.tasks.retain(|t| t.family.as_ref().is_some_and(|f| f.size == size));
+    }
+    if tasks.iter().all(|m| m.tasks.is_empty()) {
+        if families.is_empty() {
+            bail!("--size {size}: the selected tasks hold no task family (a folder with a family.toml); see `pipeline list`");
+        }
+        let have: Vec<String> = families.iter().map(|(f, sizes)| format!("{f} has sizes {sizes:?}")).collect();
+        bail!("--size {size}: no selected task family has that size ({})", have.join("; "));
+    }
+    Ok(())
+}
+
 fn override_scale(tasks: &mut [ModuleTasks], scale: u32) {
     for m in tasks {
         for t in &mut m.tasks {
@@ -372,11 +399,13 @@ fn override_scale(tasks: &mut [ModuleTasks], scale: u32) {
 }
 
 fn default_exp_name(args: &RunArgs, arms: &[&ServerEntry]) -> String {
+    // A size selects other tasks than the full suite: its own experiment, never a resume of it.
+    let size = args.size.first().map_or(String::new(), |n| format!("_size{n}"));
     if args.all {
-        return format!("all_k{}", args.k);
+        return format!("all_k{}{size}", args.k);
     }
     let names: Vec<&str> = arms.iter().map(|s| s.name).collect();
-    format!("{}_k{}", names.join("+"), args.k)
+    format!("{}_k{}{size}", names.join("+"), args.k)
 }
 
 fn models_from_flags(args: &RunArgs) -> anyhow::Result<Vec<ModelPlan>> {

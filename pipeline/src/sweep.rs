@@ -1,10 +1,11 @@
-//! `pipeline sweep`: one module, one model, a series of world scales — where does the pattern
-//! start to pay? Every level is its own experiment (`results/<sweep>/scale<L>/`, its own
-//! manifest, lock and fingerprints, so levels can never be pooled), run and reported exactly as
-//! `pipeline --module …` would; then `sweep.md` and `sweep.json` beside them give, per level and
-//! arm, success, calls, turns and input tokens with their intervals, and the crossover: the level
-//! from which the pattern's cost stays below the control's, bracketed by the levels around it, or
-//! "no crossover in range".
+//! `pipeline sweep`: one module, one model, a series of levels of one factor — world scale
+//! (`--scale 1,2,4,8`) or the size of the state a task family works on (`--size 1,2,4,8`) — where
+//! does the pattern start to pay? Every level is its own experiment (`results/<sweep>/scale<L>/`
+//! or `size<L>/`, its own manifest, lock and fingerprints, so levels can never be pooled), run and
+//! reported exactly as `pipeline --module …` would; then `sweep.md`, `sweep.json` and
+//! `sweep.svg` beside them give, per level and arm, success, calls, turns and input tokens with
+//! their intervals, and the crossover: the level from which the pattern's cost stays below the
+//! control's, bracketed by the levels around it, or "no crossover in range".
 //!
 //! The cost compared is what the experiment measures: the paired input-token difference with its
 //! bootstrap interval for a model, the structural floor's estimated input tokens for the oracle
@@ -24,7 +25,8 @@ use crate::plan::RunPlan;
 
 #[derive(Debug, clap::Args)]
 pub struct SweepArgs {
-    /// The run's flags, as for `pipeline --module …`; `--scale` takes the levels, comma-separated.
+    /// The run's flags, as for `pipeline --module …`; `--scale` or `--size` takes the levels,
+    /// comma-separated (the other may fix one value).
     #[command(flatten)]
     pub run: RunArgs,
 }
@@ -46,10 +48,43 @@ pub struct LevelArm {
     pub floor_estimated_input_tokens: Option<u64>,
 }
 
+/// What a sweep varies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Factor {
+    /// `--scale`: the world's size (`docs/patterns.md`, the synthetic world).
+    WorldScale,
+    /// `--size`: the size parameter of the module's task families.
+    StateSize,
+}
+
+impl Factor {
+    /// The word for one level ("scale 4", "size 4") and the level folders' prefix.
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::WorldScale => "scale",
+            Self::StateSize => "size",
+        }
+    }
+
+    fn title(self) -> &'static str {
+        match self {
+            Self::WorldScale => "world scale",
+            Self::StateSize => "state size",
+        }
+    }
+}
+
 /// One level of the sweep.
 #[derive(Debug, Clone, Serialize)]
 pub struct Level {
-    pub scale: u32,
+    /// The factor's value at this level.
+    pub level: u32,
+    /// The world scale of this level's sessions: the level in a scale sweep, the fixed `--scale`
+    /// (or null: each task's own) in a size sweep.
+    pub scale: Option<u32>,
+    /// The family size of this level (size sweeps).
+    pub size: Option<u32>,
     pub experiment: String,
     pub pattern: Option<LevelArm>,
     pub control: Option<LevelArm>,
@@ -65,7 +100,9 @@ pub struct SweepReport {
     pub sweep: String,
     pub module: String,
     pub model: String,
+    /// `world scale` or `state size`.
     pub factor: &'static str,
+    pub factor_kind: Factor,
     /// `estimated input tokens (oracle floor)` or `input tokens (paired, measured)`.
     pub cost: String,
     pub levels: Vec<Level>,
@@ -88,16 +125,17 @@ pub enum Crossover {
 }
 
 impl Crossover {
-    pub fn sentence(&self, cost: &str) -> String {
+    pub fn sentence(&self, cost: &str, factor: Factor) -> String {
+        let w = factor.word();
         match self {
             Self::At { from, after: Some(a) } => {
-                format!("the pattern's {cost} falls below the control's between scale {a} and scale {from} and stays below up to the largest level")
+                format!("the pattern's {cost} falls below the control's between {w} {a} and {w} {from} and stays below up to the largest level")
             }
             Self::At { from, after: None } | Self::FromTheStart { from } => {
-                format!("the pattern's {cost} is below the control's from scale {from}, the smallest level run")
+                format!("the pattern's {cost} is below the control's from {w} {from}, the smallest level run")
             }
             Self::NoneInRange => format!("no crossover in range: at no level does the pattern's {cost} stay below the control's"),
-            Self::Unknown { missing } => format!("unknown: scale(s) {missing:?} have no {cost} difference to compare"),
+            Self::Unknown { missing } => format!("unknown: {w}(s) {missing:?} have no {cost} difference to compare"),
         }
     }
 }
@@ -119,37 +157,49 @@ pub fn crossover(levels: &[(u32, Option<f64>)]) -> Crossover {
 }
 
 pub async fn run(args: SweepArgs) -> anyhow::Result<Exit> {
-    let mut levels = args.run.scale.clone();
-    anyhow::ensure!(levels.len() >= 2, "a sweep needs at least two levels: --scale 1,2,4,8");
+    let (factor, mut levels) = match (args.run.scale.len(), args.run.size.len()) {
+        (2.., 2..) => anyhow::bail!("a sweep varies one factor: give several levels to --scale or to --size, not both"),
+        (2.., _) => (Factor::WorldScale, args.run.scale.clone()),
+        (_, 2..) => (Factor::StateSize, args.run.size.clone()),
+        _ => anyhow::bail!("a sweep needs at least two levels: --scale 1,2,4,8 (world scale) or --size 1,2,4,8 (task family size)"),
+    };
     levels.sort_unstable();
     levels.dedup();
     anyhow::ensure!(args.run.module.len() == 1 && args.run.mcp.is_empty() && !args.run.all, "a sweep runs one module with both arms: --module M");
     anyhow::ensure!(args.run.models.len() == 1, "a sweep runs one model (or the oracle): --models M");
     let module = args.run.module[0].clone();
     let model = args.run.models[0].clone();
-    let name = args.run.exp_name.clone().unwrap_or_else(|| format!("sweep_{module}_{}_scale", model.replace(['/', ':'], "_")));
+    let name = args.run.exp_name.clone().unwrap_or_else(|| format!("sweep_{module}_{}_{}", model.replace(['/', ':'], "_"), factor.word()));
     crate::plan::check_experiment_name(&name).context("--exp-name")?;
     let sweep_dir = args.run.results_dir.join(&name);
     let mut worst = Exit::Ok;
     for &level in &levels {
         let mut run = args.run.clone();
-        run.scale = vec![level];
-        run.exp_name = Some(format!("scale{level}"));
+        match factor {
+            Factor::WorldScale => run.scale = vec![level],
+            Factor::StateSize => run.size = vec![level],
+        }
+        let w = factor.word();
+        run.exp_name = Some(format!("{w}{level}"));
         run.results_dir = sweep_dir.clone();
-        eprintln!("sweep {name}: scale {level}");
+        eprintln!("sweep {name}: {w} {level}");
         let plan = RunPlan::from_flags(&run).await?;
         let summary = crate::run::run(plan, |_| Ok(())).await?;
         crate::run::print_summary(&summary);
         let exit = summary.exit();
         if exit == Exit::StoppedEarly {
-            eprintln!("sweep {name}: stopped at scale {level}; levels above it were not run. Resume with the same command.");
+            eprintln!("sweep {name}: stopped at {w} {level}; levels above it were not run. Resume with the same command.");
             return Ok(exit);
         }
         if exit != Exit::Ok {
             worst = exit;
         }
     }
-    let report = report(&sweep_dir, &name, &module, &model, &levels)?;
+    let fixed_scale = match factor {
+        Factor::WorldScale => None,
+        Factor::StateSize => args.run.scale.first().copied(),
+    };
+    let report = report(&sweep_dir, &name, &module, &model, factor, &levels, fixed_scale)?;
     records::write_atomically(&sweep_dir.join("sweep.json"), &serde_json::to_vec_pretty(&report)?)?;
     let md = markdown(&report);
     records::write_atomically(&sweep_dir.join("sweep.md"), md.as_bytes())?;
@@ -159,21 +209,37 @@ pub async fn run(args: SweepArgs) -> anyhow::Result<Exit> {
 }
 
 /// Reports every level (writing its own report into its folder) and reads the sweep off them.
-pub fn report(sweep_dir: &Path, name: &str, module: &str, model: &str, levels: &[u32]) -> anyhow::Result<SweepReport> {
+pub fn report(
+    sweep_dir: &Path,
+    name: &str,
+    module: &str,
+    model: &str,
+    factor: Factor,
+    levels: &[u32],
+    fixed_scale: Option<u32>,
+) -> anyhow::Result<SweepReport> {
     let oracle = model == "oracle";
+    let w = factor.word();
     let mut out = Vec::new();
     for &level in levels {
-        let dir: PathBuf = sweep_dir.join(format!("scale{level}"));
-        let r = aggregate::report(&dir, None, &aggregate::Options::default()).with_context(|| format!("reporting scale {level} ({})", dir.display()))?;
-        r.write(&dir).with_context(|| format!("writing the report of scale {level}"))?;
-        out.push(level_of(&r.summary, level, module, oracle));
+        let dir: PathBuf = sweep_dir.join(format!("{w}{level}"));
+        let r = aggregate::report(&dir, None, &aggregate::Options::default()).with_context(|| format!("reporting {w} {level} ({})", dir.display()))?;
+        r.write(&dir).with_context(|| format!("writing the report of {w} {level}"))?;
+        let mut l = level_of(&r.summary, level, module, oracle);
+        l.experiment = format!("{w}{level}");
+        (l.scale, l.size) = match factor {
+            Factor::WorldScale => (Some(level), None),
+            Factor::StateSize => (fixed_scale, Some(level)),
+        };
+        out.push(l);
     }
-    let diffs: Vec<(u32, Option<f64>)> = out.iter().map(|l| (l.scale, l.cost_difference_ci95.map(|ci| ci[1]).or(l.cost_difference))).collect();
+    let diffs: Vec<(u32, Option<f64>)> = out.iter().map(|l| (l.level, l.cost_difference_ci95.map(|ci| ci[1]).or(l.cost_difference))).collect();
     Ok(SweepReport {
         sweep: name.to_owned(),
         module: module.to_owned(),
         model: model.to_owned(),
-        factor: "world scale",
+        factor: factor.title(),
+        factor_kind: factor,
         cost: if oracle { "estimated input tokens (oracle floor, an estimate)".into() } else { "input tokens (paired, measured)".into() },
         crossover: crossover(&diffs),
         levels: out,
@@ -212,8 +278,10 @@ fn level_of(s: &Summary, level: u32, module: &str, oracle: bool) -> Level {
         (d.map(|d| d.mean), d.and_then(|d| d.ci95.as_ref()).map(|i| [i.lo, i.hi]))
     };
     Level {
-        scale: level,
-        experiment: format!("scale{level}"),
+        level,
+        scale: None,
+        size: None,
+        experiment: String::new(),
         pattern,
         control,
         cost_difference,
@@ -233,20 +301,21 @@ fn ci(v: Option<[f64; 2]>) -> String {
 /// The sweep as a table a person reads.
 pub fn markdown(r: &SweepReport) -> String {
     let mut o = format!("# Sweep {} — {} with {}, over {}\n\n", r.sweep, r.module, r.model, r.factor);
-    o.push_str(&format!("**Crossover:** {}.\n\n", r.crossover.sentence(&r.cost)));
-    o.push_str(&format!("Cost compared: {}. Every level is its own experiment (`scale<L>/`, with its own report); levels are never pooled.\n\n", r.cost));
-    o.push_str("| scale | arm | server | valid / attempted | success | turns (mean) | input tokens (mean [95% CI]) | floor calls Σ | floor est. input tokens Σ | pattern − control cost |\n");
+    let w = r.factor_kind.word();
+    o.push_str(&format!("**Crossover:** {}.\n\n", r.crossover.sentence(&r.cost, r.factor_kind)));
+    o.push_str(&format!("Cost compared: {}. Every level is its own experiment (`{w}<L>/`, with its own report); levels are never pooled.\n\n", r.cost));
+    o.push_str(&format!("| {w} | arm | server | valid / attempted | success | turns (mean) | input tokens (mean [95% CI]) | floor calls Σ | floor est. input tokens Σ | pattern − control cost |\n"));
     o.push_str("| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for l in &r.levels {
         for (role, arm) in [("pattern", &l.pattern), ("control", &l.control)] {
             let Some(a) = arm else {
-                o.push_str(&format!("| {} | {role} | — | 0 / 0 | — | — | — | — | — | — |\n", l.scale));
+                o.push_str(&format!("| {} | {role} | — | 0 / 0 | — | — | — | — | — | — |\n", l.level));
                 continue;
             };
             let diff = if role == "pattern" { format!("{}{}", num(l.cost_difference), ci(l.cost_difference_ci95)) } else { String::new() };
             o.push_str(&format!(
                 "| {} | {role} | {} | {} / {} | {}{} | {} | {}{} | {} | {} | {diff} |\n",
-                l.scale,
+                l.level,
                 a.server,
                 a.valid,
                 a.attempted,

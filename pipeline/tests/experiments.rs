@@ -169,7 +169,7 @@ fn a_sweep_runs_each_level_as_its_own_experiment_and_reads_off_the_crossover() {
     for level in [1, 2] {
         let exp = sweep.join(format!("scale{level}"));
         let recs = records(&exp);
-        assert_eq!(recs.len(), 16, "8 tasks × 2 arms at scale {level}");
+        assert_eq!(recs.len(), 24, "12 tasks (8, and a family of 4 sizes) × 2 arms at scale {level}");
         assert!(recs.iter().all(|r| r["fingerprint"]["world_scale_override"] == level && r["world_scale"] == level));
         // Scale adds rows without changing the scale-1 world the tasks are written against.
         assert!(recs.iter().all(|r| r["verifier"]["verdict"] == "passed"), "every oracle session passes at scale {level}");
@@ -193,4 +193,43 @@ fn a_sweep_runs_each_level_as_its_own_experiment_and_reads_off_the_crossover() {
     let out = oracle_run(tmp.path(), &["--scale", "1,2"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out).contains("pipeline sweep"), "{}", text(&out));
+}
+
+/// A sweep over a task family's size: each size its own experiment of that size's instances.
+#[test]
+fn a_sweep_over_state_size_runs_each_family_size_as_its_own_experiment() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = pipeline()
+        .args(["sweep", "--module", "tool_orchestrator", "--models", "oracle", "--size", "4,1", "--exp-name", "sz", "--results-dir"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    let sweep = tmp.path().join("sz");
+    for size in [1, 4] {
+        let recs = records(&sweep.join(format!("size{size}")));
+        assert_eq!(recs.len(), 2, "one instance × 2 arms at size {size}");
+        assert!(
+            recs.iter()
+                .all(|r| r["task"].as_str().is_some_and(|t| t.ends_with(&format!("globex_ticket_batch_n{size}"))) && r["verifier"]["verdict"] == "passed"),
+            "{recs:?}"
+        );
+    }
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(sweep.join("sweep.json")).unwrap()).unwrap();
+    assert_eq!(report["factor"], "state size");
+    let levels = report["levels"].as_array().unwrap();
+    assert_eq!(levels.iter().map(|l| (l["level"].as_u64().unwrap(), l["size"].as_u64().unwrap())).collect::<Vec<_>>(), [(1, 1), (4, 4)]);
+    assert!(levels.iter().all(|l| l["scale"].is_null()), "the tasks' own scale: {report}");
+    let calls = |l: &serde_json::Value, arm: &str| l[arm]["floor_calls"].as_f64().unwrap();
+    assert!(calls(&levels[1], "control") - calls(&levels[0], "control") > calls(&levels[1], "pattern") - calls(&levels[0], "pattern"), "{report}");
+    let md = std::fs::read_to_string(sweep.join("sweep.md")).unwrap();
+    assert!(md.contains("over state size") && md.contains("| size | arm |") && md.contains("| 4 | control |"), "{md}");
+
+    // A size no family has is refused with the sizes there are; one factor per sweep.
+    let out = pipeline().args(["--module", "tool_orchestrator", "--models", "oracle", "--size", "3", "--results-dir"]).arg(tmp.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("tool_orchestrator/globex_ticket_batch has sizes [1, 2, 4, 8]"), "{}", text(&out));
+    let both = pipeline().args(["sweep", "--module", "tool_orchestrator", "--models", "oracle", "--size", "1,2", "--scale", "1,2"]).output().unwrap();
+    assert!(text(&both).contains("varies one factor"), "{}", text(&both));
 }

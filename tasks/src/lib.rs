@@ -9,18 +9,22 @@
 //! * `oracle/<server>.toml` — one oracle plan per arm: the reference tool calls and resource
 //!   reads that solve the task through that server, and the answer ([`oracle::OraclePlan`]).
 //!
+//! A folder with a `family.toml` is a **family**: the same files as templates, rendered into one
+//! task per size of the state the task works on ([`family`]).
+//!
 //! Tasks are discovered from the folders ([`load_all`]); a malformed one is an error naming the
 //! file and the problem. [`replay::replay`] runs a plan over real MCP; [`call`] is the one way
 //! a call's result becomes text, shared with the agent.
 
 pub mod call;
+pub mod family;
 pub mod gates;
 pub mod load;
 pub mod oracle;
 pub mod replay;
 pub mod verify;
 
-pub use load::{LoadError, Task, TaskMeta, default_tasks_dir, load_all, load_module};
+pub use load::{FamilyInstance, LoadError, Task, TaskMeta, default_tasks_dir, load_all, load_module};
 pub use oracle::{OraclePlan, Step};
 pub use replay::{ReplayReport, replay};
 pub use verify::{Outcome, Verdict, Verifier};

@@ -17,7 +17,7 @@ pub enum LoadError {
     Folder { path: PathBuf, problem: String },
 }
 
-fn file_err(path: &Path, problem: impl std::fmt::Display) -> LoadError {
+pub(crate) fn file_err(path: &Path, problem: impl std::fmt::Display) -> LoadError {
     LoadError::File { path: path.to_owned(), problem: problem.to_string() }
 }
 
@@ -60,8 +60,19 @@ pub struct Task {
     pub verifier: Verifier,
     /// Oracle plan per server name (exactly the module's two arms).
     pub oracle: BTreeMap<String, OraclePlan>,
-    /// sha256 over every file of the task folder (names and bytes), for frozen-input checks.
+    /// sha256 over every file of the task folder (names and bytes), for frozen-input checks; for
+    /// an instance of a family, over the family folder and the instance's size.
     pub sha256: String,
+    /// The family this task was generated from, if any.
+    pub family: Option<FamilyInstance>,
+}
+
+/// Which family a generated task belongs to, and its size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FamilyInstance {
+    /// The family folder's name; the instance's id is `<family>_n<size>`.
+    pub id: String,
+    pub size: u32,
 }
 
 impl Task {
@@ -111,7 +122,7 @@ pub fn load_all(root: &Path) -> Result<Vec<Task>, LoadError> {
     Ok(out)
 }
 
-/// The tasks of one module, sorted by id.
+/// The tasks of one module, sorted by folder (a family's instances by size).
 pub fn load_module(root: &Path, module: &str) -> Result<Vec<Task>, LoadError> {
     let dir = root.join(module);
     let mut ids: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -120,32 +131,58 @@ pub fn load_module(root: &Path, module: &str) -> Result<Vec<Task>, LoadError> {
         .filter(|p| p.is_dir())
         .collect();
     ids.sort();
-    ids.iter().map(|p| load_task(module, p)).collect()
+    let mut out = Vec::new();
+    for p in &ids {
+        if p.join(crate::family::FILE).is_file() {
+            out.extend(crate::family::load_family(module, p)?);
+        } else {
+            out.push(load_task(module, p)?);
+        }
+    }
+    Ok(out)
 }
 
-fn read(path: &Path) -> Result<String, LoadError> {
+pub(crate) fn read(path: &Path) -> Result<String, LoadError> {
     std::fs::read_to_string(path).map_err(|e| file_err(path, format!("cannot read: {e}")))
 }
 
-fn parse<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, LoadError> {
-    toml::from_str(&read(path)?).map_err(|e| file_err(path, e.to_string().trim_end()))
+/// How a task file's text becomes what is parsed: as it is, or rendered for one family size.
+pub(crate) type Source<'a> = &'a dyn Fn(&Path) -> Result<String, LoadError>;
+
+fn parse<T: serde::de::DeserializeOwned>(source: Source, path: &Path) -> Result<T, LoadError> {
+    toml::from_str(&source(path)?).map_err(|e| file_err(path, e.to_string().trim_end()))
 }
 
-/// Loads and checks one task folder.
-pub fn load_task(module: &str, dir: &Path) -> Result<Task, LoadError> {
+/// A folder name that can be a task id: lowercase letters, digits and `_`.
+pub(crate) fn folder_id(dir: &Path) -> Result<String, LoadError> {
     let id = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     if id.is_empty() || !id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') {
         return Err(LoadError::Folder { path: dir.to_owned(), problem: "a task id must be lowercase letters, digits and _".into() });
     }
+    Ok(id)
+}
+
+/// Loads and checks one task folder.
+pub fn load_task(module: &str, dir: &Path) -> Result<Task, LoadError> {
+    let id = folder_id(dir)?;
+    build_task(module, id, dir, &read, folder_hash(dir)?, None)
+}
+
+/// A task from the files of `dir` as `source` gives them (the one path plain tasks and family
+/// instances share, so both are checked alike).
+pub(crate) fn build_task(module: &str, id: String, dir: &Path, source: Source, sha256: String, family: Option<FamilyInstance>) -> Result<Task, LoadError> {
     let (pattern, control) =
         servers::registry::arms(module).ok_or_else(|| LoadError::Folder { path: dir.to_owned(), problem: format!("{module:?} is not a registered module") })?;
     let text_path = dir.join("task.md");
-    let text = read(&text_path)?.trim().to_owned();
+    let text = source(&text_path)?.trim().to_owned();
     if text.is_empty() {
         return Err(file_err(&text_path, "the task text is empty"));
     }
     let meta_path = dir.join("meta.toml");
-    let meta: TaskMeta = parse(&meta_path)?;
+    let mut meta: TaskMeta = parse(source, &meta_path)?;
+    if let Some(f) = &family {
+        meta.tags.push(format!("size_{}", f.size));
+    }
     if meta.turn_cap == 0 {
         return Err(file_err(&meta_path, "turn_cap must be at least 1"));
     }
@@ -153,13 +190,13 @@ pub fn load_task(module: &str, dir: &Path) -> Result<Task, LoadError> {
         return Err(file_err(&meta_path, format!("scale must be between 1 and {}", backend::seed::MAX_SCALE)));
     }
     let verify_path = dir.join("verify.toml");
-    let verifier: Verifier = parse(&verify_path)?;
+    let verifier: Verifier = parse(source, &verify_path)?;
     verifier.check().map_err(|p| file_err(&verify_path, p))?;
     let oracle_dir = dir.join("oracle");
     let mut oracle = BTreeMap::new();
     for server in [pattern.name, control.name] {
         let path = oracle_dir.join(format!("{server}.toml"));
-        let plan: OraclePlan = parse(&path)?;
+        let plan: OraclePlan = parse(source, &path)?;
         plan.check().map_err(|p| file_err(&path, p))?;
         oracle.insert(server.to_owned(), plan);
     }
@@ -172,11 +209,11 @@ pub fn load_task(module: &str, dir: &Path) -> Result<Task, LoadError> {
             }
         }
     }
-    Ok(Task { module: module.to_owned(), id, dir: dir.to_owned(), text, meta, verifier, oracle, sha256: folder_hash(dir)? })
+    Ok(Task { module: module.to_owned(), id, dir: dir.to_owned(), text, meta, verifier, oracle, sha256, family })
 }
 
 /// sha256 over the relative paths and bytes of every file below `dir`, in sorted order.
-fn folder_hash(dir: &Path) -> Result<String, LoadError> {
+pub(crate) fn folder_hash(dir: &Path) -> Result<String, LoadError> {
     fn walk(base: &Path, dir: &Path, files: &mut Vec<(String, PathBuf)>) -> std::io::Result<()> {
         for e in std::fs::read_dir(dir)? {
             let p = e?.path();
