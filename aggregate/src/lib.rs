@@ -9,6 +9,7 @@
 pub mod chart;
 pub mod check;
 pub mod compare;
+pub mod definitions;
 pub mod error;
 pub mod html;
 pub mod load;

@@ -241,7 +241,7 @@ fn attrition(s: &Summary) -> String {
     }
     writeln!(
         o,
-        "\nplanned: k × the module's tasks, from the manifest (— without one). attempts: sessions ever recorded; replaced: attempts a rerun superseded (kept under superseded/, never scored); recorded: the current records, valid or not. The last four columns count valid sessions (each a failure, flagged).\n"
+        "\nCounts of sessions, summed over the cell's tasks and reps (a cell: one model, module and server); the last four count valid sessions, each a valid failure. Each column is defined under Method.\n"
     )
     .unwrap();
 
@@ -366,7 +366,23 @@ fn method(s: &Summary) -> String {
         crate::check::Fingerprints::Unknown => "absent, not checked",
     }).unwrap();
     writeln!(o, "- Power: {}", s.method.power_method).unwrap();
+    definitions(&mut o, &s.method.definitions);
     o
+}
+
+/// Every header and row label of the tables, spelled as they are, each with how its figure is
+/// aggregated: `- **term** · **term** (per session: over what): meaning.`
+fn definitions(o: &mut String, list: &[crate::definitions::Definition]) {
+    writeln!(o, "\n### Definitions\n").unwrap();
+    writeln!(o, "Every header and row label of the tables above. \"Per session\" is one session's value, then a mean or median over the sessions named; \"summed\" is a count or sum over the set named. A header with \"/ session\" is per session; one with \"Σ\" is summed. The chart shows per-session values only.\n").unwrap();
+    for d in list {
+        let terms: Vec<String> = d.terms.iter().map(|t| format!("**{t}**")).collect();
+        let how = match d.aggregation {
+            crate::definitions::Aggregation::Label => String::new(),
+            a => format!(" ({}: {})", a.as_str(), d.over),
+        };
+        writeln!(o, "- {}{how}: {}.", terms.join(" · "), d.meaning).unwrap();
+    }
 }
 
 fn render_module(o: &mut String, m: &ModuleReport, prices_loaded: bool) {

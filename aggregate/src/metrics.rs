@@ -26,7 +26,7 @@ use crate::stats::{self, Interval};
 
 /// Version 2: counts are integers (oracle medians were floats) and seeds are strings; the shape
 /// is `summary.schema.json` beside this crate. Fields added within a version are optional
-/// there (`oracle_floors[].per_session`): scripts reading older summaries
+/// there (`method.definitions`, `oracle_floors[].per_session`): scripts reading older summaries
 /// keep working, and no field is renamed or removed without a new version.
 pub const SUMMARY_SCHEMA: &str = "mcp-pattern-bench/aggregate-summary/v2";
 
@@ -111,6 +111,10 @@ pub struct Method {
     pub pair_sets: String,
     pub verdict_rules: String,
     pub power_method: String,
+    /// What every header and row label of the report's tables means, and whether its figure is
+    /// per session, per task or summed (and over what).
+    #[serde(default)]
+    pub definitions: Vec<crate::definitions::Definition>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -699,6 +703,7 @@ pub fn summarise_with(exp: &Experiment, prices: Option<&PriceTable>, opts: &Opti
             pair_sets: PAIR_SETS.into(),
             verdict_rules: verdict_rules(opts),
             power_method: POWER_METHOD.into(),
+            definitions: crate::definitions::all(),
         },
         prices_loaded: prices.is_some(),
         run: RunInfo {

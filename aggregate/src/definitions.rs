@@ -1,0 +1,358 @@
+//! What every header and row label of the report's tables means, and how its figure is
+//! aggregated: one session's value averaged over sessions (which ones, mean or median), one
+//! task's value, or a sum over a named set. The Method section renders this list, summary.json
+//! carries it (`method.definitions`), and `tests/definitions.rs` fails when a rendered table
+//! shows a header with no entry here.
+//!
+//! A term is spelled exactly as the tables show it, so a reader can look a header up by its
+//! text; `‹server›` stands for the server's name in a column headed with it.
+
+use serde::{Deserialize, Serialize};
+
+/// How a figure is aggregated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Aggregation {
+    /// One session's value, then a mean or median over sessions (`over` says which sessions).
+    PerSession,
+    /// One task's value over its reps.
+    PerTask,
+    /// A count or a sum over a set of sessions, reps, pairs or tasks (`over` says which).
+    Summed,
+    /// Names a row or a column; no figure.
+    Label,
+}
+
+impl Aggregation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::PerSession => "per session",
+            Self::PerTask => "per task",
+            Self::Summed => "summed",
+            Self::Label => "a label",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Definition {
+    /// The headers and row labels it defines, exactly as the tables show them.
+    pub terms: Vec<String>,
+    pub aggregation: Aggregation,
+    /// Over which sessions, reps, pairs or tasks; empty for a label.
+    pub over: String,
+    pub meaning: String,
+    /// Where summary.json holds the figure: `[]` is any element of an array, `<arm>` is
+    /// `pattern` or `control`, `<role>` a key of a per-role map.
+    pub fields: Vec<String>,
+}
+
+/// How every per-session figure of the oracle's tables is taken, in a task's row and in a
+/// module's row.
+const ORACLE_OVER: &str = "in a task's row, the median over its valid oracle sessions on the arm (the lower middle one for an even count: a value a session had); in a module's row, the mean over its tasks of those medians, none when a task lacks the figure";
+
+/// How the model tables' distributions are taken: "all pairs" rows in the arm columns, and in
+/// the difference column.
+const ALL_PAIRS: &str = "in the arm columns, the median and the mean [its 95% bootstrap interval] over the arm's valid sessions; in the difference column, the mean over all pairs of pattern − control";
+
+/// How the model tables' "both passed" rows are taken.
+const BOTH_PASSED: &str =
+    "in a \"both passed\" row, the mean over the arm's sessions in the pairs where both arms passed, and the mean over those pairs of pattern − control";
+
+fn def(terms: &[&str], aggregation: Aggregation, over: &str, meaning: &str, fields: &[&str]) -> Definition {
+    Definition {
+        terms: terms.iter().map(|t| t.to_string()).collect(),
+        aggregation,
+        over: over.into(),
+        meaning: meaning.into(),
+        fields: fields.iter().map(|f| f.to_string()).collect(),
+    }
+}
+
+/// Every term the report's tables use, in the order a reader meets them.
+pub fn all() -> Vec<Definition> {
+    use Aggregation::*;
+    let mut v = labels();
+    v.extend(attrition());
+    v.extend(model_tables());
+    v.extend(oracle_tables());
+    v.push(def(
+        &["harness overhead"],
+        PerSession,
+        "the median (p50) and the maximum over the valid model sessions whose records separate it",
+        "the harness's own time in a session — world reset + verification + record write + the session's wall time minus the model's answered requests and the tool calls — and its share of the session's whole time (reset + session + verification + write). Sessions with a retried or failed model request, an unparseable output or no retry count recorded are left out, and counted: a failed attempt's time is not in the record",
+        &["run.harness"],
+    ));
+    v
+}
+
+fn labels() -> Vec<Definition> {
+    use Aggregation::Label;
+    vec![
+        def(
+            &["model"],
+            Label,
+            "",
+            "the model id the sessions ran (oracle rows: the oracle's scripted plans, no model)",
+            &["attrition[].model", "models[].model"],
+        ),
+        def(
+            &["module"],
+            Label,
+            "",
+            "the pattern module: one design question, a pattern server and its control, and their tasks",
+            &["attrition[].module", "models[].modules[].module", "oracle_floors[].module"],
+        ),
+        def(
+            &["server", "pattern server", "control server"],
+            Label,
+            "",
+            "the MCP server an arm ran",
+            &["attrition[].server", "models[].modules[].<arm>.server", "oracle_floors[].rows[].server"],
+        ),
+        def(
+            &["role"],
+            Label,
+            "",
+            "the arm: pattern (the design under test) or control (its flat 1:1 counterpart)",
+            &["attrition[].role", "oracle_floors[].rows[].role"],
+        ),
+        def(
+            &["task"],
+            Label,
+            "",
+            "the task id; in a model's task table followed by k, the planned reps (or the reps found, without a manifest)",
+            &["models[].modules[].tasks[].task", "oracle_floors[].rows[].task"],
+        ),
+        def(&["metric"], Label, "", "the figure of the row; each row label is defined in this list", &[]),
+        def(&["pattern: ‹server›", "control: ‹server›"], Label, "", "an arm's column, headed with the server it ran", &["models[].modules[].<arm>"]),
+        def(&["what", "value"], Label, "", "the provenance table: where the numbers come from", &["provenance"]),
+    ]
+}
+
+fn attrition() -> Vec<Definition> {
+    use Aggregation::Summed;
+    let cell = "the cell: one (model, module, server), all its tasks and reps";
+    let valid = "the valid sessions of the cell (attrition table) or of the arm (model table)";
+    vec![
+        def(
+            &["planned"],
+            Summed,
+            "the module's tasks",
+            "sessions the manifest planned: k × the module's tasks; — without a manifest",
+            &["attrition[].planned"],
+        ),
+        def(&["attempts"], Summed, cell, "sessions ever recorded: the current records plus the replaced attempts", &["attrition[].attempts"]),
+        def(&["replaced"], Summed, cell, "attempts a rerun superseded: kept under superseded/, counted here, never scored", &["attrition[].replaced"]),
+        def(&["recorded"], Summed, cell, "the current records, valid or not", &["attrition[].attempted"]),
+        def(&["valid"], Summed, cell, "records whose numbers are data (the rest are attrition, with a reason)", &["attrition[].valid"]),
+        def(&["invalid (reason: count)"], Summed, cell, "records that are not data, counted by reason", &["attrition[].invalid"]),
+        def(
+            &["turn-cap hits", "turn-cap hits (valid failures)"],
+            Summed,
+            valid,
+            "sessions that reached the task's turn cap without a final answer; each is a valid failure, in the success rate",
+            &["attrition[].turn_cap_hits", "models[].modules[].<arm>.turn_cap_hits"],
+        ),
+        def(
+            &["context overflows", "context-window overflows (valid failures)"],
+            Summed,
+            valid,
+            "sessions whose conversation outgrew the model's context window; each a valid failure",
+            &["attrition[].context_exceeded", "models[].modules[].<arm>.context_exceeded"],
+        ),
+        def(
+            &["tool calls as text", "tool calls written as text (valid failures)"],
+            Summed,
+            valid,
+            "sessions whose final answer holds a call written as text (JSON naming an offered function) instead of a native tool call; each a valid failure",
+            &["attrition[].tool_call_as_text", "models[].modules[].<arm>.tool_call_as_text"],
+        ),
+        def(
+            &["unparseable output", "unparseable output (valid failures)"],
+            Summed,
+            valid,
+            "sessions the endpoint ended because it could not parse the model's own output; each a valid failure",
+            &["attrition[].unparseable_output", "models[].modules[].<arm>.unparseable_output"],
+        ),
+    ]
+}
+
+fn model_tables() -> Vec<Definition> {
+    use Aggregation::*;
+    vec![
+        def(
+            &["paired difference (pattern − control) [95% CI]"],
+            PerSession,
+            "the mean over pairs of the pattern session's value minus the control session's: over every (task, rep) pair valid in both arms in an \"all pairs\" row, over the pairs where both arms passed in a \"both passed\" row",
+            "with its percentile bootstrap 95% interval; in parentheses the relative difference Σpattern / Σcontrol − 1 over the same pairs and its interval; n is the pairs with the figure in both arms, \"k null\" the pairs left out of this figure because an arm's value is null",
+            &["models[].modules[].paired"],
+        ),
+        def(
+            &["sessions, valid / attempted"],
+            Summed,
+            "the arm's current records, all tasks and reps",
+            "valid records / all current records of the arm; in the difference column, the pairs used (valid in both arms) of the (task, rep) pairs seen in either arm, and of those planned",
+            &[
+                "models[].modules[].<arm>.valid",
+                "models[].modules[].<arm>.attempted",
+                "models[].modules[].paired.pairs_used",
+                "models[].modules[].paired.pairs_seen",
+            ],
+        ),
+        def(
+            &["pair outcomes"],
+            Summed,
+            "the pairs used",
+            "how the pairs valid in both arms ended: both passed, pattern only, control only, neither",
+            &["models[].modules[].paired.outcomes"],
+        ),
+        def(
+            &["success rate [Wilson 95%]"],
+            PerSession,
+            "the mean over the arm's valid sessions of passed (1) or not (0), i.e. passed / valid sessions, with its Wilson score 95% interval; in the difference column, the mean over all pairs",
+            "the share of valid sessions the verifier passed; a could-not-score counts as not passed",
+            &["models[].modules[].<arm>.success", "models[].modules[].paired.success"],
+        ),
+        def(
+            &["passed / failed / could not score"],
+            Summed,
+            "the arm's valid sessions",
+            "the verifier's outcomes: passed, failed, and could not score (no verdict could be reached; not passed, shown apart from failed)",
+            &["models[].modules[].<arm>.passed", "models[].modules[].<arm>.failed", "models[].modules[].<arm>.could_not_score"],
+        ),
+        def(
+            &["turns / session (median / mean [CI]), all pairs", "turns / session (mean), both passed"],
+            PerSession,
+            &format!("{ALL_PAIRS}; {BOTH_PASSED}"),
+            "model requests that got an answer in the session",
+            &["models[].modules[].<arm>.turns", "models[].modules[].paired.turns", "models[].modules[].paired.both_passed.turns"],
+        ),
+        def(
+            &["input tokens / session (median / mean [CI]), all pairs", "input tokens / session (mean), both passed"],
+            PerSession,
+            &format!("{ALL_PAIRS}; {BOTH_PASSED}"),
+            "the prompt tokens the endpoint reported, summed over the session's turns (cached included): measured usage, not an estimate; null when any turn lacked it — counted as \"k null\", never as 0",
+            &["models[].modules[].<arm>.input_tokens", "models[].modules[].paired.input_tokens", "models[].modules[].paired.both_passed.input_tokens"],
+        ),
+        def(
+            &["cached input tokens / session (median / mean [CI])"],
+            PerSession,
+            "the median and the mean [its 95% bootstrap interval] over the arm's valid sessions",
+            "of the session's input tokens, those the endpoint reported as served from its prompt cache",
+            &["models[].modules[].<arm>.cached_input_tokens"],
+        ),
+        def(
+            &["output tokens / session (median / mean [CI]), all pairs"],
+            PerSession,
+            ALL_PAIRS,
+            "the completion tokens the endpoint reported, summed over the session's turns",
+            &["models[].modules[].<arm>.output_tokens", "models[].modules[].paired.output_tokens"],
+        ),
+        def(
+            &["tool calls Σ over valid sessions (errors)"],
+            Summed,
+            "the arm's valid sessions",
+            "the tool calls the model made; in parentheses, those that errored — the server answered with an error, or the call was refused (arguments not JSON, a function never offered)",
+            &["models[].modules[].<arm>.tool_calls", "models[].modules[].<arm>.tool_call_errors"],
+        ),
+        def(
+            &["cost per session, USD (median / mean)"],
+            PerSession,
+            "median and mean over the arm's valid sessions with a price and usage; the others are counted as unpriced/null, never as 0",
+            "(input − cached) × input price + cached × cached-input price + output × output price, prices per million tokens from --prices",
+            &["models[].modules[].<arm>.cost_usd"],
+        ),
+        def(
+            &["pattern: outcome", "control: outcome"],
+            Summed,
+            "the task's reps on the arm",
+            "valid reps the verifier passed / valid reps, then could-not-score, invalid and missing (planned, never recorded) reps",
+            &["models[].modules[].tasks[].<arm>"],
+        ),
+        def(
+            &["pattern pass@k", "control pass@k"],
+            PerTask,
+            "the task's k reps on the arm",
+            "yes when any rep passed; no only when all k reps are recorded, valid and none passed; otherwise unknown",
+            &["models[].modules[].tasks[].<arm>.pass_at_k"],
+        ),
+        def(
+            &["pattern pass^k", "control pass^k"],
+            PerTask,
+            "the task's k reps on the arm",
+            "yes only when all k reps are recorded, valid and passed; no when a valid rep did not pass; otherwise unknown, never counted as a pass",
+            &["models[].modules[].tasks[].<arm>.pass_all_k"],
+        ),
+    ]
+}
+
+fn oracle_tables() -> Vec<Definition> {
+    use Aggregation::*;
+    vec![
+        def(&["tasks"], Summed, "the module", "the tasks with an oracle session", &["oracle_floors[].per_session.<role>.tasks"]),
+        def(
+            &["valid/sessions"],
+            Summed,
+            "the task's oracle sessions on the arm",
+            "valid oracle sessions / all of them",
+            &["oracle_floors[].rows[].valid", "oracle_floors[].rows[].sessions"],
+        ),
+        def(
+            &["passed"],
+            Summed,
+            "the task's valid oracle sessions on the arm",
+            "sessions the verifier passed: the plan solves the task",
+            &["oracle_floors[].rows[].passed"],
+        ),
+        def(
+            &["calls / session", "calls / session: pattern / control"],
+            PerSession,
+            ORACLE_OVER,
+            "the calls the oracle plan makes: tool calls, resource reads and resource lists, counted",
+            &["oracle_floors[].rows[].calls", "oracle_floors[].per_session.<role>.calls"],
+        ),
+        def(
+            &["schema bytes / session"],
+            PerSession,
+            ORACLE_OVER,
+            "bytes of the function definitions the agent is offered: the server's tools as OpenAI-style tools[] entries (compact JSON; the input schema without $schema), plus the generic list and read resource functions when the server offers resources — each definition's compact JSON length, summed. The same in every session of an arm, and resent with every turn",
+            &["oracle_floors[].rows[].schema_bytes"],
+        ),
+        def(
+            &["args bytes / session"],
+            PerSession,
+            ORACLE_OVER,
+            "the compact JSON length of each call's arguments (0 for a call without), summed over the plan's calls",
+            &["oracle_floors[].rows[].args_bytes"],
+        ),
+        def(
+            &["result bytes / session"],
+            PerSession,
+            ORACLE_OVER,
+            "the length of each call's result as the model reads it (the text the harness makes of the MCP result, the same for oracle and model sessions), summed over the plan's calls",
+            &["oracle_floors[].rows[].result_bytes"],
+        ),
+        def(
+            &["est. final context tokens / session"],
+            PerSession,
+            ORACLE_OVER,
+            "an estimate, not a measurement: (schema bytes + task text bytes + args bytes + result bytes) / 4, rounded down — the context once the plan's last result is in, counted once, without the system prompt. Not comparable with billed input tokens, which count every turn's resend",
+            &["oracle_floors[].rows[].estimated_tokens", "oracle_floors[].per_session.<role>.estimated_tokens"],
+        ),
+        def(
+            &["est. input tokens / session", "est. input tokens / session: pattern / control", "est. input tokens / session: pattern − control"],
+            PerSession,
+            ORACLE_OVER,
+            "an estimate, not a measurement, of the input tokens a model following the plan one call per turn would be billed for: with n calls there are n + 1 turns (the last gives the answer); every turn resends the system prompt, the task text and the definitions (schema bytes), and call j's arguments and result are resent in each of the n − j turns after it (j = 0 … n − 1); all those bytes / 4, rounded down. Comparable with a model session's input tokens. pattern − control: the difference of the two means, and in parentheses pattern / control − 1",
+            &["oracle_floors[].rows[].estimated_input_tokens", "oracle_floors[].per_session.<role>.estimated_input_tokens"],
+        ),
+        def(
+            &["est. input tokens Σ over tasks"],
+            Summed,
+            "the module's tasks (each task's median over its valid oracle sessions); absent when a task lacks the figure",
+            "the est. input tokens / session of every task, added up: what sweep reports compare across levels; not a per-session figure",
+            &["oracle_floors[].total_estimated_input_tokens"],
+        ),
+    ]
+}
