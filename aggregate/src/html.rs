@@ -123,11 +123,10 @@ pub fn markdown_to_html(md: &str) -> String {
                 if r == 1 && row.contains("---") {
                     continue;
                 }
-                let cells: Vec<&str> = row.trim().trim_matches('|').split(" | ").map(str::trim).collect();
                 let tag = if r == 0 { "th" } else { "td" };
                 out.push_str("<tr>");
-                for c in cells {
-                    write!(out, "<{tag}>{}</{tag}>", inline(&c.replace("\\|", "|"))).unwrap();
+                for c in cells(row) {
+                    write!(out, "<{tag}>{}</{tag}>", inline(&c)).unwrap();
                 }
                 out.push_str("</tr>\n");
             }
@@ -142,6 +141,24 @@ pub fn markdown_to_html(md: &str) -> String {
         out.push_str("</ul>\n");
     }
     out
+}
+
+/// A table row's cells, split at every `|` not escaped as `\|` and unescaped: an empty cell
+/// (`| |`) stays a cell, so a row keeps its columns under their headers.
+fn cells(row: &str) -> Vec<String> {
+    let row = row.trim();
+    let inner = row.strip_prefix('|').unwrap_or(row);
+    let inner = inner.strip_suffix('|').unwrap_or(inner);
+    let mut out = vec![String::new()];
+    let mut chars = inner.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&'|') => out.last_mut().unwrap().push(chars.next().unwrap()),
+            '|' => out.push(String::new()),
+            c => out.last_mut().unwrap().push(c),
+        }
+    }
+    out.iter().map(|c| c.trim().to_string()).collect()
 }
 
 /// Plotters' SVG carries an `xmlns` URL; inline SVG in HTML does not need it, and the page

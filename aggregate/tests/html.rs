@@ -298,3 +298,20 @@ fn the_chart_is_readable_at_the_size_it_is_shown() {
     assert!(rep.svg.matches("<polyline").count() > 30, "dashed outlines");
     assert!(font_sizes(&rep.svg).iter().all(|s| *s >= 11.99));
 }
+
+#[test]
+fn every_table_row_keeps_its_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    fixture(dir.path());
+    let rep = aggregate::report(dir.path(), None, &aggregate::Options::default()).unwrap();
+    let h = &rep.html;
+    // An empty cell (the arm columns of "pair outcomes") stays a cell under its header.
+    assert!(h.contains("<tr><td>pair outcomes</td><td></td><td></td><td>3 both passed"), "pair outcomes row");
+    for table in h.split("<table>").skip(1).map(|t| &t[..t.find("</table>").unwrap()]) {
+        let rows: Vec<&str> = table.split("<tr>").skip(1).collect();
+        let width = |r: &str| r.matches("<th>").count() + r.matches("<td>").count();
+        for row in &rows {
+            assert_eq!(width(row), width(rows[0]), "a row of another width than its header: {row}");
+        }
+    }
+}
