@@ -30,8 +30,14 @@ fn main() {
     // by cargo for any modified file; target/ is deliberately not among them.
     if let Some(git_dir) = git(&["rev-parse", "--absolute-git-dir"]) {
         let git_dir = Path::new(&git_dir);
+        // Only paths that exist: cargo treats a missing one as always changed, which rebuilt
+        // this crate on every build in a repository without packed refs. A first `packed-refs`
+        // comes with a change under `refs/` or to HEAD, which are watched.
         for f in ["HEAD", "index", "packed-refs", "refs"] {
-            println!("cargo:rerun-if-changed={}", git_dir.join(f).display());
+            let path = git_dir.join(f);
+            if path.exists() {
+                println!("cargo:rerun-if-changed={}", path.display());
+            }
         }
     }
     for entry in std::fs::read_dir(&root).into_iter().flatten().flatten() {
