@@ -24,9 +24,9 @@ use crate::metrics::{ArmMetrics, Summary};
 use crate::stats::Interval;
 
 const FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
-const PATTERN: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
-const CONTROL: RGBColor = RGBColor(0xe0, 0x6c, 0x00);
-const GREY: RGBColor = RGBColor(0x55, 0x55, 0x55);
+pub(crate) const PATTERN: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
+pub(crate) const CONTROL: RGBColor = RGBColor(0xe0, 0x6c, 0x00);
+pub(crate) const GREY: RGBColor = RGBColor(0x55, 0x55, 0x55);
 const WARN: RGBColor = RGBColor(0x8a, 0x4f, 0x00);
 /// The chart's width in pixels: the HTML page shows it at this size.
 pub const WIDTH: u32 = 960;
@@ -36,11 +36,11 @@ const PANEL_H: u32 = 280;
 
 /// A font of `px` pixels. Plotters shrinks every requested size by 1.24 when it renders (SVG
 /// and bitmap alike); asking for the size times 1.24 makes the text exactly `px` high.
-fn font(px: f64) -> FontDesc<'static> {
+pub(crate) fn font(px: f64) -> FontDesc<'static> {
     ("sans-serif", px * 1.24).into_font()
 }
 
-fn register_font() -> Result<()> {
+pub(crate) fn register_font() -> Result<()> {
     static DONE: OnceLock<std::result::Result<(), String>> = OnceLock::new();
     DONE.get_or_init(|| plotters::style::register_font("sans-serif", FontStyle::Normal, FONT).map_err(|_| "the bundled DejaVu Sans did not load".to_string()))
         .clone()

@@ -18,6 +18,7 @@ pub mod merge;
 pub mod metrics;
 pub mod provenance;
 pub mod stats;
+pub mod sweep_chart;
 pub mod transcript;
 pub mod u64_string;
 

@@ -46,6 +46,10 @@ pub struct LevelArm {
     /// The oracle: Σ over tasks of the structural floor (median per task), an estimate.
     pub floor_calls: Option<f64>,
     pub floor_estimated_input_tokens: Option<u64>,
+    /// The oracle per session: the mean over tasks of each task's median floor (what the table
+    /// and the chart show, in the report's unit).
+    pub floor_calls_per_session: Option<f64>,
+    pub floor_estimated_input_tokens_per_session: Option<f64>,
 }
 
 /// What a sweep varies.
@@ -88,8 +92,12 @@ pub struct Level {
     pub experiment: String,
     pub pattern: Option<LevelArm>,
     pub control: Option<LevelArm>,
-    /// Pattern − control cost at this level (input tokens; an estimate for the oracle).
+    /// Pattern − control cost at this level: the paired mean per session for a model; for the
+    /// oracle the difference of the floors summed over tasks (`floor_estimated_input_tokens`).
     pub cost_difference: Option<f64>,
+    /// The same per session: for a model equal to `cost_difference`, for the oracle the
+    /// difference of the per-session floors.
+    pub cost_difference_per_session: Option<f64>,
     pub cost_difference_ci95: Option<[f64; 2]>,
     pub verdict: Option<String>,
 }
@@ -202,9 +210,16 @@ pub async fn run(args: SweepArgs) -> anyhow::Result<Exit> {
     let report = report(&sweep_dir, &name, &module, &model, factor, &levels, fixed_scale)?;
     records::write_atomically(&sweep_dir.join("sweep.json"), &serde_json::to_vec_pretty(&report)?)?;
     let md = markdown(&report);
+    let svg = aggregate::sweep_chart::render_svg(&chart(&report)).context("drawing the sweep's chart")?;
+    records::write_atomically(&sweep_dir.join("sweep.svg"), svg.as_bytes())?;
     records::write_atomically(&sweep_dir.join("sweep.md"), md.as_bytes())?;
     print!("{md}");
-    eprintln!("wrote {} and {}; each level's own report is in its folder", sweep_dir.join("sweep.md").display(), sweep_dir.join("sweep.json").display());
+    eprintln!(
+        "wrote {}, {} and {}; each level's own report is in its folder",
+        sweep_dir.join("sweep.md").display(),
+        sweep_dir.join("sweep.json").display(),
+        sweep_dir.join("sweep.svg").display()
+    );
     Ok(worst)
 }
 
@@ -267,15 +282,21 @@ fn level_of(s: &Summary, level: u32, module: &str, oracle: bool) -> Level {
             input_tokens_ci95: metrics.and_then(|a| a.input_tokens.mean_ci95.as_ref()).map(|i| [i.lo, i.hi]),
             floor_calls: (!rows.is_empty() && rows.iter().all(|r| r.calls.is_some())).then(|| rows.iter().filter_map(|r| r.calls).map(|c| c as f64).sum()),
             floor_estimated_input_tokens: floor.and_then(|f| f.total_estimated_input_tokens.get(&role).copied()),
+            floor_calls_per_session: floor.and_then(|f| f.per_session_of(role, |p| p.calls).ok()),
+            floor_estimated_input_tokens_per_session: floor.and_then(|f| f.per_session_of(role, |p| p.estimated_input_tokens).ok()),
         })
     };
     let (pattern, control) = (arm(Role::Pattern), arm(Role::Control));
-    let (cost_difference, cost_difference_ci95) = if oracle {
+    let (cost_difference, cost_difference_ci95, cost_difference_per_session) = if oracle {
         let d = pattern.as_ref().and_then(|p| p.floor_estimated_input_tokens).zip(control.as_ref().and_then(|c| c.floor_estimated_input_tokens));
-        (d.map(|(p, c)| p as f64 - c as f64), None)
+        let per = pattern
+            .as_ref()
+            .and_then(|p| p.floor_estimated_input_tokens_per_session)
+            .zip(control.as_ref().and_then(|c| c.floor_estimated_input_tokens_per_session));
+        (d.map(|(p, c)| p as f64 - c as f64), None, per.map(|(p, c)| p - c))
     } else {
         let d = m.and_then(|m| m.paired.input_tokens.as_ref());
-        (d.map(|d| d.mean), d.and_then(|d| d.ci95.as_ref()).map(|i| [i.lo, i.hi]))
+        (d.map(|d| d.mean), d.and_then(|d| d.ci95.as_ref()).map(|i| [i.lo, i.hi]), d.map(|d| d.mean))
     };
     Level {
         level,
@@ -286,6 +307,7 @@ fn level_of(s: &Summary, level: u32, module: &str, oracle: bool) -> Level {
         control,
         cost_difference,
         cost_difference_ci95,
+        cost_difference_per_session,
         verdict: m.map(|m| format!("{:?}", m.verdict).to_lowercase()),
     }
 }
@@ -304,7 +326,9 @@ pub fn markdown(r: &SweepReport) -> String {
     let w = r.factor_kind.word();
     o.push_str(&format!("**Crossover:** {}.\n\n", r.crossover.sentence(&r.cost, r.factor_kind)));
     o.push_str(&format!("Cost compared: {}. Every level is its own experiment (`{w}<L>/`, with its own report); levels are never pooled.\n\n", r.cost));
-    o.push_str(&format!("| {w} | arm | server | valid / attempted | success | turns (mean) | input tokens (mean [95% CI]) | floor calls Σ | floor est. input tokens Σ | pattern − control cost |\n"));
+    o.push_str(&format!(
+        "| {w} | arm | server | valid / attempted | success | turns / session (mean) | input tokens / session (mean [95% CI]) | floor calls / session | floor est. input tokens / session | pattern − control / session |\n"
+    ));
     o.push_str("| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for l in &r.levels {
         for (role, arm) in [("pattern", &l.pattern), ("control", &l.control)] {
@@ -312,7 +336,7 @@ pub fn markdown(r: &SweepReport) -> String {
                 o.push_str(&format!("| {} | {role} | — | 0 / 0 | — | — | — | — | — | — |\n", l.level));
                 continue;
             };
-            let diff = if role == "pattern" { format!("{}{}", num(l.cost_difference), ci(l.cost_difference_ci95)) } else { String::new() };
+            let diff = if role == "pattern" { format!("{}{}", num(l.cost_difference_per_session), ci(l.cost_difference_ci95)) } else { String::new() };
             o.push_str(&format!(
                 "| {} | {role} | {} | {} / {} | {}{} | {} | {}{} | {} | {} | {diff} |\n",
                 l.level,
@@ -324,12 +348,46 @@ pub fn markdown(r: &SweepReport) -> String {
                 num(a.turns_mean),
                 num(a.input_tokens_mean),
                 ci(a.input_tokens_ci95),
-                num(a.floor_calls),
-                a.floor_estimated_input_tokens.map_or("—".into(), |x| x.to_string()),
+                num(a.floor_calls_per_session),
+                a.floor_estimated_input_tokens_per_session.map_or("—".into(), |x| format!("{x:.0}")),
             ));
         }
     }
+    o.push_str(&format!(
+        "\n![cost by {w}](sweep.svg)\n\n\
+         Per session: a model's figures are means over its valid sessions at that level (the difference a mean over \
+         pairs, with its bootstrap interval); the oracle's floor is the mean over the level's tasks of each task's \
+         median (the unit of the level reports). Success is over valid sessions, with its Wilson 95% interval. \
+         Est. input tokens are the oracle plan's bytes resent turn after turn, divided by four: an estimate, never a \
+         measurement (see a level report's Method). sweep.json also gives the floors summed over tasks.\n"
+    ));
     o
+}
+
+/// The chart of cost against level, per arm, in the table's unit.
+pub fn chart(r: &SweepReport) -> aggregate::sweep_chart::SweepChart {
+    let oracle = r.model == "oracle";
+    let series = |role: Role| -> aggregate::sweep_chart::Series {
+        let arm = |l: &Level| if role == Role::Pattern { l.pattern.clone() } else { l.control.clone() };
+        let server = r.levels.iter().find_map(|l| arm(l).map(|a| a.server)).unwrap_or_else(|| "—".into());
+        let points = r
+            .levels
+            .iter()
+            .map(|l| match arm(l) {
+                None => (None, None),
+                Some(a) if oracle => (a.floor_estimated_input_tokens_per_session, None),
+                Some(a) => (a.input_tokens_mean, a.input_tokens_ci95),
+            })
+            .collect();
+        aggregate::sweep_chart::Series { role, server, points }
+    };
+    aggregate::sweep_chart::SweepChart {
+        title: format!("{} with {}: cost by {}", r.module, r.model, r.factor),
+        x_label: r.factor.to_owned(),
+        y_label: if oracle { "est. input tokens / session (oracle floor)".into() } else { "input tokens / session (mean, 95% CI)".into() },
+        levels: r.levels.iter().map(|l| l.level).collect(),
+        series: vec![series(Role::Pattern), series(Role::Control)],
+    }
 }
 
 #[cfg(test)]

@@ -185,6 +185,14 @@ fn a_sweep_runs_each_level_as_its_own_experiment_and_reads_off_the_crossover() {
     assert!(["at", "from_the_start", "none_in_range"].contains(&report["crossover"]["kind"].as_str().unwrap()), "{report}");
     let md = std::fs::read_to_string(sweep.join("sweep.md")).unwrap();
     assert!(md.contains("**Crossover:**") && md.contains("| 1 | pattern |") && md.contains("| 2 | control |"), "{md}");
+    assert!(md.contains("![cost by scale](sweep.svg)"), "{md}");
+    let svg = std::fs::read_to_string(sweep.join("sweep.svg")).unwrap();
+    assert!(svg.contains("orchestrator (pattern)") && svg.contains("wrapper (control)") && svg.contains("world scale"), "the chart names its arms and axis");
+    // The table's per-session figures are the means over the level's tasks of the summed floors.
+    for l in report["levels"].as_array().unwrap() {
+        let per = l["cost_difference_per_session"].as_f64().unwrap();
+        assert!((per * 12.0 - l["cost_difference"].as_f64().unwrap()).abs() < 1.0, "{l}");
+    }
     // The folder of a sweep is not one experiment.
     let agg = pipeline().args(["aggregate", "--result-dir"]).arg(&sweep).output().unwrap();
     assert_eq!(agg.status.code(), Some(1), "{}", text(&agg));

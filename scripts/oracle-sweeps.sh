@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The oracle sweeps committed under docs/sweeps/: every module over world scale 1, 2, 4, 8, and
+# each task family over its sizes. The oracle replays its plans, so this spends nothing and the
+# curves are the structural floors (estimates; see each level's report, Method).
+#
+#   scripts/oracle-sweeps.sh [RESULTS_DIR]     # default: results/
+#
+# Each sweep runs into RESULTS_DIR/<sweep>/ (levels, records, reports), then its sweep.md,
+# sweep.json and sweep.svg are copied to docs/sweeps/<sweep>/. About a minute on 2 cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+results=${1:-results}
+cargo build -q -p pipeline
+pipeline=target/debug/pipeline
+
+run() { # name, flags…
+    local name=$1
+    shift
+    rm -rf "${results:?}/$name"
+    mkdir -p "$results"
+    "$pipeline" sweep --models oracle --exp-name "$name" --results-dir "$results" "$@" >"$results/$name.log" 2>&1 || { tail -20 "$results/$name.log"; exit 1; }
+    mkdir -p "docs/sweeps/$name"
+    cp "$results/$name"/sweep.{md,json,svg} "docs/sweeps/$name/"
+    echo "docs/sweeps/$name: $(grep -m1 '^\*\*Crossover' "$results/$name/sweep.md")"
+}
+
+for module in tool_orchestrator domain_adapter stateful_session proxy_aggregator resource_gateway; do
+    run "${module}_scale" --module "$module" --scale 1,2,4,8
+done
+run tool_orchestrator_size --module tool_orchestrator --size 1,2,4,8
+run stateful_session_size --module stateful_session --size 1,2,4,8,16,32
