@@ -27,5 +27,7 @@ run() { # name, flags…
 for module in tool_orchestrator domain_adapter stateful_session proxy_aggregator resource_gateway; do
     run "${module}_scale" --module "$module" --scale 1,2,4,8
 done
-run tool_orchestrator_size --module tool_orchestrator --size 1,2,4,8
-run stateful_session_size --module stateful_session --size 1,2,4,8,16,32
+# One sweep per task family, so a level's figure is that family's instance alone.
+run globex_ticket_batch_size --module tool_orchestrator --tasks globex_ticket_batch --size 1,2,4,8
+run initech_handover_size --module tool_orchestrator --tasks initech_handover --size 1,2,4,8,16
+run review_with_n_comments_size --module stateful_session --tasks review_with_n_comments --size 1,2,4,8,16,32

@@ -357,6 +357,18 @@ pub async fn read_only_rows(pool: &PgPool, queries: &[String]) -> Result<Vec<Vec
     Ok(out)
 }
 
+/// Runs a task's extra seed rows (`seed.sql`: INSERTs, UPDATEs) on a freshly reset world, in one
+/// transaction: all of it or nothing.
+pub async fn apply_task_seed(pool: &PgPool, sql: &str) -> Result<(), WorldError> {
+    let mut tx = pool.begin().await.map_err(db_err("starting the task's seed"))?;
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
+        .execute(&mut *tx)
+        .await
+        .map_err(|source| WorldError::Database { doing: "running the task's seed.sql".into(), source })?;
+    tx.commit().await.map_err(db_err("committing the task's seed"))?;
+    Ok(())
+}
+
 /// sha256 of one table's rows in id order (see [`canonical_dump_hash`]).
 pub async fn table_hash(pool: &PgPool, table: &str) -> Result<String, WorldError> {
     if !seed::TABLES.contains(&table) {

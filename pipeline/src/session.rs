@@ -27,7 +27,7 @@ pub async fn run_one(ctx: &RunContext, pending: &Pending, backend_url: &str, wor
     let task = &job.task;
     let model = &ctx.plan.models[job.model];
     let reset_started = Instant::now();
-    let reset = world.reset(task.spec()).await.map_err(|e| format!("resetting the world: {e}"));
+    let reset = task.prepare(world).await;
     let baseline = match reset {
         Ok(()) => task.verifier.baseline(&world.pool()).await.map_err(|e| format!("reading the baseline of the seeded world: {e}")),
         Err(e) => Err(e),

@@ -39,7 +39,9 @@ pub struct LevelArm {
     pub valid: usize,
     pub success_rate: Option<f64>,
     pub success_wilson95: Option<[f64; 2]>,
-    /// Model sessions: mean turns and input tokens with 95% intervals. Null for the oracle.
+    /// Model sessions: mean tool calls, turns and input tokens (the last with its 95% interval).
+    /// Null for the oracle.
+    pub calls_mean: Option<f64>,
     pub turns_mean: Option<f64>,
     pub input_tokens_mean: Option<f64>,
     pub input_tokens_ci95: Option<[f64; 2]>,
@@ -277,6 +279,7 @@ fn level_of(s: &Summary, level: u32, module: &str, oracle: bool) -> Level {
             valid,
             success_rate: metrics.and_then(|a| a.success.rate).or_else(|| (valid > 0).then(|| passed as f64 / valid as f64)),
             success_wilson95: metrics.and_then(|a| a.success.wilson95.as_ref()).map(|i| [i.lo, i.hi]),
+            calls_mean: metrics.filter(|a| a.valid > 0).map(|a| a.tool_calls as f64 / a.valid as f64),
             turns_mean: metrics.and_then(|a| a.turns.mean),
             input_tokens_mean: metrics.and_then(|a| a.input_tokens.mean),
             input_tokens_ci95: metrics.and_then(|a| a.input_tokens.mean_ci95.as_ref()).map(|i| [i.lo, i.hi]),
@@ -327,7 +330,7 @@ pub fn markdown(r: &SweepReport) -> String {
     o.push_str(&format!("**Crossover:** {}.\n\n", r.crossover.sentence(&r.cost, r.factor_kind)));
     o.push_str(&format!("Cost compared: {}. Every level is its own experiment (`{w}<L>/`, with its own report); levels are never pooled.\n\n", r.cost));
     o.push_str(&format!(
-        "| {w} | arm | server | valid / attempted | success | turns / session (mean) | input tokens / session (mean [95% CI]) | floor calls / session | floor est. input tokens / session | pattern − control / session |\n"
+        "| {w} | arm | server | valid / attempted | success | calls / session | turns / session (mean) | input tokens / session (mean [95% CI]) | floor est. input tokens / session | pattern − control / session |\n"
     ));
     o.push_str("| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for l in &r.levels {
@@ -338,17 +341,17 @@ pub fn markdown(r: &SweepReport) -> String {
             };
             let diff = if role == "pattern" { format!("{}{}", num(l.cost_difference_per_session), ci(l.cost_difference_ci95)) } else { String::new() };
             o.push_str(&format!(
-                "| {} | {role} | {} | {} / {} | {}{} | {} | {}{} | {} | {} | {diff} |\n",
+                "| {} | {role} | {} | {} / {} | {}{} | {} | {} | {}{} | {} | {diff} |\n",
                 l.level,
                 a.server,
                 a.valid,
                 a.attempted,
                 a.success_rate.map_or("—".into(), |x| format!("{:.0}%", x * 100.0)),
                 a.success_wilson95.map_or(String::new(), |[lo, hi]| format!(" [{:.0}%, {:.0}%]", lo * 100.0, hi * 100.0)),
+                num(a.calls_mean.or(a.floor_calls_per_session)),
                 num(a.turns_mean),
                 num(a.input_tokens_mean),
                 ci(a.input_tokens_ci95),
-                num(a.floor_calls_per_session),
                 a.floor_estimated_input_tokens_per_session.map_or("—".into(), |x| format!("{x:.0}")),
             ));
         }
@@ -357,7 +360,8 @@ pub fn markdown(r: &SweepReport) -> String {
         "\n![cost by {w}](sweep.svg)\n\n\
          Per session: a model's figures are means over its valid sessions at that level (the difference a mean over \
          pairs, with its bootstrap interval); the oracle's floor is the mean over the level's tasks of each task's \
-         median (the unit of the level reports). Success is over valid sessions, with its Wilson 95% interval. \
+         median (the unit of the level reports). Calls are a model's tool calls per valid session, or the oracle \
+         plan's calls. Success is over valid sessions, with its Wilson 95% interval. \
          Est. input tokens are the oracle plan's bytes resent turn after turn, divided by four: an estimate, never a \
          measurement (see a level report's Method). sweep.json also gives the floors summed over tasks.\n"
     ));

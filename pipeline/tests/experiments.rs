@@ -169,7 +169,7 @@ fn a_sweep_runs_each_level_as_its_own_experiment_and_reads_off_the_crossover() {
     for level in [1, 2] {
         let exp = sweep.join(format!("scale{level}"));
         let recs = records(&exp);
-        assert_eq!(recs.len(), 24, "12 tasks (8, and a family of 4 sizes) × 2 arms at scale {level}");
+        assert_eq!(recs.len(), 2 * common::task_count("tool_orchestrator"), "every task × 2 arms at scale {level}");
         assert!(recs.iter().all(|r| r["fingerprint"]["world_scale_override"] == level && r["world_scale"] == level));
         // Scale adds rows without changing the scale-1 world the tasks are written against.
         assert!(recs.iter().all(|r| r["verifier"]["verdict"] == "passed"), "every oracle session passes at scale {level}");
@@ -191,7 +191,8 @@ fn a_sweep_runs_each_level_as_its_own_experiment_and_reads_off_the_crossover() {
     // The table's per-session figures are the means over the level's tasks of the summed floors.
     for l in report["levels"].as_array().unwrap() {
         let per = l["cost_difference_per_session"].as_f64().unwrap();
-        assert!((per * 12.0 - l["cost_difference"].as_f64().unwrap()).abs() < 1.0, "{l}");
+        let tasks = common::task_count("tool_orchestrator") as f64;
+        assert!((per * tasks - l["cost_difference"].as_f64().unwrap()).abs() < 1.0, "{l}");
     }
     // The folder of a sweep is not one experiment.
     let agg = pipeline().args(["aggregate", "--result-dir"]).arg(&sweep).output().unwrap();
@@ -217,12 +218,12 @@ fn a_sweep_over_state_size_runs_each_family_size_as_its_own_experiment() {
     let sweep = tmp.path().join("sz");
     for size in [1, 4] {
         let recs = records(&sweep.join(format!("size{size}")));
-        assert_eq!(recs.len(), 2, "one instance × 2 arms at size {size}");
-        assert!(
-            recs.iter()
-                .all(|r| r["task"].as_str().is_some_and(|t| t.ends_with(&format!("globex_ticket_batch_n{size}"))) && r["verifier"]["verdict"] == "passed"),
-            "{recs:?}"
-        );
+        assert_eq!(recs.len(), 4, "the size-{size} instance of each of the two families × 2 arms");
+        for family in ["globex_ticket_batch", "initech_handover"] {
+            let of = |r: &&serde_json::Value| r["task"].as_str().is_some_and(|t| t.ends_with(&format!("{family}_n{size}")));
+            assert_eq!(recs.iter().filter(of).count(), 2, "{recs:?}");
+        }
+        assert!(recs.iter().all(|r| r["verifier"]["verdict"] == "passed"), "{recs:?}");
     }
     let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(sweep.join("sweep.json")).unwrap()).unwrap();
     assert_eq!(report["factor"], "state size");
@@ -237,7 +238,11 @@ fn a_sweep_over_state_size_runs_each_family_size_as_its_own_experiment() {
     // A size no family has is refused with the sizes there are; one factor per sweep.
     let out = pipeline().args(["--module", "tool_orchestrator", "--models", "oracle", "--size", "3", "--results-dir"]).arg(tmp.path()).output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(text(&out).contains("tool_orchestrator/globex_ticket_batch has sizes [1, 2, 4, 8]"), "{}", text(&out));
+    assert!(
+        text(&out).contains("tool_orchestrator/globex_ticket_batch has sizes [1, 2, 4, 8]; tool_orchestrator/initech_handover has sizes [1, 2, 4, 8, 16]"),
+        "{}",
+        text(&out)
+    );
     let both = pipeline().args(["sweep", "--module", "tool_orchestrator", "--models", "oracle", "--size", "1,2", "--scale", "1,2"]).output().unwrap();
     assert!(text(&both).contains("varies one factor"), "{}", text(&both));
 }

@@ -24,9 +24,9 @@ fn oracle_run_writes_paired_records_and_resume_skips_them() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let exp = tmp.path().join("e");
     let recs = records(&exp);
-    // The module's 8 tasks and the 4 sizes of its task family, × 2 arms × k 2.
-    const TASKS: usize = 12;
-    assert_eq!(recs.len(), TASKS * 2 * 2);
+    // Every task of the module (its eight and its families' sizes) × 2 arms × k 2.
+    let tasks = common::task_count("tool_orchestrator");
+    assert_eq!(recs.len(), tasks * 2 * 2);
     for r in &recs {
         assert_eq!(r["validity"]["class"], "valid", "{r}");
         assert_eq!(r["verifier"]["verdict"], "passed", "{r}");
@@ -45,9 +45,9 @@ fn oracle_run_writes_paired_records_and_resume_skips_them() {
             firsts.insert((r["task"].as_str().unwrap().to_owned(), r["rep"].as_u64().unwrap()), r["server"].as_str().unwrap().to_owned());
         }
     }
-    assert_eq!(firsts.len(), TASKS * 2);
+    assert_eq!(firsts.len(), tasks * 2);
     let pattern_first = firsts.values().filter(|s| *s == "orchestrator").count();
-    assert_eq!(pattern_first, TASKS, "ABBA: each arm goes first in half the pairs");
+    assert_eq!(pattern_first, tasks, "ABBA: each arm goes first in half the pairs");
     assert!(exp.join("manifest.json").is_file());
 
     let again = pipeline()
@@ -57,8 +57,8 @@ fn oracle_run_writes_paired_records_and_resume_skips_them() {
         .unwrap();
     assert!(again.status.success());
     let log = String::from_utf8_lossy(&again.stderr);
-    assert!(log.contains("48 already recorded, 0 to run"), "{log}");
-    assert_eq!(records(&exp).len(), TASKS * 4);
+    assert!(log.contains(&format!("{} already recorded, 0 to run", tasks * 4)), "{log}");
+    assert_eq!(records(&exp).len(), tasks * 4);
 
     // The report reads only these records and puts attrition before anything else.
     let report = pipeline().args(["aggregate", "--result-dir"]).arg(&exp).output().unwrap();
@@ -70,7 +70,7 @@ fn oracle_run_writes_paired_records_and_resume_skips_them() {
     for file in ["report.md", "summary.json", "chart.png", "chart.svg", "report.html"] {
         assert!(exp.join(file).metadata().map(|m| m.len() > 0).unwrap_or(false), "{file} missing or empty");
     }
-    assert_eq!(records(&exp).len(), TASKS * 4, "summary.json is not mistaken for a session record");
+    assert_eq!(records(&exp).len(), tasks * 4, "summary.json is not mistaken for a session record");
 }
 
 #[test]

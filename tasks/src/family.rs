@@ -8,7 +8,7 @@
 //! paths = ["src/main.rs", "src/lib.rs"]
 //! ```
 //!
-//! Its `task.md`, `meta.toml`, `verify.toml` and `oracle/<server>.toml` are
+//! Its `task.md`, `meta.toml`, `verify.toml`, `oracle/<server>.toml` and optional `seed.sql` are
 //! [MiniJinja](https://docs.rs/minijinja) templates rendered once per size with `n` (the size)
 //! and `vars`; an undefined name is an error, and each rendered file is then parsed and checked
 //! exactly like a plain task's. The instance of size 8 of family `review_notes` is the task

@@ -74,7 +74,7 @@ pub struct GroundTruth {
 /// stdio (spawned with `command` + `NAME --transport stdio --backend-url URL`), it must pass.
 pub async fn ground_truth(task: &Task, server: &str, world: &backend::World, backend_url: &str, command: &[String]) -> Result<GroundTruth, String> {
     let plan = task.plan_for(server).ok_or_else(|| format!("no oracle plan for {server}"))?;
-    world.reset(task.spec()).await.map_err(|e| format!("reset: {e}"))?;
+    task.prepare(world).await?;
     let pool = world.pool();
     let baseline = task.verifier.baseline(&pool).await?;
     let fresh = task.verifier.verify(&pool, &baseline, "").await;

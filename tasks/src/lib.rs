@@ -7,7 +7,9 @@
 //! * `verify.toml` — the verifier: SQL assertions over the final state, checks on the final
 //!   answer text, and tables that must be unchanged ([`verify::Verifier`]);
 //! * `oracle/<server>.toml` — one oracle plan per arm: the reference tool calls and resource
-//!   reads that solve the task through that server, and the answer ([`oracle::OraclePlan`]).
+//!   reads that solve the task through that server, and the answer ([`oracle::OraclePlan`]);
+//! * optionally `seed.sql` — rows the task adds to the reset world before the session
+//!   ([`Task::prepare`]).
 //!
 //! A folder with a `family.toml` is a **family**: the same files as templates, rendered into one
 //! task per size of the state the task works on ([`family`]).

@@ -65,6 +65,9 @@ pub struct Task {
     pub sha256: String,
     /// The family this task was generated from, if any.
     pub family: Option<FamilyInstance>,
+    /// `seed.sql`: rows the task adds to the freshly reset world before the session (the state it
+    /// works on, e.g. a family's n tickets), run by [`Task::prepare`].
+    pub seed_sql: Option<String>,
 }
 
 /// Which family a generated task belongs to, and its size.
@@ -87,6 +90,16 @@ impl Task {
 
     pub fn plan_for(&self, server: &str) -> Option<&OraclePlan> {
         self.oracle.get(server)
+    }
+
+    /// Brings `world` to this task's starting state: the seeded world of its spec, then the
+    /// task's own `seed.sql`, if any. Every session and G7 start here.
+    pub async fn prepare(&self, world: &backend::World) -> Result<(), String> {
+        world.reset(self.spec()).await.map_err(|e| format!("resetting the world: {e}"))?;
+        if let Some(sql) = &self.seed_sql {
+            backend::world::apply_task_seed(&world.pool(), sql).await.map_err(|e| format!("task {}: {e}", self.key()))?;
+        }
+        Ok(())
     }
 }
 
@@ -189,6 +202,17 @@ pub(crate) fn build_task(module: &str, id: String, dir: &Path, source: Source, s
     if !(1..=backend::seed::MAX_SCALE).contains(&meta.scale) {
         return Err(file_err(&meta_path, format!("scale must be between 1 and {}", backend::seed::MAX_SCALE)));
     }
+    let seed_path = dir.join("seed.sql");
+    let seed_sql = match seed_path.is_file() {
+        false => None,
+        true => {
+            let sql = source(&seed_path)?;
+            if sql.trim().is_empty() {
+                return Err(file_err(&seed_path, "seed.sql is empty: remove it, or give the rows the task needs"));
+            }
+            Some(sql)
+        }
+    };
     let verify_path = dir.join("verify.toml");
     let verifier: Verifier = parse(source, &verify_path)?;
     verifier.check().map_err(|p| file_err(&verify_path, p))?;
@@ -209,7 +233,7 @@ pub(crate) fn build_task(module: &str, id: String, dir: &Path, source: Source, s
             }
         }
     }
-    Ok(Task { module: module.to_owned(), id, dir: dir.to_owned(), text, meta, verifier, oracle, sha256, family })
+    Ok(Task { module: module.to_owned(), id, dir: dir.to_owned(), text, meta, verifier, oracle, sha256, family, seed_sql })
 }
 
 /// sha256 over the relative paths and bytes of every file below `dir`, in sorted order.

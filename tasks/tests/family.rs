@@ -67,6 +67,24 @@ fn a_family_is_one_task_per_size_rendered_from_its_templates() {
     assert_eq!(one.oracle["orchestrator"].steps.len(), 2);
     assert_eq!(three.verifier.sql[0].expect, Some(toml::Value::Integer(3)));
     assert_ne!(one.sha256, three.sha256, "each instance has its own hash");
+    assert_eq!(three.seed_sql, None, "no seed.sql, no seed");
+}
+
+#[test]
+fn a_family_seed_is_rendered_per_size() {
+    let (tmp, dir) = family();
+    fs::write(
+        dir.join("seed.sql"),
+        "INSERT INTO tickets (title) VALUES\n{% for i in range(n) %}\n('{{ vars.titles[i] }}'){{ \",\" if not loop.last else \";\" }}\n{% endfor %}\n",
+    )
+    .unwrap();
+    let tasks = load(tmp.path()).unwrap();
+    let three = tasks[1].seed_sql.as_deref().unwrap();
+    assert_eq!(three.matches("('").count(), 3, "{three}");
+    assert!(three.trim_end().ends_with("input');"), "{three}");
+    fs::write(dir.join("seed.sql"), "{% if n > 5 %}SELECT 1;{% endif %}").unwrap();
+    let e = load(tmp.path()).unwrap_err();
+    assert!(e.contains("seed.sql") && e.contains("empty"), "{e}");
 }
 
 #[test]

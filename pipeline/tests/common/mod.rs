@@ -64,3 +64,8 @@ pub fn copy_dir(src: &Path, dst: &Path) {
         }
     }
 }
+
+/// How many tasks a module has (its eight and its families' instances), as a run loads them.
+pub fn task_count(module: &str) -> usize {
+    tasks::load_module(&tasks::default_tasks_dir(), module).unwrap().len()
+}
