@@ -43,6 +43,7 @@ pub struct LevelArm {
     /// Null for the oracle.
     pub calls_mean: Option<f64>,
     pub turns_mean: Option<f64>,
+    pub turns_ci95: Option<[f64; 2]>,
     pub input_tokens_mean: Option<f64>,
     pub input_tokens_ci95: Option<[f64; 2]>,
     /// The oracle: Σ over tasks of the structural floor (median per task), an estimate.
@@ -281,6 +282,7 @@ fn level_of(s: &Summary, level: u32, module: &str, oracle: bool) -> Level {
             success_wilson95: metrics.and_then(|a| a.success.wilson95.as_ref()).map(|i| [i.lo, i.hi]),
             calls_mean: metrics.filter(|a| a.valid > 0).map(|a| a.tool_calls as f64 / a.valid as f64),
             turns_mean: metrics.and_then(|a| a.turns.mean),
+            turns_ci95: metrics.and_then(|a| a.turns.mean_ci95.as_ref()).map(|i| [i.lo, i.hi]),
             input_tokens_mean: metrics.and_then(|a| a.input_tokens.mean),
             input_tokens_ci95: metrics.and_then(|a| a.input_tokens.mean_ci95.as_ref()).map(|i| [i.lo, i.hi]),
             floor_calls: (!rows.is_empty() && rows.iter().all(|r| r.calls.is_some())).then(|| rows.iter().filter_map(|r| r.calls).map(|c| c as f64).sum()),
@@ -330,7 +332,7 @@ pub fn markdown(r: &SweepReport) -> String {
     o.push_str(&format!("**Crossover:** {}.\n\n", r.crossover.sentence(&r.cost, r.factor_kind)));
     o.push_str(&format!("Cost compared: {}. Every level is its own experiment (`{w}<L>/`, with its own report); levels are never pooled.\n\n", r.cost));
     o.push_str(&format!(
-        "| {w} | arm | server | valid / attempted | success | calls / session | turns / session (mean) | input tokens / session (mean [95% CI]) | floor est. input tokens / session | pattern − control / session |\n"
+        "| {w} | arm | server | valid / attempted | success | calls / session | turns / session (mean [95% CI]) | input tokens / session (mean [95% CI]) | floor est. input tokens / session | pattern − control / session |\n"
     ));
     o.push_str("| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for l in &r.levels {
@@ -341,7 +343,7 @@ pub fn markdown(r: &SweepReport) -> String {
             };
             let diff = if role == "pattern" { format!("{}{}", num(l.cost_difference_per_session), ci(l.cost_difference_ci95)) } else { String::new() };
             o.push_str(&format!(
-                "| {} | {role} | {} | {} / {} | {}{} | {} | {} | {}{} | {} | {diff} |\n",
+                "| {} | {role} | {} | {} / {} | {}{} | {} | {}{} | {}{} | {} | {diff} |\n",
                 l.level,
                 a.server,
                 a.valid,
@@ -350,6 +352,7 @@ pub fn markdown(r: &SweepReport) -> String {
                 a.success_wilson95.map_or(String::new(), |[lo, hi]| format!(" [{:.0}%, {:.0}%]", lo * 100.0, hi * 100.0)),
                 num(a.calls_mean.or(a.floor_calls_per_session)),
                 num(a.turns_mean),
+                ci(a.turns_ci95),
                 num(a.input_tokens_mean),
                 ci(a.input_tokens_ci95),
                 a.floor_estimated_input_tokens_per_session.map_or("—".into(), |x| format!("{x:.0}")),
