@@ -29,6 +29,10 @@ pub struct SweepArgs {
     /// comma-separated (the other may fix one value).
     #[command(flatten)]
     pub run: RunArgs,
+    /// Run nothing: write sweep.md, sweep.json and sweep.svg from the levels already recorded
+    /// (e.g. after an upgrade, whose new build would not resume the old levels).
+    #[arg(long)]
+    pub report_only: bool,
 }
 
 /// One level's figures per arm.
@@ -103,6 +107,10 @@ pub struct Level {
     pub cost_difference_per_session: Option<f64>,
     pub cost_difference_ci95: Option<[f64; 2]>,
     pub verdict: Option<String>,
+    /// The level report's reason for its verdict.
+    pub verdict_reason: Option<String>,
+    /// The level report found the model too weak to show a difference (its costs are of failing).
+    pub model_too_weak: Option<bool>,
 }
 
 /// The sweep's result, as written to `sweep.json`.
@@ -131,8 +139,14 @@ pub enum Crossover {
     FromTheStart { from: u32 },
     /// At no level from which it stays cheaper.
     NoneInRange,
-    /// Some level lacks the figure (no valid pairs, no floor): nothing can be said.
-    Unknown { missing: Vec<u32> },
+    /// Some level lacks a difference to stand behind (no valid pairs, no floor, no interval, a
+    /// withheld verdict, a model too weak to show a difference): nothing can be said.
+    Unknown {
+        missing: Vec<u32>,
+        /// Why, per level missing, in the level report's words.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        reasons: Vec<String>,
+    },
 }
 
 impl Crossover {
@@ -146,7 +160,10 @@ impl Crossover {
                 format!("the pattern's {cost} is below the control's from {w} {from}, the smallest level run")
             }
             Self::NoneInRange => format!("no crossover in range: at no level does the pattern's {cost} stay below the control's"),
-            Self::Unknown { missing } => format!("unknown: {w}(s) {missing:?} have no {cost} difference to compare"),
+            Self::Unknown { missing, reasons } if reasons.is_empty() => format!("unknown: {w}(s) {missing:?} have no {cost} difference to compare"),
+            Self::Unknown { missing, reasons } => {
+                format!("unknown: {w}(s) {missing:?} have no {cost} difference to stand behind ({})", reasons.join("; "))
+            }
         }
     }
 }
@@ -157,7 +174,7 @@ impl Crossover {
 pub fn crossover(levels: &[(u32, Option<f64>)]) -> Crossover {
     let missing: Vec<u32> = levels.iter().filter(|(_, d)| d.is_none()).map(|(l, _)| *l).collect();
     if !missing.is_empty() {
-        return Crossover::Unknown { missing };
+        return Crossover::Unknown { missing, reasons: Vec::new() };
     }
     let below: Vec<bool> = levels.iter().map(|(_, d)| d.is_some_and(|hi| hi < 0.0)).collect();
     let Some(first) = (0..levels.len()).find(|&i| below[i..].iter().all(|b| *b)) else { return Crossover::NoneInRange };
@@ -184,7 +201,7 @@ pub async fn run(args: SweepArgs) -> anyhow::Result<Exit> {
     crate::plan::check_experiment_name(&name).context("--exp-name")?;
     let sweep_dir = args.run.results_dir.join(&name);
     let mut worst = Exit::Ok;
-    for &level in &levels {
+    for &level in levels.iter().filter(|_| !args.report_only) {
         let mut run = args.run.clone();
         match factor {
             Factor::WorldScale => run.scale = vec![level],
@@ -251,7 +268,13 @@ pub fn report(
         };
         out.push(l);
     }
-    let diffs: Vec<(u32, Option<f64>)> = out.iter().map(|l| (l.level, l.cost_difference_ci95.map(|ci| ci[1]).or(l.cost_difference))).collect();
+    let (diffs, reasons) = comparable(&out, oracle, w);
+    let crossover = match crossover(&diffs) {
+        Crossover::Unknown { missing, .. } => {
+            Crossover::Unknown { reasons: reasons.into_iter().filter(|(l, _)| missing.contains(l)).map(|(_, r)| r).collect(), missing }
+        }
+        found => found,
+    };
     Ok(SweepReport {
         sweep: name.to_owned(),
         module: module.to_owned(),
@@ -259,9 +282,43 @@ pub fn report(
         factor: factor.title(),
         factor_kind: factor,
         cost: if oracle { "estimated input tokens (oracle floor, an estimate)".into() } else { "input tokens (paired, measured)".into() },
-        crossover: crossover(&diffs),
+        crossover,
         levels: out,
     })
+}
+
+/// The difference each level can stand behind (pattern − control, the upper end of its interval
+/// for a model), and why a level has none. The oracle's floor is deterministic: its value is the
+/// figure. A model's point difference alone is not: without an interval, under a withheld
+/// verdict, or when the model is too weak for its costs to be anything but costs of failing, the
+/// level says nothing about where the pattern pays.
+fn comparable(levels: &[Level], oracle: bool, word: &str) -> (Vec<(u32, Option<f64>)>, Vec<(u32, String)>) {
+    let mut reasons = Vec::new();
+    let diffs = levels
+        .iter()
+        .map(|l| {
+            if oracle {
+                return (l.level, l.cost_difference);
+            }
+            let why = if l.verdict.as_deref() == Some("withheld") {
+                Some(l.verdict_reason.clone().unwrap_or_else(|| "verdict withheld".into()))
+            } else if l.model_too_weak == Some(true) {
+                Some("the model is too weak to show a difference (see the level report)".into())
+            } else if l.cost_difference.is_some() && l.cost_difference_ci95.is_none() {
+                Some("too few valid pairs for an interval".into())
+            } else {
+                None
+            };
+            match why {
+                Some(why) => {
+                    reasons.push((l.level, format!("{word} {}: {why}", l.level)));
+                    (l.level, None)
+                }
+                None => (l.level, l.cost_difference_ci95.map(|ci| ci[1])),
+            }
+        })
+        .collect();
+    (diffs, reasons)
 }
 
 fn level_of(s: &Summary, level: u32, module: &str, oracle: bool) -> Level {
@@ -314,6 +371,8 @@ fn level_of(s: &Summary, level: u32, module: &str, oracle: bool) -> Level {
         cost_difference_ci95,
         cost_difference_per_session,
         verdict: m.map(|m| format!("{:?}", m.verdict).to_lowercase()),
+        verdict_reason: m.map(|m| m.verdict_reason.clone()),
+        model_too_weak: m.map(|m| m.model_too_weak),
     }
 }
 
@@ -407,8 +466,45 @@ mod tests {
         assert_eq!(crossover(&[(1, Some(-1.0)), (2, Some(-3.0))]), Crossover::FromTheStart { from: 1 });
         // Cheaper at one level but not above it: it does not pay from there.
         assert_eq!(crossover(&[(1, Some(5.0)), (2, Some(-3.0)), (4, Some(2.0))]), Crossover::NoneInRange);
-        assert_eq!(crossover(&[(1, Some(5.0)), (2, None)]), Crossover::Unknown { missing: vec![2] });
+        assert_eq!(crossover(&[(1, Some(5.0)), (2, None)]), Crossover::Unknown { missing: vec![2], reasons: vec![] });
         // An interval's upper end at zero is not below it.
         assert_eq!(crossover(&[(1, Some(0.0)), (2, Some(-0.5))]), Crossover::At { from: 2, after: Some(1) });
+    }
+
+    fn level(level: u32, verdict: &str, too_weak: bool, diff: Option<f64>, ci: Option<[f64; 2]>) -> Level {
+        Level {
+            level,
+            scale: None,
+            size: Some(level),
+            experiment: format!("size{level}"),
+            pattern: None,
+            control: None,
+            cost_difference: diff,
+            cost_difference_ci95: ci,
+            cost_difference_per_session: diff,
+            verdict: Some(verdict.into()),
+            verdict_reason: Some(format!("{verdict} because")),
+            model_too_weak: Some(too_weak),
+        }
+    }
+
+    /// A model's level counts only with an interval, a verdict not withheld and a model able to
+    /// pass: a point difference between two ways of failing is no crossover.
+    #[test]
+    fn a_model_level_without_a_difference_to_stand_behind_is_no_crossover() {
+        let levels = [
+            level(1, "withheld", false, Some(-50.0), Some([-80.0, -20.0])),
+            level(2, "inconclusive", true, Some(-40.0), Some([-60.0, -10.0])),
+            level(4, "inconclusive", false, Some(-30.0), None),
+            level(8, "confirmed", false, Some(-20.0), Some([-30.0, -5.0])),
+        ];
+        let (diffs, reasons) = comparable(&levels, false, "size");
+        assert_eq!(diffs, [(1, None), (2, None), (4, None), (8, Some(-5.0))]);
+        assert_eq!(reasons.iter().map(|(l, _)| *l).collect::<Vec<_>>(), [1, 2, 4]);
+        assert!(reasons[0].1.contains("withheld because") && reasons[1].1.contains("too weak") && reasons[2].1.contains("interval"), "{reasons:?}");
+        // The oracle's floor is deterministic: its value is the figure.
+        let (diffs, reasons) = comparable(&levels, true, "size");
+        assert_eq!(diffs.iter().map(|d| d.1).collect::<Vec<_>>(), [Some(-50.0), Some(-40.0), Some(-30.0), Some(-20.0)]);
+        assert!(reasons.is_empty());
     }
 }
