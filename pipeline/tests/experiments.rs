@@ -7,7 +7,7 @@ mod common;
 use std::path::Path;
 use std::process::Output;
 
-use common::{pipeline, records};
+use common::{all_files, pipeline, records};
 
 fn oracle_run(results: &Path, extra: &[&str]) -> Output {
     pipeline()
@@ -194,6 +194,23 @@ fn a_sweep_runs_each_level_as_its_own_experiment_and_reads_off_the_crossover() {
         let tasks = common::task_count("tool_orchestrator") as f64;
         assert!((per * tasks - l["cost_difference"].as_f64().unwrap()).abs() < 1.0, "{l}");
     }
+    // --report-only rewrites the sweep's report from the recorded levels and runs nothing.
+    let recorded = all_files(&sweep).into_iter().filter(|(p, _)| p.extension().is_some_and(|e| e == "json") && !p.ends_with("sweep.json")).collect::<Vec<_>>();
+    std::fs::remove_file(sweep.join("sweep.md")).unwrap();
+    let again = pipeline()
+        .args(["sweep", "--module", "tool_orchestrator", "--models", "oracle", "--scale", "2,1", "--exp-name", "sw", "--report-only", "--results-dir"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    assert_eq!(std::fs::read_to_string(sweep.join("sweep.md")).unwrap(), md, "the same report from the same levels");
+    let after = all_files(&sweep).into_iter().filter(|(p, _)| p.extension().is_some_and(|e| e == "json") && !p.ends_with("sweep.json")).collect::<Vec<_>>();
+    assert_eq!(
+        after.iter().filter(|(p, _)| p.to_string_lossy().contains("__rep")).count(),
+        recorded.iter().filter(|(p, _)| p.to_string_lossy().contains("__rep")).count(),
+        "no session was run"
+    );
+
     // The folder of a sweep is not one experiment.
     let agg = pipeline().args(["aggregate", "--result-dir"]).arg(&sweep).output().unwrap();
     assert_eq!(agg.status.code(), Some(1), "{}", text(&agg));
