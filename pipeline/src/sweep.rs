@@ -260,13 +260,11 @@ pub fn report(
         let dir: PathBuf = sweep_dir.join(format!("{w}{level}"));
         let r = aggregate::report(&dir, None, &aggregate::Options::default()).with_context(|| format!("reporting {w} {level} ({})", dir.display()))?;
         r.write(&dir).with_context(|| format!("writing the report of {w} {level}"))?;
-        let mut l = level_of(&r.summary, level, module, oracle);
-        l.experiment = format!("{w}{level}");
-        (l.scale, l.size) = match factor {
+        let (scale, size) = match factor {
             Factor::WorldScale => (Some(level), None),
             Factor::StateSize => (fixed_scale, Some(level)),
         };
-        out.push(l);
+        out.push(Level { experiment: format!("{w}{level}"), scale, size, ..level_of(&r.summary, level, module, oracle) });
     }
     let (diffs, reasons) = comparable(&out, oracle, w);
     let crossover = match crossover(&diffs) {
@@ -321,6 +319,7 @@ fn comparable(levels: &[Level], oracle: bool, word: &str) -> (Vec<(u32, Option<f
     (diffs, reasons)
 }
 
+/// One level's figures from its report; the caller fills in `experiment`, `scale` and `size`.
 fn level_of(s: &Summary, level: u32, module: &str, oracle: bool) -> Level {
     let m: Option<&ModuleReport> = s.models.iter().flat_map(|m| m.modules.iter()).find(|m| m.module == module);
     let floor = s.oracle_floors.iter().find(|f| f.module == module);

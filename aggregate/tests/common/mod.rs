@@ -291,19 +291,11 @@ pub struct Table {
     pub rows: Vec<Vec<String>>,
 }
 
-/// A table row's cells: split at every `|` that is not escaped as `\|`, trimmed.
+/// A table row's cells, split as the HTML page splits them (`aggregate::html::cells`).
 pub fn cells(line: &str) -> Vec<String> {
-    let inner = line.trim().strip_prefix('|').and_then(|l| l.strip_suffix('|')).unwrap_or_else(|| panic!("not a table row: {line}"));
-    let mut out = vec![String::new()];
-    let mut chars = inner.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' if chars.peek() == Some(&'|') => out.last_mut().unwrap().push(chars.next().unwrap()),
-            '|' => out.push(String::new()),
-            c => out.last_mut().unwrap().push(c),
-        }
-    }
-    out.iter().map(|c| c.trim().to_string()).collect()
+    let row = line.trim();
+    assert!(row.starts_with('|') && row.ends_with('|') && row.len() > 1, "not a table row: {line}");
+    aggregate::html::cells(row)
 }
 
 /// Every table of a Markdown report, in order.
