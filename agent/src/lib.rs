@@ -14,6 +14,7 @@
 //! * [`record`]: what a session produced ([`SessionOutcome`]); the record it becomes, and its
 //!   parts, are in the `records` crate.
 
+pub mod dialect;
 pub mod mcp;
 pub mod oracle;
 pub mod preflight;

@@ -6,12 +6,15 @@
 //! zero as a *valid* session — plausible numbers from a broken setup. So the preflight fails
 //! closed: only a native `tool_calls` answer naming the one function offered passes.
 //!
-//! Two requests at most. `GET {base_url}/models` (no tokens) checks the key and the model id where
-//! the server offers the listing; then exactly one chat request — no retry loop — offers a single
-//! trivial function with `tool_choice: "auto"` (not `"required"`: llama.cpp's grammar loops on
-//! it), the provider's pinned temperature and seed, and at most [`MAX_PROBE_TOKENS`] tokens. It
-//! goes through the provider's own request and classification, so quota and limit answers and
-//! error texts read exactly as they would in a session.
+//! Two requests at most. `GET {base_url}/models` (no tokens) checks the model id where the server
+//! offers a listing it lets this key read (a listing that is absent or refused — 401, 403, 404 —
+//! is recorded and the chat request decides: some endpoints authorise the listing differently
+//! from chat); then exactly one chat request — no retry loop — offers a single trivial function
+//! with `tool_choice: "auto"` (not `"required"`: llama.cpp's grammar loops on it) and exactly the
+//! parameters a session sends (temperature or none, seed, effort, the limit under the dialect's
+//! name): the preflight sends nothing the run would not. It goes through the provider's own
+//! request and classification, so quota and limit answers and error texts read exactly as they
+//! would in a session; a rejected parameter gets a hint naming the flag that sets it.
 //!
 //! What it keeps ([`Preflight`], written into check.json and manifest.json) holds request URLs and
 //! bodies and response statuses and bodies, never a header; any header value or the key that a
@@ -27,8 +30,6 @@ use crate::text_call::tool_call_as_text;
 
 /// The one function the probe offers.
 pub const PROBE_FUNCTION: &str = "preflight_echo";
-/// The probe's completion budget: enough for one call, too little to loop.
-pub const MAX_PROBE_TOKENS: u32 = 200;
 /// A response body is kept up to this many bytes.
 pub const PROBE_BODY_LIMIT: usize = 4096;
 /// Ids quoted from a model listing that lacks the model.
@@ -81,6 +82,9 @@ pub enum PreflightFailureKind {
     ToolCallAsText,
     /// The model answered without calling the function at all.
     NoToolCall,
+    /// The endpoint rejected a parameter the run sends (temperature, effort, the limit's name,
+    /// Azure's api-version): the hint names the flag to change.
+    RejectedParameter,
     /// Any other failure of the probe request.
     ProviderError,
 }
@@ -94,6 +98,7 @@ impl PreflightFailureKind {
             Self::Limit => "limit",
             Self::ToolCallAsText => "tool_call_as_text",
             Self::NoToolCall => "no_tool_call",
+            Self::RejectedParameter => "rejected_parameter",
             Self::ProviderError => "provider_error",
         }
     }
@@ -167,8 +172,11 @@ impl Run<'_> {
         let body = self.clean(&body);
         self.probes.push(json!({ "request": request, "response": self.response(status, Some(&body), true) }));
         if matches!(status, 401 | 403) {
-            self.endpoint = Some((false, format!("GET {url} refused the key: HTTP {status}")));
-            return Err(self.unauthorized(format!("HTTP {status}: {body}")));
+            // Not decided: some endpoints (Anthropic's, gateways) authorise the listing otherwise
+            // than chat. The chat request decides whether the key works.
+            return Ok(Listing::NotOffered(format!(
+                "GET /models answered HTTP {status}; the listing is not authorised like chat here, so the chat request decides"
+            )));
         }
         self.endpoint = Some((true, format!("GET {url} answered HTTP {status}")));
         let ids = (status == 200).then(|| served_ids(&body)).flatten();
@@ -181,7 +189,7 @@ impl Run<'_> {
             return Ok(Listing::NotOffered(why));
         };
         let model = &self.provider.config().model;
-        if ids.iter().any(|id| id == model) {
+        if ids.iter().any(|id| same_model(id, model)) {
             self.model = Some((true, format!("GET /models lists `{model}` ({} model(s) served)", ids.len())));
             return Ok(Listing::Listed);
         }
@@ -201,6 +209,9 @@ impl Run<'_> {
         let body = self.probe_body();
         let (outcome, exchange) = self.provider.exchange(&body).await;
         self.record(&body, &exchange);
+        if exchange.status.is_some() && self.endpoint.is_none() {
+            self.endpoint = Some((true, format!("POST {} answered HTTP {}", self.provider.chat_url(), exchange.status.unwrap_or_default())));
+        }
         let model = self.provider.config().model.clone();
         // Any answer at all is the model being served, when the listing could not say so.
         let served = |why: &str| (true, format!("the chat request for `{model}` was answered ({why})"));
@@ -232,7 +243,13 @@ impl Run<'_> {
             return Ok(());
         }
         let text = message.text().map(|t| self.clean(&t));
-        let (kind, provider_text, hint) = if !names.is_empty() {
+        let (kind, provider_text, hint) = if names.is_empty() && finish == "length" {
+            let limit = self.provider.config().max_tokens.map_or("the endpoint's own limit".to_owned(), |m| format!("--max-tokens {m}"));
+            let hint = format!(
+                "the answer was cut at the response limit ({limit}) before the model called the function: raise --max-tokens (reasoning models spend output tokens on reasoning first), or leave it unset"
+            );
+            (PreflightFailureKind::ProviderError, text.filter(|t| !t.is_empty()).unwrap_or_else(|| format!("(no content; finish_reason: {finish})")), hint)
+        } else if !names.is_empty() {
             let text = format!("native tool calls to {names:?}, not to the one function offered, {PROBE_FUNCTION}");
             (PreflightFailureKind::NoToolCall, self.clean(&text), "the model called a function it was not offered: it cannot be relied on to use the functions it is given; try another model, or run with --skip-preflight (recorded)".to_owned())
         } else if let Some(t) = text.as_deref().filter(|t| tool_call_as_text(t, &[PROBE_FUNCTION.to_owned()]).is_some()) {
@@ -252,6 +269,7 @@ impl Run<'_> {
     /// A request the endpoint answered with an error (or that got no answer).
     fn refused(&mut self, status: Option<u16>, detail: String) -> PreflightFailure {
         let detail = self.clean(&detail);
+        let hint = status.and_then(|s| self.rejection_hint(s, &detail));
         match status {
             None => {
                 if let Some(probe) = self.probes.last_mut() {
@@ -260,9 +278,13 @@ impl Run<'_> {
                 self.endpoint = Some((false, format!("no answer from POST {}: {detail}", self.provider.chat_url())));
                 self.unreachable(detail)
             }
-            Some(s @ (401 | 403)) => {
+            Some(s) if matches!(s, 401 | 403) || (s == 400 && names_a_bad_key(&detail)) => {
                 self.endpoint = Some((false, format!("POST /chat/completions refused the key: HTTP {s}")));
                 self.unauthorized(detail)
+            }
+            Some(s) if hint.is_some() => {
+                self.endpoint = Some((true, format!("POST {} answered HTTP {s}", self.provider.chat_url())));
+                self.probe_failed(PreflightFailureKind::RejectedParameter, detail, hint.unwrap_or_default())
             }
             Some(404) if names_the_model(&detail) => {
                 self.model = Some((false, format!("the chat request for `{}` answered HTTP 404", self.provider.config().model)));
@@ -277,6 +299,10 @@ impl Run<'_> {
                 self.probe_failed(PreflightFailureKind::ProviderError, detail, hint.to_owned())
             }
         }
+    }
+
+    fn rejection_hint(&self, status: u16, detail: &str) -> Option<String> {
+        crate::dialect::rejection_hint(self.provider.config(), self.provider.has_api_version(), Some(status), detail)
     }
 
     fn probe_failed(&mut self, kind: PreflightFailureKind, detail: String, hint: String) -> PreflightFailure {
@@ -312,10 +338,9 @@ impl Run<'_> {
 
     fn probe_body(&self) -> Value {
         let messages = [json!({ "role": "system", "content": SYSTEM_PROMPT }), json!({ "role": "user", "content": PROBE_PROMPT })];
-        let mut body = self.provider.request_body(&messages, &[probe_function()]);
-        let max_tokens = self.provider.config().max_tokens.map_or(MAX_PROBE_TOKENS, |m| m.min(MAX_PROBE_TOKENS));
-        body["max_tokens"] = json!(max_tokens);
-        body
+        // Exactly a session's request: a lower limit than the run's could be spent on reasoning
+        // before any call, and a parameter the run does not send proves nothing about the run.
+        self.provider.request_body(&messages, &[probe_function()])
     }
 
     fn record(&mut self, body: &Value, exchange: &Exchange) {
@@ -378,6 +403,19 @@ fn served_ids(body: &str) -> Option<Vec<String>> {
     let listing: Value = serde_json::from_str(body).ok()?;
     let data = listing.get("data")?.as_array()?;
     Some(data.iter().filter_map(|m| m.get("id").and_then(Value::as_str)).map(str::to_owned).collect())
+}
+
+/// Whether a listed id is the model asked for: as written, or without the `models/` prefix that
+/// Gemini's OpenAI-compatible listing puts before every id.
+fn same_model(listed: &str, model: &str) -> bool {
+    listed == model || listed.strip_prefix("models/") == Some(model)
+}
+
+/// Whether a 400 says the key is wrong (Gemini's compatibility endpoint answers a bad key with
+/// 400 `API_KEY_INVALID`, "API key not valid. Please pass a valid API key.").
+fn names_a_bad_key(detail: &str) -> bool {
+    let d = detail.to_lowercase();
+    ["api key not valid", "api_key_invalid", "invalid api key", "incorrect api key"].iter().any(|p| d.contains(p))
 }
 
 /// Whether a 404 is about the model (OpenAI's `model_not_found`, vLLM's "The model `m` does not

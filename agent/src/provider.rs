@@ -18,9 +18,12 @@
 //!   async-openai's `SecretString`; extra header values (possibly secrets too) live only in its
 //!   header map. Neither is reachable through `Debug`, [`ProviderConfig::record_params`] or any
 //!   transcript event.
+//! * The endpoint's dialect ([`crate::dialect`]) decides how the key is sent (`Authorization:
+//!   Bearer`, Azure's `api-key`), the query every request keeps, and the names of the parameters;
+//!   a parameter goes out only when the plan sets it.
 //! * A loopback endpoint (127.0.0.0/8, `[::1]`, `localhost`) may be used without a key: local
 //!   servers (llama.cpp, Ollama, vLLM) need none, and a made-up key would be recorded as if one
-//!   authenticated the run. Then no `Authorization` header is sent and [`OpenAiCompatible::auth`]
+//!   authenticated the run. Then no auth header is sent and [`OpenAiCompatible::auth`]
 //!   says [`Auth::None`]. Anywhere else a missing key refuses, as a remote endpoint that answers
 //!   without one is a misconfiguration worth stopping for.
 //! * What a provider reports beyond usage — llama.cpp's `timings`, `system_fingerprint`, the
@@ -29,15 +32,16 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use async_openai::config::{Config, OpenAIConfig};
+use async_openai::config::Config;
 use async_openai::error::OpenAIError;
 use async_openai::middleware::HttpRequestFactory;
-use records::{Auth, ProviderExtras};
+use records::{Auth, Dialect, MaxTokensParam, ProviderExtras};
 use reqwest::StatusCode;
-use reqwest::header::{AUTHORIZATION, HeaderMap};
+use reqwest::header::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::dialect::EndpointConfig;
 use crate::record::Usage;
 
 pub const PROVIDER: &str = "openai_compatible";
@@ -121,9 +125,17 @@ pub struct ProviderConfig {
     /// Name of the environment variable holding the API key (the key itself is never stored).
     pub api_key_env: String,
     pub model: String,
+    /// Sent with every request when set; `None` sends none (the provider's default).
     pub temperature: Option<f32>,
+    /// Sent under [`Self::max_tokens_param`] when set.
     pub max_tokens: Option<u32>,
     pub seed: Option<i64>,
+    /// Whose rules the endpoint follows ([`Self::set_dialect`] also picks the limit's name).
+    pub dialect: Dialect,
+    /// The request field that carries [`Self::max_tokens`].
+    pub max_tokens_param: MaxTokensParam,
+    /// Sent as the dialect sends an effort, when set.
+    pub reasoning_effort: Option<String>,
     /// Whole-request timeout (connect, send, wait, read body).
     pub request_timeout: Duration,
     /// Extra request headers; the values may be secrets and are never recorded.
@@ -140,6 +152,9 @@ impl std::fmt::Debug for ProviderConfig {
             .field("temperature", &self.temperature)
             .field("max_tokens", &self.max_tokens)
             .field("seed", &self.seed)
+            .field("dialect", &self.dialect)
+            .field("max_tokens_param", &self.max_tokens_param)
+            .field("reasoning_effort", &self.reasoning_effort)
             .field("request_timeout", &self.request_timeout)
             .field("extra_headers", &self.header_names())
             .field("retry", &self.retry)
@@ -148,9 +163,15 @@ impl std::fmt::Debug for ProviderConfig {
 }
 
 impl ProviderConfig {
+    /// A configuration with nothing pinned; the dialect follows the base URL's host.
     pub fn new(base_url: impl Into<String>, api_key_env: impl Into<String>, model: impl Into<String>) -> Self {
+        let base_url: String = base_url.into();
+        let dialect = Dialect::of_base_url(&base_url);
         Self {
-            base_url: base_url.into(),
+            dialect,
+            max_tokens_param: dialect.max_tokens_param(),
+            reasoning_effort: None,
+            base_url,
             api_key_env: api_key_env.into(),
             model: model.into(),
             temperature: None,
@@ -160,6 +181,12 @@ impl ProviderConfig {
             extra_headers: vec![],
             retry: RetryPolicy::default(),
         }
+    }
+
+    /// Sets the dialect and the limit's name it implies.
+    pub fn set_dialect(&mut self, dialect: Dialect) {
+        self.dialect = dialect;
+        self.max_tokens_param = dialect.max_tokens_param();
     }
 
     /// Header names only: what a record may say about the extra headers.
@@ -177,6 +204,9 @@ impl ProviderConfig {
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "seed": self.seed,
+            "dialect": self.dialect,
+            "max_tokens_param": self.max_tokens_param,
+            "reasoning_effort": self.reasoning_effort,
             "request_timeout_ms": self.request_timeout.as_millis() as u64,
             "extra_header_names": self.header_names(),
             "max_retries": self.retry.max_retries,
@@ -191,6 +221,10 @@ impl ProviderConfig {
 pub enum SetupError {
     #[error("the API key variable {0} is unset or empty; export it before running against a model (only a loopback endpoint may go without a key)")]
     MissingKey(String),
+    #[error("the key in ${0} cannot be sent in an HTTP header (it holds a line break or another control character); export it again without one")]
+    BadKey(String),
+    #[error("{0}")]
+    Dialect(String),
     #[error("extra header {0:?} is not a valid HTTP header: {1}")]
     BadHeader(String, String),
     #[error("could not build the HTTP client: {0}")]
@@ -213,8 +247,9 @@ pub fn is_loopback_url(base_url: &str) -> bool {
 #[derive(Clone)]
 pub struct OpenAiCompatible {
     config: ProviderConfig,
-    /// async-openai's config: holds the key (as a `SecretString`) and the extra headers.
-    client_config: OpenAIConfig,
+    /// async-openai's config: the base URL and query, the key (as a `SecretString`) and every
+    /// header, as the dialect sends them.
+    client_config: EndpointConfig,
     auth: Auth,
     http: reqwest::Client,
 }
@@ -237,17 +272,13 @@ impl OpenAiCompatible {
     /// environment (tests, which cannot set variables safely while other threads run).
     pub fn with_key_source(config: ProviderConfig, lookup: impl FnOnce(&str) -> Option<String>) -> Result<Self, SetupError> {
         install_crypto_provider();
+        crate::dialect::check(&config)?;
         let (key, auth) = match lookup(&config.api_key_env).filter(|k| !k.is_empty()) {
             Some(key) => (key, Auth::Key),
             None if is_loopback_url(&config.base_url) => (String::new(), Auth::None),
             None => return Err(SetupError::MissingKey(config.api_key_env.clone())),
         };
-        // OpenAIConfig::new() reads OPENAI_* variables; pin every field so only our config counts.
-        let mut client_config = OpenAIConfig::new().with_api_base(config.base_url.trim_end_matches('/')).with_api_key(key).with_org_id("").with_project_id("");
-        for (name, value) in &config.extra_headers {
-            let header = reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|e| SetupError::BadHeader(name.clone(), e.to_string()))?;
-            client_config = client_config.with_header(header, value.as_str()).map_err(|e| SetupError::BadHeader(name.clone(), e.to_string()))?;
-        }
+        let client_config = EndpointConfig::new(&config, key)?;
         let http = reqwest::Client::builder().timeout(config.request_timeout).build().map_err(|e| SetupError::Http(e.to_string()))?;
         Ok(Self { config, client_config, auth, http })
     }
@@ -261,20 +292,11 @@ impl OpenAiCompatible {
         self.auth
     }
 
-    /// Keyless, async-openai would still send `Authorization: Bearer ` (it always adds one); a
-    /// server that checks keys would then answer "invalid key" rather than "missing key". An
-    /// `Authorization` the user passed with `--header` is theirs and is kept.
-    fn strips_authorization(&self) -> bool {
-        self.auth == Auth::None && !self.config.extra_headers.iter().any(|(name, _)| name.eq_ignore_ascii_case(AUTHORIZATION.as_str()))
-    }
-
-    /// The headers every request carries.
+    /// The headers every request carries. Keyless, there is no auth header at all (not an empty
+    /// `Bearer `, which a server that checks keys would answer with "invalid key" rather than
+    /// "missing key"); an `Authorization` the user passed with `--header` is theirs and is kept.
     fn headers(&self) -> HeaderMap {
-        let mut headers = self.client_config.headers();
-        if self.strips_authorization() {
-            headers.remove(AUTHORIZATION);
-        }
-        headers
+        self.client_config.headers()
     }
 
     /// Whether the same request is expected to produce the same output (temperature 0 or a
@@ -291,15 +313,7 @@ impl OpenAiCompatible {
             body["tools"] = Value::Array(tools.to_vec());
             body["tool_choice"] = json!("auto");
         }
-        if let Some(t) = self.config.temperature {
-            body["temperature"] = json!(t);
-        }
-        if let Some(m) = self.config.max_tokens {
-            body["max_tokens"] = json!(m);
-        }
-        if let Some(s) = self.config.seed {
-            body["seed"] = json!(s);
-        }
+        crate::dialect::add_parameters(&self.config, &mut body);
         body
     }
 
@@ -412,18 +426,23 @@ impl OpenAiCompatible {
         self.exchange(body).await.0
     }
 
-    /// The chat-completions URL requests go to.
+    /// The chat-completions URL requests go to (with the query every request keeps).
     pub(crate) fn chat_url(&self) -> String {
-        self.client_config.url("/chat/completions")
+        self.client_config.full_url("/chat/completions")
     }
 
     pub(crate) fn models_url(&self) -> String {
-        self.client_config.url("/models")
+        self.client_config.full_url("/models")
     }
 
-    /// `GET /models` with the key and extra headers every request carries: status and body.
+    /// Whether every request carries Azure's `api-version` query parameter.
+    pub(crate) fn has_api_version(&self) -> bool {
+        self.client_config.has_query("api-version")
+    }
+
+    /// `GET /models` with the key, headers and query every request carries: status and body.
     pub(crate) async fn list_models(&self) -> Result<(u16, String), reqwest::Error> {
-        let response = self.http.get(self.models_url()).headers(self.headers()).send().await?;
+        let response = self.http.get(self.client_config.url("/models")).query(&self.client_config.query()).headers(self.headers()).send().await?;
         let status = response.status().as_u16();
         Ok((status, response.text().await?))
     }
@@ -445,15 +464,11 @@ impl OpenAiCompatible {
         let service = {
             let http = self.http.clone();
             let seen = seen.clone();
-            let strip = self.strips_authorization();
             tower::service_fn(move |factory: HttpRequestFactory| {
                 let http = http.clone();
                 let seen = seen.clone();
                 async move {
-                    let mut request = factory.build().await?;
-                    if strip {
-                        request.headers_mut().remove(AUTHORIZATION);
-                    }
+                    let request = factory.build().await?;
                     let response = http.execute(request).await.map_err(OpenAIError::Reqwest)?;
                     *seen.lock().unwrap() = Some((response.status(), response.headers().clone()));
                     Ok::<_, OpenAIError>(response)
@@ -576,7 +591,12 @@ fn classify(result: Result<Value, OpenAIError>, seen: Option<(StatusCode, Header
             let e = &api.api_error;
             let mut detail = format!("HTTP {}: {}", api.status_code, e.message);
             if e.r#type.is_some() || e.code.is_some() {
-                detail.push_str(&format!(" [type: {}, code: {}]", e.r#type.as_deref().unwrap_or("-"), e.code.as_deref().unwrap_or("-")));
+                detail.push_str(&format!(" [type: {}, code: {}", e.r#type.as_deref().unwrap_or("-"), e.code.as_deref().unwrap_or("-")));
+                // The field a 400 names (OpenAI's `param`): the hint names the flag that sets it.
+                if let Some(param) = e.param.as_deref() {
+                    detail.push_str(&format!(", param: {param}"));
+                }
+                detail.push(']');
             }
             let quota = [e.r#type.as_deref(), e.code.as_deref()].contains(&Some(INSUFFICIENT_QUOTA));
             let overflow = e.code.as_deref() == Some(CONTEXT_LENGTH_EXCEEDED) || is_context_overflow(&e.message);

@@ -87,9 +87,13 @@ fn a_remote_endpoint_without_a_key_is_refused() {
 
 #[tokio::test]
 async fn a_loopback_server_that_wants_a_key_is_refused_with_a_hint_naming_the_variable() {
-    let fake = FakeModel::start(vec![]).await;
-    fake.serve_models(401, r#"{"error":{"message":"Invalid API Key","type":"authentication_error"}}"#);
+    // llama.cpp's server started with --api-key refuses the listing and chat alike (its verbatim
+    // body). A refused listing alone decides nothing: the chat request's 401 does.
+    let refusal = r#"{"error":{"code":401,"message":"Invalid API Key","type":"authentication_error"}}"#;
+    let fake = FakeModel::start(vec![Reply::raw(401, refusal)]).await;
+    fake.serve_models(401, refusal);
     let found = agent::preflight(&keyless(config(&fake.base_url)).unwrap()).await;
+    assert_eq!(fake.received().len(), 1, "the probe went on to the chat request");
     let failure = found.failure.as_ref().expect("refused");
     assert_eq!(failure.kind, PreflightFailureKind::Unauthorized);
     assert!(failure.hint.contains("none was sent") && failure.hint.contains(KEY_ENV), "{}", failure.hint);

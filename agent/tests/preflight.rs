@@ -45,7 +45,8 @@ async fn a_native_tool_call_passes_with_one_chat_request() {
     assert_eq!(chat[0].tool_names(), ["preflight_echo"]);
     assert_eq!(body["tool_choice"], "auto", "not \"required\": llama.cpp's grammar loops on it");
     assert_eq!((body["temperature"].as_f64(), body["seed"].as_i64(), body["model"].as_str()), (Some(0.0), Some(7), Some("fake-model")));
-    assert_eq!(body["max_tokens"], 200, "the provider's 512 capped at 200");
+    assert_eq!(body["max_tokens"], 512, "the run's own limit, under the run's own name: the probe sends nothing the run would not");
+    assert_eq!(body.get("max_completion_tokens"), None);
     assert!(chat[0].messages().last().unwrap()["content"].as_str().unwrap().contains("\"ready\""));
     // Both requests carry the key and the extra headers, as every session request does.
     let listing = fake.models_received();
@@ -103,8 +104,8 @@ const UNAUTHORIZED: &str = r#"{"error":{"message":"Incorrect API key provided. Y
 
 #[tokio::test]
 async fn a_refused_key_is_unauthorized_naming_the_variable() {
-    // Refused by the listing: no chat request is spent.
-    let fake = FakeModel::start(vec![echo_call()]).await;
+    // Refused by the listing and by chat: the chat request's refusal decides.
+    let fake = FakeModel::start(vec![Reply::raw(401, UNAUTHORIZED)]).await;
     fake.serve_models(401, UNAUTHORIZED);
     let p = agent::preflight(&provider(config(&fake.base_url))).await;
     let (kind, text, hint) = failure(&p);
@@ -112,7 +113,7 @@ async fn a_refused_key_is_unauthorized_naming_the_variable() {
     assert!(text.contains("Incorrect API key provided."), "{text}");
     assert!(hint.contains(KEY_ENV) && hint.contains("--api-key-env"), "{hint}");
     assert_eq!(checks(&p), [("endpoint", false)]);
-    assert!(fake.received().is_empty());
+    assert_eq!(fake.received().len(), 1);
 
     // Refused by the chat request of a server without the listing.
     let fake = FakeModel::start(vec![Reply::raw(403, UNAUTHORIZED)]).await;
@@ -121,6 +122,22 @@ async fn a_refused_key_is_unauthorized_naming_the_variable() {
     assert_eq!(kind, PreflightFailureKind::Unauthorized);
     assert!(text.contains("403") && text.contains("Incorrect API key provided."), "{text}");
     assert_eq!(checks(&p), [("endpoint", false)]);
+}
+
+#[tokio::test]
+async fn a_listing_refused_while_chat_works_is_recorded_and_the_probe_goes_on() {
+    // Anthropic's /v1/models wants its own headers, gateways authorise it apart: a working
+    // endpoint must not be refused for it.
+    for status in [401, 403, 404] {
+        let fake = FakeModel::start(vec![echo_call()]).await;
+        fake.serve_models(status, UNAUTHORIZED);
+        let p = agent::preflight(&provider(config(&fake.base_url))).await;
+        assert!(p.passed, "listing HTTP {status}: {}", p.summary());
+        assert_eq!(checks(&p), [("endpoint", true), ("model", true), ("native_tool_calls", true)]);
+        assert!(p.checks[1].detail.contains(&format!("HTTP {status}")), "the listing's answer is recorded: {}", p.checks[1].detail);
+        assert_eq!(p.probes[0]["response"]["status"], status);
+        assert_eq!(fake.received().len(), 1);
+    }
 }
 
 #[tokio::test]

@@ -751,13 +751,19 @@ pub(crate) fn provenance_rows(s: &Summary) -> Vec<(&'static str, String)> {
             if m.provider == Provider::Oracle {
                 format!("{} (oracle: no model, no sampling parameters)", m.id)
             } else {
+                let max_tokens = match (m.max_tokens, m.max_tokens_param) {
+                    (Some(n), Some(param)) => format!("{n} (as {param})"),
+                    (n, _) => opt(n.map(|t| t.to_string())),
+                };
                 format!(
-                    "{} ({}): temperature {}, max tokens {}, seed {}",
+                    "{} ({}{}): temperature {}, max tokens {}, seed {}, reasoning effort {}",
                     m.id,
                     m.provider,
+                    m.dialect.map_or(String::new(), |d| format!(", dialect {d}")),
                     opt(m.temperature.map(|t| t.to_string())),
-                    opt(m.max_tokens.map(|t| t.to_string())),
-                    opt(m.seed.map(|t| t.to_string()))
+                    max_tokens,
+                    opt(m.seed.map(|t| t.to_string())),
+                    m.reasoning_effort.clone().unwrap_or_else(|| "not sent".into())
                 )
             }
         })

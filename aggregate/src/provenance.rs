@@ -71,10 +71,20 @@ pub struct Build {
 pub struct ModelParameters {
     pub id: String,
     pub provider: Provider,
-    pub temperature: Option<f64>,
+    /// A number, or `"provider_default"` (none was sent).
+    pub temperature: Option<records::Temperature>,
     pub max_tokens: Option<u32>,
     #[serde(with = "crate::u64_string::option")]
     pub seed: Option<u64>,
+    /// Whose rules the endpoint followed; null for the oracle and older records.
+    #[serde(default)]
+    pub dialect: Option<records::Dialect>,
+    /// The field that carried `max_tokens`; null when no limit was sent.
+    #[serde(default)]
+    pub max_tokens_param: Option<records::MaxTokensParam>,
+    /// The reasoning effort sent with every request; null when none was.
+    #[serde(default)]
+    pub reasoning_effort: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -210,7 +220,16 @@ pub fn of(exp: &Experiment, bootstrap_seed: u64, invocation: &Invocation) -> Pro
 }
 
 fn parameters(m: &records::ModelSpec) -> ModelParameters {
-    ModelParameters { id: m.id.clone(), provider: m.provider, temperature: m.temperature, max_tokens: m.max_tokens, seed: m.seed }
+    ModelParameters {
+        id: m.id.clone(),
+        provider: m.provider,
+        temperature: m.temperature,
+        max_tokens: m.max_tokens,
+        seed: m.seed,
+        dialect: m.dialect,
+        max_tokens_param: m.max_tokens_param,
+        reasoning_effort: m.reasoning_effort.clone(),
+    }
 }
 
 fn text(v: &Value, key: &str) -> Option<String> {

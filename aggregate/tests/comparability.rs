@@ -40,7 +40,7 @@ fn like_records_pool_and_say_they_were_checked() {
     // Another model may differ in everything that is its own: it is never pooled with "m".
     pairs(dir.path(), "n", &["t1", "t2"], 1..=3, |r| {
         with_fingerprint(arms_differ(r), |f| {
-            f.temperature = Some(1.0);
+            f.temperature = Some(records::Temperature::Value(1.0));
             f.base_url = Some("http://elsewhere/v1".into());
         })
     });
@@ -55,7 +55,7 @@ fn temperature_0_and_1_under_one_model_id_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     base(dir.path());
     let mut r = record("m", "m1", "control", "t2", 3, ok(records::Verdict::Passed, 200, 4));
-    r.model.temperature = Some(1.0);
+    r.model.temperature = Some(records::Temperature::Value(1.0));
     let path = write(dir.path(), &arms_differ(r), false);
     let (scope, diffs, _, theirs) = incomparable(dir.path());
     assert_eq!(scope, "records of model m");

@@ -238,7 +238,7 @@ fn provenance_is_in_every_report() {
         "| binary build | c0ffee (clean) — 4 sessions |",
         "| binary version | not recorded by the run |",
         "| k (reps per task and arm) | 2 (run with 1 parallel jobs) |",
-        "| models and parameters | m (openai_compatible): temperature 0, max tokens 512, seed 18446744073709551615 |",
+        "| models and parameters | m (openai_compatible): temperature 0, max tokens 512, seed 18446744073709551615, reasoning effort not sent |",
         "| world seeds | seed 1, scale 1 (1 tasks) |",
         "| bootstrap seed | 7882267113055153763 |",
         "| spec | none: a run from flags, not from a spec |",

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use records::Transport;
+use records::{Dialect, MaxTokensParam, Temperature, Transport};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct RunArgs {
@@ -44,15 +44,32 @@ pub struct RunArgs {
     /// Name of the environment variable holding the API key (the key itself is never written).
     #[arg(long, default_value = "OPENAI_API_KEY")]
     pub api_key_env: String,
-    /// Sampling temperature, pinned for the whole experiment.
-    #[arg(long, default_value_t = 0.0)]
-    pub temperature: f64,
-    /// Most tokens per model response.
+    /// Sampling temperature, pinned for the whole experiment: a number, or `default` to send
+    /// none and let the provider sample at its own default (reasoning models accept no other).
+    #[arg(long, default_value = "default", value_parser = Temperature::parse)]
+    pub temperature: Temperature,
+    /// Most tokens per model response (sent under the name the endpoint's dialect uses; nothing
+    /// is sent without it).
     #[arg(long)]
     pub max_tokens: Option<u32>,
     /// Sampling seed, where the provider supports one.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Reasoning effort, sent with every request as the endpoint's dialect expects it (e.g.
+    /// `low`, `medium`, `high`; the words are the provider's). Unset, none is sent and the
+    /// model's own default applies.
+    #[arg(long)]
+    pub reasoning_effort: Option<String>,
+    /// Whose rules the endpoint follows: how the key, the limit and the effort are sent.
+    /// Default: from the --base-url host (api.openai.com → openai, *.openai.azure.com → azure,
+    /// api.anthropic.com → anthropic, generativelanguage.googleapis.com → gemini,
+    /// openrouter.ai → openrouter; anything else → compatible).
+    #[arg(long, value_enum)]
+    pub dialect: Option<Dialect>,
+    /// The name under which --max-tokens goes out, when the dialect's choice is wrong for the
+    /// endpoint (a gateway in front of a reasoning model: max_completion_tokens).
+    #[arg(long, value_enum)]
+    pub max_tokens_param: Option<MaxTokensParam>,
     /// Seconds before one model request times out (it is then retried, bounded).
     #[arg(long, default_value_t = 120)]
     pub request_timeout_secs: u64,

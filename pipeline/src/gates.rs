@@ -315,7 +315,9 @@ async fn model(spec: &Spec, skip_preflight: bool, f: &mut Failures) -> Option<se
         if !seen.insert(format!("{m:?}")) {
             continue;
         }
-        let who = if spec.arms.len() > 1 && spec.arms.iter().any(|a| a.model.is_some() || a.temperature.is_some() || a.seed.is_some()) {
+        let who = if spec.arms.len() > 1
+            && spec.arms.iter().any(|a| a.model.is_some() || a.temperature.is_some() || a.seed.is_some() || a.reasoning_effort.is_some())
+        {
             format!("model {} (arm {})", m.id, arm.server)
         } else {
             format!("model {}", m.id)
@@ -332,9 +334,11 @@ async fn model(spec: &Spec, skip_preflight: bool, f: &mut Failures) -> Option<se
             f.add(Gate::Model, format!("{who}: base_url is not pinned"));
         }
         if m.temperature.is_none() {
-            f.add(Gate::Model, format!("{who}: temperature is not pinned"));
+            f.add(Gate::Model, format!("{who}: temperature is not stated: give a number, or \"provider_default\" to send none"));
         }
-        if m.seed.is_none() {
+        // Anthropic's endpoint ignores a seed (a pinned one is refused): nothing to pin there.
+        let dialect = m.dialect.unwrap_or_else(|| records::Dialect::of_base_url(m.base_url.as_deref().unwrap_or_default()));
+        if m.seed.is_none() && dialect != records::Dialect::Anthropic {
             f.add(Gate::Model, format!("{who}: seed is not pinned"));
         }
         match m.api_key_env.as_deref() {
@@ -351,10 +355,14 @@ async fn model(spec: &Spec, skip_preflight: bool, f: &mut Failures) -> Option<se
         if skip_preflight || !pinned {
             continue;
         }
-        let mut config = agent::ProviderConfig::new(m.base_url.clone().unwrap_or_default(), m.api_key_env.clone().unwrap_or_default(), m.id.clone());
-        config.temperature = m.temperature.map(|t| t as f32);
-        config.max_tokens = m.max_tokens;
-        config.seed = m.seed;
+        let config = match crate::spec::model_plan(&m, std::time::Duration::from_secs(120), vec![]) {
+            Ok(plan) => plan.provider_config(),
+            Err(e) => {
+                f.add(Gate::Model, format!("{who}: {e:#}"));
+                continue;
+            }
+        };
+        let Some(config) = config else { continue };
         match OpenAiCompatible::new(config) {
             Err(e) => f.add(Gate::Model, format!("{who}: {e}")),
             Ok(provider) => {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use records::{Fingerprint, ModelSpec, Provider, Transport};
+use records::{Dialect, Fingerprint, MaxTokensParam, ModelSpec, Provider, Temperature, Transport};
 use servers::registry::{self, Role, ServerEntry};
 use tasks::Task;
 
@@ -66,17 +66,60 @@ impl ModelPlan {
         self.spec.is_oracle()
     }
 
+    /// A model of the plan, resolved: the dialect from the base URL unless given, the limit's
+    /// name from the dialect unless given (recorded only when a limit is sent). Settings the
+    /// endpoint is documented to ignore are refused here, before anything is written or spent.
+    pub fn model(settings: ModelSettings, endpoint: Endpoint) -> anyhow::Result<Self> {
+        let dialect = settings.dialect.unwrap_or_else(|| Dialect::of_base_url(&endpoint.base_url));
+        let plan = Self {
+            spec: ModelSpec {
+                id: settings.id,
+                provider: Provider::OpenAiCompatible,
+                temperature: Some(settings.temperature),
+                max_tokens: settings.max_tokens,
+                seed: settings.seed,
+                dialect: Some(dialect),
+                max_tokens_param: settings.max_tokens.map(|_| settings.max_tokens_param.unwrap_or_else(|| dialect.max_tokens_param())),
+                reasoning_effort: settings.reasoning_effort,
+            },
+            endpoint: Some(endpoint),
+        };
+        if let Some(config) = plan.provider_config() {
+            agent::dialect::check(&config).map_err(|e| anyhow::anyhow!("model {}: {e}", plan.spec.id))?;
+        }
+        Ok(plan)
+    }
+
     /// The provider configuration of a model (none for the oracle).
     pub fn provider_config(&self) -> Option<agent::ProviderConfig> {
         let e = self.endpoint.as_ref()?;
         let mut config = agent::ProviderConfig::new(e.base_url.clone(), e.api_key_env.clone(), self.spec.id.clone());
-        config.temperature = self.spec.temperature.map(|t| t as f32);
+        if let Some(dialect) = self.spec.dialect {
+            config.set_dialect(dialect);
+        }
+        if let Some(param) = self.spec.max_tokens_param {
+            config.max_tokens_param = param;
+        }
+        config.temperature = self.spec.temperature.and_then(Temperature::sent).map(|t| t as f32);
         config.max_tokens = self.spec.max_tokens;
         config.seed = self.spec.seed.map(|s| s as i64);
+        config.reasoning_effort = self.spec.reasoning_effort.clone();
         config.request_timeout = e.request_timeout;
         config.extra_headers = e.headers.clone();
         Some(config)
     }
+}
+
+/// What a plan pins of one model, before the dialect and the limit's name are resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelSettings {
+    pub id: String,
+    pub temperature: Temperature,
+    pub max_tokens: Option<u32>,
+    pub seed: Option<u64>,
+    pub reasoning_effort: Option<String>,
+    pub dialect: Option<Dialect>,
+    pub max_tokens_param: Option<MaxTokensParam>,
 }
 
 /// One session to run.
@@ -196,22 +239,7 @@ impl RunPlan {
         let model = if first.is_oracle() {
             ModelPlan::oracle()
         } else {
-            let seed = first.seed.map(|s| u64::try_from(s).map_err(|_| anyhow::anyhow!("model.seed: must be ≥ 0, not {s}"))).transpose()?;
-            ModelPlan {
-                spec: ModelSpec {
-                    id: first.id.clone(),
-                    provider: Provider::OpenAiCompatible,
-                    temperature: first.temperature,
-                    max_tokens: first.max_tokens,
-                    seed,
-                },
-                endpoint: Some(Endpoint {
-                    base_url: first.base_url.clone().unwrap_or_default(),
-                    api_key_env: first.api_key_env.clone().unwrap_or_else(|| "OPENAI_API_KEY".into()),
-                    request_timeout: Duration::from_secs(options.request_timeout_secs),
-                    headers: options.headers.clone(),
-                }),
-            }
+            crate::spec::model_plan(&first, Duration::from_secs(options.request_timeout_secs), options.headers.clone())?
         };
         let (selected, missing) = crate::spec::select_tasks(&dirs.tasks_dir(), &spec.module, &spec.tasks)?;
         anyhow::ensure!(missing.is_empty(), "G3 frozen inputs: tasks {missing:?} are in the spec but not in {}", dirs.tasks_dir().display());
@@ -283,6 +311,9 @@ impl RunPlan {
             temperature: model.spec.temperature,
             max_tokens: model.spec.max_tokens,
             seed: model.spec.seed,
+            dialect: model.spec.dialect,
+            max_tokens_param: model.spec.max_tokens_param,
+            reasoning_effort: model.spec.reasoning_effort.clone(),
             base_url: model.endpoint.as_ref().map(|e| records::fingerprint::url_without_userinfo(&e.base_url)),
             transport: self.transport,
             world_seed: s.task.meta.seed,
@@ -425,21 +456,22 @@ fn models_from_flags(args: &RunArgs) -> anyhow::Result<Vec<ModelPlan>> {
             out.push(ModelPlan::oracle());
             continue;
         }
-        out.push(ModelPlan {
-            spec: ModelSpec {
-                id: id.clone(),
-                provider: Provider::OpenAiCompatible,
-                temperature: Some(args.temperature),
-                max_tokens: args.max_tokens,
-                seed: args.seed,
-            },
-            endpoint: Some(Endpoint {
-                base_url: args.base_url.clone().unwrap_or_default(),
-                api_key_env: args.api_key_env.clone(),
-                request_timeout: Duration::from_secs(args.request_timeout_secs),
-                headers: args.headers.clone(),
-            }),
-        });
+        let settings = ModelSettings {
+            id: id.clone(),
+            temperature: args.temperature,
+            max_tokens: args.max_tokens,
+            seed: args.seed,
+            reasoning_effort: args.reasoning_effort.clone(),
+            dialect: args.dialect,
+            max_tokens_param: args.max_tokens_param,
+        };
+        let endpoint = Endpoint {
+            base_url: args.base_url.clone().unwrap_or_default(),
+            api_key_env: args.api_key_env.clone(),
+            request_timeout: Duration::from_secs(args.request_timeout_secs),
+            headers: args.headers.clone(),
+        };
+        out.push(ModelPlan::model(settings, endpoint)?);
     }
     Ok(out)
 }
@@ -491,7 +523,22 @@ mod tests {
     #[tokio::test]
     async fn a_spec_and_the_same_flags_make_the_same_plan() {
         use clap::Parser;
-        let model = ["--models", "m", "--temperature", "0.7", "--seed", "3", "--base-url", "http://127.0.0.1:1/v1", "--k", "2"];
+        let model = [
+            "--models",
+            "m",
+            "--temperature",
+            "0.7",
+            "--seed",
+            "3",
+            "--base-url",
+            "http://127.0.0.1:1/v1",
+            "--k",
+            "2",
+            "--reasoning-effort",
+            "low",
+            "--max-tokens",
+            "500",
+        ];
         let mut freeze_args = vec!["freeze", "--module", "tool_orchestrator", "--tasks", "lena_goes_on_leave", "--exp-name", "same"];
         freeze_args.extend(model);
         let spec = crate::spec::freeze(&Freeze::parse_from(freeze_args).args).await.unwrap();
@@ -521,7 +568,11 @@ mod tests {
             assert_eq!((x.server.name, x.task.id.as_str(), x.rep, x.arm_position), (y.server.name, y.task.id.as_str(), y.rep, y.arm_position));
             let (fx, fy) = (from_spec.fingerprint(x), from_flags.fingerprint(y));
             assert_eq!(fx, fy, "{:?}", fx.differences(&fy));
-            assert_eq!(fx.temperature, Some(0.7), "the pinned value exactly, not a float32 round trip");
+            assert_eq!(fx.temperature, Some(Temperature::Value(0.7)), "the pinned value exactly, not a float32 round trip");
+            assert_eq!(
+                (fx.dialect, fx.max_tokens_param, fx.reasoning_effort.as_deref()),
+                (Some(Dialect::Compatible), Some(MaxTokensParam::MaxTokens), Some("low"))
+            );
         }
     }
 

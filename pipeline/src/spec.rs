@@ -14,10 +14,11 @@
 //! allow_dirty = false                 # true: a dirty build passes G2, recorded loudly
 //!
 //! [model]
-//! id = "oracle"                       # or a model id, with base_url, api_key_env, temperature, seed, max_tokens
+//! id = "oracle"                       # or a model id, with base_url, api_key_env, temperature (a number or
+//!                                     # "provider_default"), seed, max_tokens, max_tokens_param, reasoning_effort, dialect
 //!
 //! [[arms]]
-//! server = "orchestrator"             # optional per-arm overrides: model, base_url, api_key_env, temperature, max_tokens, seed
+//! server = "orchestrator"             # optional per-arm overrides: model, base_url, api_key_env, temperature, max_tokens, seed, reasoning_effort
 //!
 //! [[arms]]
 //! server = "wrapper"
@@ -41,6 +42,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use records::{Dialect, MaxTokensParam, Temperature};
 use serde::{Deserialize, Serialize};
 use servers::registry;
 use servers::transport::Transport;
@@ -80,12 +82,22 @@ pub struct ModelParams {
     /// Name of the environment variable holding the API key (never the key).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key_env: Option<String>,
+    /// A number, or `"provider_default"` (nothing sent). A model spec must state one (G6).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub temperature: Option<f64>,
+    pub temperature: Option<Temperature>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<i64>,
+    /// Sent with every request when set; absent, none is sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
+    /// Whose rules the endpoint follows; absent, the base URL's host decides (`freeze` writes it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dialect: Option<Dialect>,
+    /// The name `max_tokens` goes out under; absent, the dialect's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens_param: Option<MaxTokensParam>,
 }
 
 impl ModelParams {
@@ -106,15 +118,17 @@ pub struct Arm {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key_env: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub temperature: Option<f64>,
+    pub temperature: Option<Temperature>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
 }
 
 /// The keys an arm can set, in the order G4 reports them.
-pub const ARM_KEYS: &[&str] = &["server", "model", "base_url", "api_key_env", "temperature", "max_tokens", "seed"];
+pub const ARM_KEYS: &[&str] = &["server", "model", "base_url", "api_key_env", "temperature", "max_tokens", "seed", "reasoning_effort"];
 
 impl Arm {
     /// The model this arm really uses: the experiment's, with this arm's overrides.
@@ -126,6 +140,9 @@ impl Arm {
             temperature: self.temperature.or(base.temperature),
             max_tokens: self.max_tokens.or(base.max_tokens),
             seed: self.seed.or(base.seed),
+            reasoning_effort: self.reasoning_effort.clone().or_else(|| base.reasoning_effort.clone()),
+            dialect: base.dialect,
+            max_tokens_param: base.max_tokens_param,
         }
     }
 
@@ -141,6 +158,7 @@ impl Arm {
             "temperature" => show(m.temperature.map(|t| t.to_string())),
             "max_tokens" => show(m.max_tokens.map(|t| t.to_string())),
             "seed" => show(m.seed.map(|t| t.to_string())),
+            "reasoning_effort" => show(m.reasoning_effort),
             _ => "unknown key".into(),
         }
     }
@@ -251,17 +269,49 @@ pub struct FreezeArgs {
     /// Name of the environment variable holding the API key (model runs only).
     #[arg(long, default_value = "OPENAI_API_KEY")]
     pub api_key_env: String,
-    #[arg(long)]
-    pub temperature: Option<f64>,
+    /// A number, or `default` (nothing sent; the spec says `"provider_default"`).
+    #[arg(long, default_value = "default", value_parser = Temperature::parse)]
+    pub temperature: Temperature,
     #[arg(long)]
     pub max_tokens: Option<u32>,
     #[arg(long)]
     pub seed: Option<i64>,
+    /// Reasoning effort sent with every request (model runs only).
+    #[arg(long)]
+    pub reasoning_effort: Option<String>,
+    /// Whose rules the endpoint follows. Default: from the base URL's host; written resolved.
+    #[arg(long, value_enum)]
+    pub dialect: Option<Dialect>,
+    /// The name `--max-tokens` goes out under, when not the dialect's.
+    #[arg(long, value_enum)]
+    pub max_tokens_param: Option<MaxTokensParam>,
     /// Let a dirty build pass G2 (recorded loudly).
     #[arg(long)]
     pub allow_dirty: bool,
     #[command(flatten)]
     pub dirs: InputDirs,
+}
+
+/// The model plan of a spec's (effective) model parameters: what `run SPEC` runs and G6 probes.
+pub fn model_plan(m: &ModelParams, request_timeout: std::time::Duration, headers: Vec<(String, String)>) -> anyhow::Result<crate::plan::ModelPlan> {
+    let seed = m.seed.map(|s| u64::try_from(s).map_err(|_| anyhow::anyhow!("model.seed: must be ≥ 0, not {s}"))).transpose()?;
+    let temperature = m.temperature.context("model.temperature: not stated; give a number, or \"provider_default\" to send none")?;
+    let settings = crate::plan::ModelSettings {
+        id: m.id.clone(),
+        temperature,
+        max_tokens: m.max_tokens,
+        seed,
+        reasoning_effort: m.reasoning_effort.clone(),
+        dialect: m.dialect,
+        max_tokens_param: m.max_tokens_param,
+    };
+    let endpoint = crate::plan::Endpoint {
+        base_url: m.base_url.clone().unwrap_or_default(),
+        api_key_env: m.api_key_env.clone().unwrap_or_else(|| "OPENAI_API_KEY".into()),
+        request_timeout,
+        headers,
+    };
+    crate::plan::ModelPlan::model(settings, endpoint)
 }
 
 /// The tasks a spec selects, from the module's folder: exactly `ids` if given, else all.
@@ -306,14 +356,21 @@ pub async fn freeze(args: &FreezeArgs) -> anyhow::Result<Spec> {
     let model = if oracle {
         ModelParams { id: "oracle".into(), ..Default::default() }
     } else {
-        ModelParams {
+        let base_url = args.base_url.clone().unwrap_or_else(|| "https://api.openai.com/v1".into());
+        let params = ModelParams {
             id: args.models.clone(),
-            base_url: Some(args.base_url.clone().unwrap_or_else(|| "https://api.openai.com/v1".into())),
+            dialect: Some(args.dialect.unwrap_or_else(|| Dialect::of_base_url(&base_url))),
+            base_url: Some(base_url),
             api_key_env: Some(args.api_key_env.clone()),
-            temperature: args.temperature,
+            temperature: Some(args.temperature),
             max_tokens: args.max_tokens,
             seed: args.seed,
-        }
+            reasoning_effort: args.reasoning_effort.clone(),
+            max_tokens_param: args.max_tokens_param,
+        };
+        // Refuses what the endpoint would ignore before a spec that pins it exists.
+        model_plan(&params, std::time::Duration::from_secs(120), vec![])?;
+        params
     };
     let model_slug: String = args.models.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' }).collect();
     Ok(Spec {

@@ -39,7 +39,16 @@ fn model_spec(oracle: bool) -> ModelSpec {
     if oracle {
         ModelSpec::oracle()
     } else {
-        ModelSpec { id: MODEL.into(), provider: Provider::OpenAiCompatible, temperature: Some(0.0), max_tokens: None, seed: Some(1) }
+        ModelSpec {
+            id: MODEL.into(),
+            provider: Provider::OpenAiCompatible,
+            temperature: Some(records::Temperature::Value(0.0)),
+            max_tokens: None,
+            seed: Some(1),
+            dialect: None,
+            max_tokens_param: None,
+            reasoning_effort: None,
+        }
     }
 }
 
@@ -51,6 +60,9 @@ fn fingerprint(r: &SessionRecord) -> Fingerprint {
         temperature: r.model.temperature,
         max_tokens: r.model.max_tokens,
         seed: r.model.seed,
+        dialect: r.model.dialect,
+        max_tokens_param: r.model.max_tokens_param,
+        reasoning_effort: r.model.reasoning_effort.clone(),
         base_url: (!oracle).then(|| "http://127.0.0.1:9/v1".into()),
         transport: records::Transport::Stdio,
         world_seed: 42,

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::{Dialect, MaxTokensParam, Temperature};
 use crate::{Provider, Transport};
 
 /// Everything that must be equal for two sessions of the same (server, task) to be the same
@@ -14,9 +15,20 @@ use crate::{Provider, Transport};
 pub struct Fingerprint {
     pub model_id: String,
     pub provider: Provider,
-    pub temperature: Option<f64>,
+    /// A number, or `"provider_default"` (nothing sent); null for the oracle.
+    pub temperature: Option<Temperature>,
     pub max_tokens: Option<u32>,
     pub seed: Option<u64>,
+    /// Whose rules the endpoint follows: how the request is shaped. Absent (not null) for the
+    /// oracle and in fingerprints written before dialects, so their hashes are unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dialect: Option<Dialect>,
+    /// The request field that carries `max_tokens`, when a limit is sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens_param: Option<MaxTokensParam>,
+    /// The reasoning effort sent with every request, when one is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
     /// The model endpoint (null for the oracle), without any userinfo part.
     pub base_url: Option<String>,
     pub transport: Transport,
@@ -88,6 +100,9 @@ pub const FIELDS: &[&str] = &[
     "temperature",
     "max_tokens",
     "seed",
+    "dialect",
+    "max_tokens_param",
+    "reasoning_effort",
     "base_url",
     "transport",
     "world_seed",
@@ -135,9 +150,12 @@ mod tests {
         Fingerprint {
             model_id: "m".into(),
             provider: Provider::OpenAiCompatible,
-            temperature: Some(0.0),
+            temperature: Some(Temperature::Value(0.0)),
             max_tokens: None,
             seed: Some(7),
+            dialect: Some(Dialect::Compatible),
+            max_tokens_param: None,
+            reasoning_effort: None,
             base_url: Some("http://127.0.0.1:1/v1".into()),
             transport: Transport::Stdio,
             world_seed: 42,
@@ -159,9 +177,12 @@ mod tests {
         let variants: Vec<(&str, Fingerprint)> = vec![
             ("model_id", Fingerprint { model_id: "n".into(), ..sample() }),
             ("provider", Fingerprint { provider: Provider::Oracle, ..sample() }),
-            ("temperature", Fingerprint { temperature: Some(1.0), ..sample() }),
+            ("temperature", Fingerprint { temperature: Some(Temperature::Value(1.0)), ..sample() }),
             ("max_tokens", Fingerprint { max_tokens: Some(10), ..sample() }),
             ("seed", Fingerprint { seed: None, ..sample() }),
+            ("dialect", Fingerprint { dialect: Some(Dialect::Openai), ..sample() }),
+            ("max_tokens_param", Fingerprint { max_tokens_param: Some(MaxTokensParam::MaxCompletionTokens), ..sample() }),
+            ("reasoning_effort", Fingerprint { reasoning_effort: Some("high".into()), ..sample() }),
             ("base_url", Fingerprint { base_url: Some("http://other/v1".into()), ..sample() }),
             ("transport", Fingerprint { transport: Transport::Http, ..sample() }),
             ("world_seed", Fingerprint { world_seed: 1, ..sample() }),
@@ -176,7 +197,9 @@ mod tests {
             ("preflight_skipped", Fingerprint { preflight_skipped: true, ..sample() }),
         ];
         assert_eq!(variants.len(), FIELDS.len(), "a test variant for every field");
-        let serde_json::Value::Object(map) = serde_json::to_value(&base).unwrap() else { panic!() };
+        let every_field_set =
+            Fingerprint { max_tokens_param: Some(MaxTokensParam::MaxTokens), reasoning_effort: Some("low".into()), world_scale_override: Some(1), ..sample() };
+        let serde_json::Value::Object(map) = serde_json::to_value(&every_field_set).unwrap() else { panic!() };
         let mut keys: Vec<&str> = map.keys().map(String::as_str).collect();
         let mut listed = FIELDS.to_vec();
         keys.sort_unstable();
@@ -190,6 +213,20 @@ mod tests {
         }
         assert_eq!(base.sha256(), sample().sha256());
         assert!(base.differences_outside(&Fingerprint { manifest_sha256: "x".into(), ..sample() }, TREATMENT).is_empty());
+    }
+
+    #[test]
+    fn fingerprints_written_before_dialects_read_and_hash_as_written() {
+        // A model fingerprint as records held it before dialects and the provider default.
+        let old = r#"{"model_id":"m","provider":"openai_compatible","temperature":0.0,"max_tokens":null,"seed":7,"base_url":"http://127.0.0.1:1/v1","transport":"stdio","world_seed":42,"world_scale":1,"world_scale_override":null,"task_sha256":"t","turn_cap":12,"manifest_sha256":"m1","system_prompt_sha256":"p","build_commit":"c","build_dirty":false,"preflight_skipped":false}"#;
+        let read: Fingerprint = serde_json::from_str(old).unwrap();
+        assert_eq!(read.temperature, Some(Temperature::Value(0.0)));
+        assert_eq!((read.dialect, read.max_tokens_param, read.reasoning_effort.as_deref()), (None, None, None));
+        assert_eq!(read.sha256(), crate::sha256_hex(old.as_bytes()), "the canonical form of an old fingerprint is the old bytes");
+        // The same run today names its dialect: a different plan, and said so.
+        let today = Fingerprint { dialect: Some(Dialect::Compatible), temperature: Some(Temperature::ProviderDefault), ..read.clone() };
+        let fields: Vec<String> = read.differences(&today).iter().map(ToString::to_string).collect();
+        assert_eq!(fields, ["temperature: 0.0 vs provider_default", "dialect: unset vs compatible"]);
     }
 
     #[test]

@@ -10,12 +10,14 @@
 pub mod fingerprint;
 pub mod fsio;
 pub mod manifest;
+pub mod model;
 pub mod outcome;
 pub mod session;
 
 pub use fingerprint::{FieldDifference, Fingerprint};
 pub use fsio::write_atomically;
 pub use manifest::ExperimentManifest;
+pub use model::{Dialect, MaxTokensParam, Temperature};
 pub use outcome::{
     CallKind, FailedTurn, InvalidReason, Offered, OracleFloor, ProviderExtras, ToolCallRecord, TurnRecord, Usage, Validity, Verdict, VerifierOutcome,
 };

@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::fingerprint::Fingerprint;
+use crate::model::{Dialect, MaxTokensParam, Temperature};
 use crate::outcome::{Offered, OracleFloor, ToolCallRecord, TurnRecord, Validity, VerifierOutcome};
 use crate::{Provider, Role, Transport};
 
@@ -16,14 +17,35 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub struct ModelSpec {
     pub id: String,
     pub provider: Provider,
-    pub temperature: Option<f64>,
+    /// A number sent with every request, or `"provider_default"` (nothing sent); null for the
+    /// oracle.
+    pub temperature: Option<Temperature>,
     pub max_tokens: Option<u32>,
     pub seed: Option<u64>,
+    /// Whose rules the endpoint follows (null for the oracle and in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dialect: Option<Dialect>,
+    /// The request field that carries `max_tokens` (null when no limit is sent, and in older
+    /// records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens_param: Option<MaxTokensParam>,
+    /// The reasoning effort sent with every request (null: none is sent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
 }
 
 impl ModelSpec {
     pub fn oracle() -> Self {
-        Self { id: "oracle".into(), provider: Provider::Oracle, temperature: None, max_tokens: None, seed: None }
+        Self {
+            id: "oracle".into(),
+            provider: Provider::Oracle,
+            temperature: None,
+            max_tokens: None,
+            seed: None,
+            dialect: None,
+            max_tokens_param: None,
+            reasoning_effort: None,
+        }
     }
 
     pub fn is_oracle(&self) -> bool {

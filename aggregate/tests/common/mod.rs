@@ -34,7 +34,16 @@ pub fn model(id: &str) -> ModelSpec {
     if id == "oracle" {
         ModelSpec::oracle()
     } else {
-        ModelSpec { id: id.into(), provider: records::Provider::OpenAiCompatible, temperature: Some(0.0), max_tokens: None, seed: None }
+        ModelSpec {
+            id: id.into(),
+            provider: records::Provider::OpenAiCompatible,
+            temperature: Some(records::Temperature::Value(0.0)),
+            max_tokens: None,
+            seed: None,
+            dialect: None,
+            max_tokens_param: None,
+            reasoning_effort: None,
+        }
     }
 }
 
@@ -150,6 +159,9 @@ pub fn fingerprint_of(r: &SessionRecord) -> Fingerprint {
         temperature: r.model.temperature,
         max_tokens: r.model.max_tokens,
         seed: r.model.seed,
+        dialect: r.model.dialect,
+        max_tokens_param: r.model.max_tokens_param,
+        reasoning_effort: r.model.reasoning_effort.clone(),
         base_url: (!oracle).then(|| "http://127.0.0.1:1/v1".into()),
         transport: records::Transport::Stdio,
         world_seed: r.world_seed,
