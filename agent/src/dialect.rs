@@ -176,7 +176,16 @@ give --temperature between 0 and 1, or default"
 /// when the error names none of them.
 pub fn rejection_hint(config: &ProviderConfig, has_api_version: bool, status: Option<u16>, detail: &str) -> Option<String> {
     let d = detail.to_lowercase();
-    let names = |p: &str| d.contains(&format!("'{p}'")) || d.contains(&format!("\"{p}\"")) || d.contains(&format!("param: {p}"));
+    // The parameter as a word of its own: quoted (OpenAI), `param: x` (our detail of OpenAI's
+    // `param`), or bare ("Invalid reasoning_effort: minimal", Gemini).
+    let names = |p: &str| {
+        d.match_indices(p).any(|(at, _)| {
+            let before = d[..at].chars().next_back();
+            let after = d[at + p.len()..].chars().next();
+            let edge = |c: Option<char>| c.is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'));
+            edge(before) && edge(after)
+        })
+    };
     if config.dialect == Dialect::Azure
         && !has_api_version
         && (matches!(status, Some(404)) || d.contains("api-version"))
@@ -204,7 +213,7 @@ e.g. https://RESOURCE.openai.azure.com/openai/deployments/DEPLOYMENT?api-version
 otherwise give a --temperature within the provider's range"
         ));
     }
-    if names("reasoning_effort") || names("reasoning") || names("reasoning.effort") {
+    if names("reasoning_effort") || names("reasoning.effort") || d.contains("reasoning effort") {
         let sent = config.reasoning_effort.as_deref().unwrap_or("none");
         return Some(format!(
             "the endpoint rejected the reasoning effort sent ({sent}): pass a --reasoning-effort value this model lists (spec: model.reasoning_effort), or drop the flag for a model without reasoning"
@@ -263,6 +272,41 @@ mod tests {
         let mut body = json!({});
         add_parameters(&r, &mut body);
         assert_eq!(body, json!({ "max_tokens": 10, "reasoning": { "effort": "low" } }));
+    }
+
+    #[test]
+    fn rejections_name_the_flag_that_set_what_was_rejected() {
+        let o = config("https://api.openai.com/v1", Dialect::Openai);
+        let hint = |detail: &str| rejection_hint(&o, false, Some(400), detail).unwrap_or_default();
+        // Verbatim texts (OpenAI's messages; our detail appends type, code and param).
+        let cases = [
+            (
+                "HTTP 400: Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead. [type: invalid_request_error, code: unsupported_parameter, param: max_tokens]",
+                "--max-tokens-param max_completion_tokens",
+            ),
+            (
+                "HTTP 400: Unsupported value: 'temperature' does not support 0 with this model. Only the default (1) value is supported. [type: invalid_request_error, code: unsupported_value, param: temperature]",
+                "--temperature default",
+            ),
+            (
+                "HTTP 400: Invalid 'temperature': decimal above maximum value. Expected a value <= 2, but got 2.5 instead. [type: invalid_request_error, code: decimal_above_max_value, param: temperature]",
+                "--temperature",
+            ),
+            (
+                "HTTP 400: unparseable body: [{\"error\": {\"code\": 400, \"message\": \"Invalid reasoning_effort: minimal. Valid values are: high, low, medium, none\"}}]",
+                "--reasoning-effort",
+            ),
+            ("HTTP 400: {\"error\":{\"code\":400,\"message\":\"Invalid reasoning effort: ultra\"}}", "--reasoning-effort"),
+        ];
+        for (detail, flag) in cases {
+            assert!(hint(detail).contains(flag), "{detail} → {}", hint(detail));
+        }
+        assert_eq!(rejection_hint(&o, false, Some(400), "HTTP 400: Invalid value for 'messages': malformed."), None);
+        assert_eq!(rejection_hint(&o, false, Some(400), "the seedling failed"), None, "a word inside another is not the parameter");
+        let azure = config("https://r.openai.azure.com/openai/deployments/d", Dialect::Azure);
+        let h = rejection_hint(&azure, false, Some(404), r#"HTTP 404: Resource not found [type: -, code: 404]"#).unwrap();
+        assert!(h.contains("api-version") && h.contains("--base-url"), "{h}");
+        assert_eq!(rejection_hint(&azure, true, Some(404), "HTTP 404: Resource not found"), None, "with its version, a 404 is something else");
     }
 
     #[test]

@@ -126,7 +126,7 @@ pub struct ProviderConfig {
     pub api_key_env: String,
     pub model: String,
     /// Sent with every request when set; `None` sends none (the provider's default).
-    pub temperature: Option<f32>,
+    pub temperature: Option<f64>,
     /// Sent under [`Self::max_tokens_param`] when set.
     pub max_tokens: Option<u32>,
     pub seed: Option<i64>,

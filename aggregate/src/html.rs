@@ -871,12 +871,13 @@ fn meta(o: &mut String, base: &Base, s: &Loaded) {
         let t = &r.totals;
         writeln!(
             o,
-            "<dt>usage</dt><dd>{} turns of {} · input {} (cached {}) · output {}</dd>",
+            "<dt>usage</dt><dd>{} turns of {} · input {} (cached {}) · output {} (reasoning {})</dd>",
             r.turns,
             r.turn_cap,
             n(t.input_tokens),
             n(t.cached_input_tokens),
-            n(t.output_tokens)
+            n(t.output_tokens),
+            n(t.reasoning_tokens)
         )
         .unwrap();
         if let Some(retries) = r.provider_retries {

@@ -464,6 +464,13 @@ fn render_module(o: &mut String, m: &ModuleReport, prices_loaded: bool) {
     .unwrap();
     writeln!(
         o,
+        "| reasoning tokens / session (median / mean [CI]), part of output | {} | {} | |",
+        arm_col(p, |a| dist_cell(&a.reasoning_tokens)),
+        arm_col(c, |a| dist_cell(&a.reasoning_tokens))
+    )
+    .unwrap();
+    writeln!(
+        o,
         "| tool calls Σ over valid sessions (errors) | {} | {} | |",
         arm_col(p, |a| format!("{} ({})", a.tool_calls, a.tool_call_errors)),
         arm_col(c, |a| format!("{} ({})", a.tool_calls, a.tool_call_errors))

@@ -291,6 +291,10 @@ pub struct ArmMetrics {
     pub input_tokens: Dist,
     pub cached_input_tokens: Dist,
     pub output_tokens: Dist,
+    /// The part of the output tokens the endpoint reported as reasoning (priced as output: it
+    /// is inside `output_tokens`). Null where the endpoint does not report it, never 0.
+    #[serde(default)]
+    pub reasoning_tokens: Dist,
     /// Tool calls over valid sessions, and how many of them errored (or were refused).
     pub tool_calls: usize,
     pub tool_call_errors: usize,
@@ -307,7 +311,7 @@ pub struct Rate {
 }
 
 /// A distribution over valid sessions: `n` with a value, `missing` with null.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Dist {
     pub n: usize,
     pub missing: usize,
@@ -796,6 +800,7 @@ fn arm_metrics(recs: &[&SessionRecord], model: &str, prices: Option<&PriceTable>
         input_tokens: u(|r| r.totals.input_tokens),
         cached_input_tokens: u(|r| r.totals.cached_input_tokens),
         output_tokens: u(|r| r.totals.output_tokens),
+        reasoning_tokens: u(|r| r.totals.reasoning_tokens),
         tool_calls: valid.iter().map(|r| r.tool_calls.len()).sum(),
         tool_call_errors: valid.iter().map(|r| r.tool_calls.iter().filter(|c| c.is_error || c.invalid_arguments || c.unknown_tool).count()).sum(),
         cost_usd: dist(valid.iter().map(|r| prices.and_then(|p| p.cost(model, &r.totals))), opts),

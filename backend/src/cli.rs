@@ -38,10 +38,12 @@ pub struct ServeArgs {
     pub opts: ServeOpts,
 }
 
-/// The log filter when `RUST_LOG` is unset. `async_openai=error`: the agent decides and counts
-/// retries itself, so async-openai's own "Server error: …" warning for each failed attempt is
-/// noise beside the harness's account of them.
-pub const DEFAULT_LOG_FILTER: &str = "info,rmcp=warn,async_openai=error";
+/// The log filter when `RUST_LOG` is unset. `async_openai=off`: the agent decides and counts
+/// retries itself and reports every answer it could not use verbatim, so async-openai's own
+/// lines ("Server error: …" per failed attempt, a multi-line "failed deserialization of: …" dump
+/// of an error body that is not OpenAI-shaped, such as Gemini's) would only repeat it, noisily,
+/// before the one clean error line.
+pub const DEFAULT_LOG_FILTER: &str = "info,rmcp=warn,async_openai=off";
 
 /// Logs to stderr, filtered by `RUST_LOG` (default [`DEFAULT_LOG_FILTER`]), coloured only when
 /// [`log_colour`] says so. Shared by the `backend` binary and `pipeline`.

@@ -100,7 +100,7 @@ impl ModelPlan {
         if let Some(param) = self.spec.max_tokens_param {
             config.max_tokens_param = param;
         }
-        config.temperature = self.spec.temperature.and_then(Temperature::sent).map(|t| t as f32);
+        config.temperature = self.spec.temperature.and_then(Temperature::sent);
         config.max_tokens = self.spec.max_tokens;
         config.seed = self.spec.seed.map(|s| s as i64);
         config.reasoning_effort = self.spec.reasoning_effort.clone();

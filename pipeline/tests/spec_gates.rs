@@ -352,3 +352,24 @@ fn g6_an_endpoint_that_returns_calls_as_text() {
         env.pipeline().env_remove("MCPBENCH_TEST_FAKE_KEY").arg("check").arg(env.spec_path()).arg("--results-dir").arg(env.results()).output().unwrap();
     assert!(keyless.status.success(), "{}", String::from_utf8_lossy(&keyless.stderr));
 }
+
+/// A spec states the temperature — a number, or the provider's default with nothing sent — and
+/// the dialect and effort its run sends; G6 refuses a model spec silent about the temperature.
+#[test]
+fn g6_a_spec_states_the_temperature_or_the_provider_default() {
+    use common::fake_model::{FakeModel, MODEL, Mode};
+    let env = Env::new();
+    let fake = FakeModel::start(Mode::Native);
+    let mut spec = env.freeze(&["--models", MODEL, "--seed", "1", "--base-url", &fake.base_url, "--reasoning-effort", "low", "--max-tokens", "900"]);
+    let model = spec["model"].as_table().unwrap();
+    assert_eq!(model["temperature"].as_str(), Some("provider_default"), "the flag's default, written out: {model:?}");
+    assert_eq!(model["dialect"].as_str(), Some("compatible"), "resolved from the base URL: {model:?}");
+    assert_eq!(model["reasoning_effort"].as_str(), Some("low"));
+    let out = env.cmd("check");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    spec["model"].as_table_mut().unwrap().remove("temperature");
+    env.write_spec(&spec);
+    let text = assert_invalid(&env, &env.cmd("check"), "G6 model");
+    assert!(lines_of(&text, "G6 model").iter().any(|l| l.contains("temperature is not stated") && l.contains("provider_default")), "{text}");
+}

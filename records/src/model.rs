@@ -159,7 +159,7 @@ impl std::fmt::Display for Dialect {
 
 /// The request field that carries the response-length limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum), value(rename_all = "snake_case"))]
 #[serde(rename_all = "snake_case")]
 pub enum MaxTokensParam {
     MaxTokens,

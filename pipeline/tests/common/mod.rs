@@ -19,6 +19,7 @@ pub fn records(exp: &Path) -> Vec<serde_json::Value> {
 }
 
 pub mod fake_model;
+pub mod provider_fakes;
 
 /// The pipeline binary, with no ambient database, model defaults or noisy logs.
 pub fn pipeline() -> std::process::Command {
