@@ -200,8 +200,9 @@ Serve (2 cores: -t 2; -np N gives N parallel slots for --jobs N, each with -c/N 
     --host 127.0.0.1 --port 18081 -t $jobs -c 16384 -np 1 \\
     --jinja --chat-template-file $template --alias $MODEL_ALIAS
 
-Run (a loopback endpoint needs no key):
+Run (a loopback endpoint needs no key; without --temperature none is sent and llama.cpp samples
+at its own default):
 
   cargo run -p pipeline -- --module tool_orchestrator --k 1 \\
-    --models $MODEL_ALIAS --base-url http://127.0.0.1:18081/v1 --request-timeout-secs 300
+    --models $MODEL_ALIAS --base-url http://127.0.0.1:18081/v1 --request-timeout-secs 300 --temperature 0 --seed 42
 EOF

@@ -369,7 +369,7 @@ impl Run<'_> {
 
     /// A provider may echo what it was sent (a gateway quoting the rejected key): never keep it.
     fn clean(&self, text: &str) -> String {
-        self.secrets.iter().fold(text.to_owned(), |t, secret| t.replace(secret.as_str(), "<redacted>"))
+        crate::provider::redact(&self.secrets, text.to_owned())
     }
 
     fn finish(self, failure: Option<PreflightFailure>) -> Preflight {

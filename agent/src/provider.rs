@@ -328,7 +328,9 @@ impl OpenAiCompatible {
         let mut unparseable_before: Option<String> = None;
         loop {
             let started = Instant::now();
-            let outcome = self.attempt(&body).await;
+            // A provider may echo what it was sent (a gateway quoting the rejected key in its
+            // 400): nothing past this line — events, failures, logs, records — sees a secret.
+            let outcome = self.redacted(self.attempt(&body).await);
             let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
             match outcome {
                 AttemptOutcome::Answer(response, raw) => {
@@ -458,6 +460,32 @@ impl OpenAiCompatible {
         values
     }
 
+    /// `outcome` with every configured secret ([`Self::secret_values`]) replaced by
+    /// `<redacted>` in its texts and in the answer's body.
+    fn redacted(&self, outcome: AttemptOutcome) -> AttemptOutcome {
+        let secrets = self.secret_values();
+        if secrets.is_empty() {
+            return outcome;
+        }
+        let clean = |text: String| redact(&secrets, text);
+        match outcome {
+            AttemptOutcome::Answer(response, mut raw) => {
+                if redact_value(&secrets, &mut raw) {
+                    // Parse again from the cleaned body, so the message the session keeps is clean too.
+                    if let Ok(r) = serde_json::from_value::<ChatResponse>(raw.clone()) {
+                        return AttemptOutcome::Answer(r, raw);
+                    }
+                }
+                AttemptOutcome::Answer(response, raw)
+            }
+            AttemptOutcome::Transient { detail, retry_after } => AttemptOutcome::Transient { detail: clean(detail), retry_after },
+            AttemptOutcome::Limit(d) => AttemptOutcome::Limit(clean(d)),
+            AttemptOutcome::ContextExceeded(d) => AttemptOutcome::ContextExceeded(clean(d)),
+            AttemptOutcome::UnparseableOutput(d) => AttemptOutcome::UnparseableOutput(clean(d)),
+            AttemptOutcome::Fatal(d) => AttemptOutcome::Fatal(clean(d)),
+        }
+    }
+
     /// One request, classified as [`Self::complete`] classifies it, with what came back.
     pub(crate) async fn exchange(&self, body: &Value) -> (AttemptOutcome, Exchange) {
         let seen: Arc<Mutex<Option<(StatusCode, HeaderMap)>>> = Arc::default();
@@ -480,6 +508,27 @@ impl OpenAiCompatible {
         let seen = seen.lock().unwrap().take();
         let exchange = Exchange::of(&result, seen.as_ref().map(|(s, _)| *s));
         (classify(result, seen), exchange)
+    }
+}
+
+/// What replaces a secret in anything written or printed.
+pub const REDACTED: &str = "<redacted>";
+
+/// `text` with every secret replaced (longest first, so a key inside `Bearer <key>` goes whole).
+pub(crate) fn redact(secrets: &[String], text: String) -> String {
+    secrets.iter().fold(text, |t, secret| if t.contains(secret.as_str()) { t.replace(secret.as_str(), REDACTED) } else { t })
+}
+
+/// Redacts every string of `v` in place; whether anything changed.
+fn redact_value(secrets: &[String], v: &mut Value) -> bool {
+    match v {
+        Value::String(s) if secrets.iter().any(|k| s.contains(k.as_str())) => {
+            *s = redact(secrets, std::mem::take(s));
+            true
+        }
+        Value::Array(items) => items.iter_mut().fold(false, |changed, i| redact_value(secrets, i) | changed),
+        Value::Object(map) => map.values_mut().fold(false, |changed, i| redact_value(secrets, i) | changed),
+        _ => false,
     }
 }
 

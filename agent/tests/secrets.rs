@@ -27,9 +27,23 @@ async fn no_written_artefact_contains_the_key_or_a_header_value() {
     let failed = run(&server.conn, &provider(config(&failing.base_url)), &StopSignal::new(), 10).await;
     assert!(!failed.validity.is_valid());
 
+    // A gateway that quotes the headers it was sent in its 400 (not retried), in a 5xx (retried),
+    // and a model that repeats the key in its answer.
+    let echo = format!(
+        r#"{{"error":{{"message":"rejected Authorization: Bearer {KEY} with {SECRET_HEADER}: {SECRET_HEADER_VALUE}","type":"invalid_request_error"}}}}"#
+    );
+    let echoing = FakeModel::start(vec![Reply::raw(400, &echo)]).await;
+    let refused = run(&server.conn, &provider(config(&echoing.base_url)), &StopSignal::new(), 10).await;
+    assert!(!refused.validity.is_valid());
+    let echoing_5xx = FakeModel::start(vec![Reply::raw(502, &echo), Reply::json(text(&format!("done; my key is {KEY}"), usage(5, 1)))]).await;
+    let repeated = run(&server.conn, &provider(config(&echoing_5xx.base_url)), &StopSignal::new(), 10).await;
+    assert!(repeated.validity.is_valid());
+    let everything = format!("{}{}{:?}{:?}", agent::transcript_jsonl(&refused), agent::transcript_jsonl(&repeated), refused, repeated);
+    assert!(everything.contains("<redacted>"), "the echoed secrets were there to redact: {everything}");
+
     let dir = tempfile::tempdir().unwrap();
     let mut written = vec![];
-    for (stem, out) in [("ok", &ok), ("failed", &failed)] {
+    for (stem, out) in [("ok", &ok), ("failed", &failed), ("refused", &refused), ("repeated", &repeated)] {
         let record = json!({ "params": p.config().record_params(), "outcome": out });
         written.push((format!("{stem}.json"), serde_json::to_string_pretty(&record).unwrap()));
         written.push((format!("{stem}.transcript.jsonl"), agent::transcript_jsonl(out)));
@@ -49,7 +63,7 @@ async fn no_written_artefact_contains_the_key_or_a_header_value() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 7);
+    assert_eq!(checked, 13);
     // What may be recorded is: the variable's name and the header's name.
     let debug = std::fs::read_to_string(dir.path().join("provider.debug.txt")).unwrap();
     assert!(debug.contains(KEY_ENV) && debug.contains(SECRET_HEADER));

@@ -78,3 +78,34 @@ fn parallel_jobs_reach_the_server_at_once() {
     assert_eq!(fake.session_requests(), 4);
     assert_eq!(fake.max_in_flight(), 1);
 }
+
+/// A gateway whose 400 quotes the headers it was sent: the key and a `--header` value come back
+/// in every session's error. Nothing written or printed holds either (issue: a two-session run
+/// wrote the key into both records and both transcripts).
+#[test]
+fn secrets_a_gateway_echoes_reach_no_file_and_no_output() {
+    const HEADER_VALUE: &str = "gw-secret-31d7a0c4-never-written";
+    let fake = FakeModel::start(Mode::EchoingBadRequestInSessions);
+    let tmp = tempfile::tempdir().unwrap();
+    let header = format!("X-Gateway-Token={HEADER_VALUE}");
+    let out =
+        local_run(&fake.base_url, tmp.path(), "echo", &["--header", &header, "--max-consecutive-invalid", "10"]).env("OPENAI_API_KEY", KEY).output().unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(3), "completed with invalid sessions: {t}");
+    assert_eq!(fake.session_requests(), 4, "every session reached the gateway: {t}");
+    let files = common::all_files(&tmp.path().join("echo"));
+    let transcripts = files.iter().filter(|(p, _)| p.to_string_lossy().ends_with(".transcript.jsonl")).count();
+    assert_eq!(transcripts, 4, "{files:?}");
+    let mut echoed = 0;
+    for (path, bytes) in &files {
+        let content = String::from_utf8_lossy(bytes);
+        for secret in [KEY, HEADER_VALUE] {
+            assert!(!content.contains(secret), "{} holds a secret", path.display());
+        }
+        echoed += usize::from(content.contains("Headers received") && content.contains("<redacted>"));
+    }
+    assert!(echoed >= 8, "the gateway's words are kept, redacted, in every record and transcript ({echoed} files)");
+    for secret in [KEY, HEADER_VALUE] {
+        assert!(!t.contains(secret), "printed: {t}");
+    }
+}

@@ -29,6 +29,9 @@ pub enum Mode {
     QuotaInSessions,
     /// The probe passes; sessions get a 400 (not retried).
     BadRequestInSessions,
+    /// The probe passes; sessions get a 400 whose text quotes every header sent, as some
+    /// gateways do: the key and extra header values come back in the error body.
+    EchoingBadRequestInSessions,
     /// The probe passes; session requests wait this long before a plain answer.
     SlowSessions(Duration),
     /// The probe passes; a session request waits until `parties` session requests are in
@@ -188,6 +191,15 @@ async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, Json(body): Json
             "insufficient_quota",
         ),
         Mode::BadRequestInSessions => error(StatusCode::BAD_REQUEST, "Invalid value for 'messages': malformed.", "invalid_request_error", "invalid_value"),
+        Mode::EchoingBadRequestInSessions => {
+            let sent: Vec<String> = headers.iter().map(|(k, v)| format!("{k}: {}", v.to_str().unwrap_or(""))).collect();
+            error(
+                StatusCode::BAD_REQUEST,
+                &format!("Request rejected by gateway policy. Headers received: {}", sent.join("; ")),
+                "invalid_request_error",
+                "policy",
+            )
+        }
         Mode::SlowSessions(d) => {
             tokio::time::sleep(d).await;
             answer("I could not finish the task.")

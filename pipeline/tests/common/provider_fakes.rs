@@ -352,7 +352,7 @@ fn gemini(s: &Shared, seen: &Seen, chat: bool, models: bool) -> Response {
 /// effort as `reasoning: {effort}`, and usage with reasoning and cached tokens always present.
 fn openrouter(s: &Shared, seen: &Seen, chat: bool, models: bool) -> Response {
     if models {
-        return listing(&[s.model.clone()]);
+        return listing(std::slice::from_ref(&s.model));
     }
     if !bearer_ok(s, seen) {
         return raw(401, r#"{"error":{"code":401,"message":"No auth credentials found"}}"#);
