@@ -24,8 +24,18 @@ pub type Client = RunningService<RoleClient, ()>;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ServerConnection {
-    /// Spawn this command; MCP over its stdin/stdout.
-    Stdio { argv: Vec<String> },
+    /// Spawn this command; MCP over its stdin/stdout. The process runs in its own process group,
+    /// killed whole when the session ends; its stderr is kept (the tail) for the record.
+    Stdio {
+        argv: Vec<String>,
+        /// The whole environment of the process (an external arm's declared one); `None`
+        /// inherits this process's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        env: Option<Vec<(String, String)>>,
+        /// Its working directory; `None` keeps this process's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cwd: Option<String>,
+    },
     /// Streamable HTTP at this URL.
     Http { url: String },
 }
@@ -40,19 +50,61 @@ pub enum ConnectError {
     List(String),
 }
 
+impl ServerConnection {
+    /// A plain command, inheriting this process's environment and working directory.
+    pub fn stdio(argv: Vec<String>) -> Self {
+        Self::Stdio { argv, env: None, cwd: None }
+    }
+}
+
 pub async fn connect(conn: &ServerConnection) -> Result<Client, ConnectError> {
+    connect_keeping_stderr(conn).await.map(|(client, _)| client)
+}
+
+/// [`connect`], and the server's stderr tail as it runs (empty over HTTP: the harness does not
+/// own that process here).
+pub async fn connect_keeping_stderr(conn: &ServerConnection) -> Result<(Client, StderrTail), ConnectError> {
     match conn {
-        ServerConnection::Stdio { argv } => {
+        ServerConnection::Stdio { argv, env, cwd } => {
             let (program, args) = argv.split_first().ok_or_else(|| ConnectError::Handshake("empty server command".into()))?;
             let mut cmd = tokio::process::Command::new(program);
             cmd.args(args);
-            let transport = TokioChildProcess::new(cmd).map_err(|source| ConnectError::Spawn { command: argv.join(" "), source })?;
-            ().serve(transport).await.map_err(|e| ConnectError::Handshake(e.to_string()))
+            if let Some(env) = env {
+                cmd.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
+            }
+            if let Some(cwd) = cwd {
+                cmd.current_dir(cwd);
+            }
+            let mut wrapped = process_wrap::tokio::CommandWrap::from(cmd);
+            wrapped.wrap(process_wrap::tokio::ProcessGroup::leader()).wrap(process_wrap::tokio::KillOnDrop);
+            let (transport, stderr) = TokioChildProcess::builder(wrapped)
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .map_err(|source| ConnectError::Spawn { command: argv.join(" "), source })?;
+            let tail = stderr.map(StderrTail::follow).unwrap_or_default();
+            match ().serve(transport).await {
+                Ok(client) => Ok((client, tail)),
+                Err(e) => {
+                    // Let the reader catch what the process wrote before it went.
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    Err(ConnectError::Handshake(format!("{e}{}", servers::client::stderr_note(&tail.text()))))
+                }
+            }
         }
         ServerConnection::Http { url } => {
-            ().serve(StreamableHttpClientTransport::from_uri(url.clone())).await.map_err(|e| ConnectError::Handshake(e.to_string()))
+            let client = ().serve(StreamableHttpClientTransport::from_uri(url.clone())).await.map_err(|e| ConnectError::Handshake(e.to_string()))?;
+            Ok((client, StderrTail::default()))
         }
     }
+}
+
+pub use servers::external::StderrTail;
+
+/// The `serverInfo` the server gave in its handshake.
+pub fn server_info(client: &Client) -> Option<records::ServerInfo> {
+    let peer = client.peer_info()?;
+    let info = peer.server_info.as_ref()?;
+    Some(records::ServerInfo { name: info.name.clone(), version: info.version.clone() })
 }
 
 /// What the model is offered: OpenAI-style function definitions, and their names.

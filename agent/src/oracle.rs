@@ -6,7 +6,7 @@
 use chrono::Utc;
 use serde_json::json;
 
-use crate::mcp::{ServerConnection, Toolbox, connect};
+use crate::mcp::{ServerConnection, Toolbox};
 use crate::record::{CallKind, InvalidReason, OracleFloor, SessionOutcome, ToolCallRecord, Validity};
 
 pub const PROVIDER: &str = "oracle";
@@ -31,33 +31,63 @@ pub fn estimated_input_tokens(fixed_bytes: usize, calls: &[(usize, usize)]) -> u
 pub async fn run(conn: &ServerConnection, task_text: &str, plan: &tasks::OraclePlan) -> SessionOutcome {
     let started_at = Utc::now();
     let mut transcript = vec![json!({ "event": "start", "provider": PROVIDER, "task": task_text })];
-    let finish = |validity, tool_calls: Vec<ToolCallRecord>, final_answer, offered, oracle, transcript| SessionOutcome {
-        provider: PROVIDER.into(),
-        validity,
-        turns: vec![],
-        tool_calls,
-        final_answer,
-        turn_cap_hit: false,
-        context_exceeded: false,
-        tool_call_as_text: false,
-        unparseable_output: false,
-        offered,
-        oracle,
-        provider_retries: 0,
-        failed_turn: None,
-        started_at,
-        ended_at: Utc::now(),
-        transcript,
-    };
-    let client = match connect(conn).await {
-        Ok(c) => c,
-        Err(e) => return finish(Validity::invalid(InvalidReason::McpTransport, e.to_string()), vec![], None, Default::default(), None, transcript),
+    let mut server_info = None;
+    let mut stderr = crate::mcp::StderrTail::default();
+    let finish =
+        |validity: Validity, tool_calls: Vec<ToolCallRecord>, final_answer, offered, oracle, transcript, server_info, stderr: &crate::mcp::StderrTail| {
+            SessionOutcome {
+                provider: PROVIDER.into(),
+                validity: validity.with_server_stderr(&stderr.text()),
+                server_info,
+                turns: vec![],
+                tool_calls,
+                final_answer,
+                turn_cap_hit: false,
+                context_exceeded: false,
+                tool_call_as_text: false,
+                unparseable_output: false,
+                offered,
+                oracle,
+                provider_retries: 0,
+                failed_turn: None,
+                started_at,
+                ended_at: Utc::now(),
+                transcript,
+            }
+        };
+    let client = match crate::mcp::connect_keeping_stderr(conn).await {
+        Ok((c, tail)) => {
+            server_info = crate::mcp::server_info(&c);
+            stderr = tail;
+            c
+        }
+        Err(e) => {
+            return finish(
+                Validity::invalid(InvalidReason::McpTransport, e.to_string()),
+                vec![],
+                None,
+                Default::default(),
+                None,
+                transcript,
+                server_info.clone(),
+                &stderr,
+            );
+        }
     };
     let toolbox = match Toolbox::from_server(&client).await {
         Ok(t) => t,
         Err(e) => {
             let _ = client.cancel().await;
-            return finish(Validity::invalid(InvalidReason::McpTransport, e.to_string()), vec![], None, Default::default(), None, transcript);
+            return finish(
+                Validity::invalid(InvalidReason::McpTransport, e.to_string()),
+                vec![],
+                None,
+                Default::default(),
+                None,
+                transcript,
+                server_info.clone(),
+                &stderr,
+            );
         }
     };
     let report = tasks::replay(plan, &client).await;
@@ -67,7 +97,7 @@ pub async fn run(conn: &ServerConnection, task_text: &str, plan: &tasks::OracleP
         Err(e) => {
             // A plan that no longer replays is a harness problem (the G7 gate exists to catch it).
             let reason = if matches!(e, tasks::replay::ReplayError::Protocol { .. }) { InvalidReason::McpTransport } else { InvalidReason::HarnessError };
-            return finish(Validity::invalid(reason, e.to_string()), vec![], None, toolbox.offered, None, transcript);
+            return finish(Validity::invalid(reason, e.to_string()), vec![], None, toolbox.offered, None, transcript, server_info.clone(), &stderr);
         }
     };
     let calls: Vec<ToolCallRecord> = report
@@ -109,7 +139,7 @@ pub async fn run(conn: &ServerConnection, task_text: &str, plan: &tasks::OracleP
         )),
         input_estimate_method: Some(INPUT_ESTIMATE_METHOD.into()),
     };
-    finish(Validity::Valid, calls, Some(report.answer), toolbox.offered, Some(floor), transcript)
+    finish(Validity::Valid, calls, Some(report.answer), toolbox.offered, Some(floor), transcript, server_info.clone(), &stderr)
 }
 
 #[cfg(test)]

@@ -39,6 +39,9 @@ pub struct SessionOutcome {
     pub failed_turn: Option<records::FailedTurn>,
     pub started_at: DateTime<Utc>,
     pub ended_at: DateTime<Utc>,
+    /// The server's `serverInfo` from the handshake; `None` when it never completed.
+    #[serde(default)]
+    pub server_info: Option<records::ServerInfo>,
     /// Messages and events in order; written beside the record, never inside it.
     #[serde(skip)]
     pub transcript: Vec<Value>,

@@ -83,6 +83,8 @@ struct Session {
     failed_turn: Option<FailedTurn>,
     tool_call_as_text: bool,
     unparseable_output: bool,
+    server_info: Option<records::ServerInfo>,
+    stderr: mcp::StderrTail,
 }
 
 impl Session {
@@ -91,6 +93,7 @@ impl Session {
     }
 
     fn finish_with(mut self, validity: Validity, final_answer: Option<String>, turn_cap_hit: bool, context_exceeded: bool) -> SessionOutcome {
+        let validity = validity.with_server_stderr(&self.stderr.text());
         self.transcript.push(json!({
             "event": "end",
             "validity": validity,
@@ -116,6 +119,7 @@ impl Session {
             failed_turn: self.failed_turn,
             started_at: self.started_at,
             ended_at: Utc::now(),
+            server_info: self.server_info,
             transcript: self.transcript,
         }
     }
@@ -148,13 +152,19 @@ pub async fn run(
         failed_turn: None,
         tool_call_as_text: false,
         unparseable_output: false,
+        server_info: None,
+        stderr: Default::default(),
     };
     if stop.is_raised() {
         let detail = stop.detail();
         return s.invalid(InvalidReason::QuotaOrSessionLimit, detail);
     }
-    let client = match mcp::connect(conn).await {
-        Ok(c) => c,
+    let client = match mcp::connect_keeping_stderr(conn).await {
+        Ok((c, stderr)) => {
+            s.stderr = stderr;
+            s.server_info = mcp::server_info(&c);
+            c
+        }
         Err(e) => return s.invalid(InvalidReason::McpTransport, e.to_string()),
     };
     let toolbox = match Toolbox::from_server(&client).await {

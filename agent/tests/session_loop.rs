@@ -150,7 +150,7 @@ async fn a_server_killed_mid_session_is_an_mcp_transport_failure() {
     // A stdio server whose pid the test can find: a shell line sets the pid-file variable for the
     // child only (setting it in this multi-threaded test process would be unsound) and execs it.
     let line = format!("AGENT_TEST_SERVER_PID_FILE='{}' exec '{}' '{}'", pid_file.display(), env!("CARGO_BIN_EXE_agent-test-server"), b.url());
-    let conn = agent::ServerConnection::Stdio { argv: vec!["sh".into(), "-c".into(), line] };
+    let conn = agent::ServerConnection::stdio(vec!["sh".into(), "-c".into(), line]);
 
     let kill_pid = pid_file.clone();
     let fake = FakeModel::start(vec![

@@ -253,7 +253,7 @@ fn model_tables() -> Vec<Definition> {
             &["reasoning tokens / session (median / mean [CI]), part of output"],
             PerSession,
             "the median and the mean [its 95% bootstrap interval] over the arm's valid sessions whose endpoint reported them; the others are counted as null, never as 0",
-            "of the session's output tokens, those the endpoint reported as spent on reasoning (usage.completion_tokens_details.reasoning_tokens): already inside the output tokens, so priced as output and never added to them",
+            "of the session's output tokens, those the endpoint reported as spent on reasoning (its usage field reasoning_tokens): already inside the output tokens, so priced as output and never added to them",
             &["models[].modules[].<arm>.reasoning_tokens"],
         ),
         def(

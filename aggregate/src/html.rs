@@ -409,7 +409,12 @@ fn headline(o: &mut String, s: &Summary) {
             // The oracle table's per-session values, as the chart shows them.
             let mean = |role: Role, pick: fn(&crate::metrics::OraclePerSession) -> Option<f64>| f.per_session_of(role, pick).ok();
             let server = |role: Role| f.server(role);
-            writeln!(o, "<article class=\"card\"><header><h3>{}</h3><span class=\"badge\">oracle plan</span></header>", escape(&f.module)).unwrap();
+            writeln!(
+                o,
+                "<article class=\"card\"><header><h3>{}</h3><span class=\"badge\">oracle plan</span></header>",
+                escape(&crate::metrics::Comparison::label(&f.module, f.comparison.as_ref()))
+            )
+            .unwrap();
             writeln!(
                 o,
                 "<p class=\"reason\">pattern <code>{}</code> vs control <code>{}</code></p>",
@@ -460,7 +465,7 @@ fn card(o: &mut String, x: &ModuleReport) {
         o,
         "<article class=\"card\" data-module=\"{}\"><header><h3>{}</h3><span class=\"badge v-{v}\">{v}</span></header>",
         escape(&x.module),
-        escape(&x.module)
+        escape(&crate::metrics::Comparison::label(&x.module, x.comparison.as_ref()))
     )
     .unwrap();
     writeln!(o, "<p class=\"reason\">{}.</p>", escape(&x.verdict_reason)).unwrap();

@@ -296,7 +296,7 @@ fn oracle_summary_row(o: &mut String, f: &OracleModule) {
     writeln!(
         o,
         "| {} | {} | {} | {} | {} / {} | {} / {} | {} |",
-        f.module,
+        crate::metrics::Comparison::label(&f.module, f.comparison.as_ref()),
         f.server(Role::Pattern),
         f.server(Role::Control),
         tasks.len(),
@@ -310,7 +310,7 @@ fn oracle_summary_row(o: &mut String, f: &OracleModule) {
 }
 
 fn oracle_tasks(o: &mut String, f: &OracleModule) {
-    writeln!(o, "### {}\n", f.module).unwrap();
+    writeln!(o, "### {}\n", crate::metrics::Comparison::label(&f.module, f.comparison.as_ref())).unwrap();
     writeln!(
         o,
         "| task | role | server | valid/sessions | passed | calls / session | schema bytes / session | args bytes / session | result bytes / session | est. final context tokens / session | est. input tokens / session |"
@@ -386,7 +386,7 @@ fn definitions(o: &mut String, list: &[crate::definitions::Definition]) {
 }
 
 fn render_module(o: &mut String, m: &ModuleReport, prices_loaded: bool) {
-    writeln!(o, "### {} — verdict: **{}**\n", m.module, m.verdict.as_str()).unwrap();
+    writeln!(o, "### {} — verdict: **{}**\n", crate::metrics::Comparison::label(&m.module, m.comparison.as_ref()), m.verdict.as_str()).unwrap();
     writeln!(o, "{}.\n", m.verdict_reason).unwrap();
     for n in &m.notices {
         writeln!(o, "> {n}\n").unwrap();
@@ -603,7 +603,7 @@ fn headline(s: &Summary) -> String {
             writeln!(
                 o,
                 "- **{}** (valid / attempted sessions: pattern {} · control {}): tool calls per session, pattern {} {} · control {} {}; estimated input tokens per session (estimate) {} · {}{change}.",
-                f.module,
+                crate::metrics::Comparison::label(&f.module, f.comparison.as_ref()),
                 sessions(Role::Pattern),
                 sessions(Role::Control),
                 f.server(Role::Pattern),
@@ -621,7 +621,8 @@ fn headline(s: &Summary) -> String {
     for m in &s.models {
         writeln!(o, "### Model `{}` ({})\n", m.model, m.provider).unwrap();
         for x in &m.modules {
-            writeln!(o, "**{} — {}.** {}.\n", x.module, x.verdict.as_str(), x.verdict_reason).unwrap();
+            writeln!(o, "**{} — {}.** {}.\n", crate::metrics::Comparison::label(&x.module, x.comparison.as_ref()), x.verdict.as_str(), x.verdict_reason)
+                .unwrap();
             let rate = |a: &Option<ArmMetrics>| match a {
                 Some(a) => match a.success.rate {
                     Some(r) => format!("{} ({}/{}){}", pct(r), a.success.successes, a.success.n, ci(a.success.wilson95, pct)),

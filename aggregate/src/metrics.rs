@@ -225,6 +225,11 @@ pub struct ModelReport {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModuleReport {
     pub module: String,
+    /// Set when the module's records hold more than one server on a side (an external arm
+    /// beside the built-in one): this report compares exactly these two, and the module has
+    /// one report per (pattern, control) pair. Absent for an ordinary two-arm module.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<Comparison>,
     pub pattern: Option<ArmMetrics>,
     pub control: Option<ArmMetrics>,
     pub paired: Paired,
@@ -242,6 +247,43 @@ pub struct ModuleReport {
     pub power: Option<Power>,
     pub notices: Vec<String>,
     pub tasks: Vec<TaskRow>,
+}
+
+/// The two servers a report compares when a module has more than two.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Comparison {
+    pub pattern: String,
+    pub control: String,
+}
+
+impl Comparison {
+    /// `module (pattern vs control)` when set, else the module.
+    pub fn label(module: &str, comparison: Option<&Self>) -> String {
+        match comparison {
+            Some(c) => format!("{module} ({} vs {})", c.pattern, c.control),
+            None => module.to_owned(),
+        }
+    }
+}
+
+/// A module's records as the reports compare them: one cell when each side has one server
+/// (the ordinary A/B), else one cell per (pattern, control) pair of servers, each holding those
+/// two servers' records — an external arm is compared with the other side exactly as the
+/// built-in server of its side is, and never pooled with it.
+fn comparisons<'a>(recs: &[&'a SessionRecord]) -> Vec<(Option<Comparison>, Vec<&'a SessionRecord>)> {
+    let side = |role: Role| -> BTreeSet<&str> { recs.iter().filter(|r| r.role == role).map(|r| r.server.as_str()).collect() };
+    let (patterns, controls) = (side(Role::Pattern), side(Role::Control));
+    if patterns.len() <= 1 && controls.len() <= 1 {
+        return vec![(None, recs.to_vec())];
+    }
+    let mut out = Vec::new();
+    for p in &patterns {
+        for c in &controls {
+            let cell = recs.iter().copied().filter(|r| r.server == *p || r.server == *c).collect();
+            out.push((Some(Comparison { pattern: (*p).to_owned(), control: (*c).to_owned() }), cell));
+        }
+    }
+    out
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -446,6 +488,9 @@ pub struct TaskArm {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OracleModule {
     pub module: String,
+    /// As [`ModuleReport::comparison`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<Comparison>,
     pub rows: Vec<OracleRow>,
     /// Σ over tasks of the per-task median estimated tokens (context at the end), per role;
     /// a role with a task lacking the figure is absent.
@@ -656,16 +701,24 @@ pub fn summarise_with(exp: &Experiment, prices: Option<&PriceTable>, opts: &Opti
         .map(|((model, provider), modules)| {
             let modules = modules
                 .into_iter()
-                .map(|(module, recs)| {
+                .flat_map(|(module, recs)| {
                     let plan = manifest.map(|m| module_plan(m, &module));
-                    module_report(&model, &module, &recs, plan.as_ref(), prices, opts)
+                    comparisons(&recs)
+                        .into_iter()
+                        .map(|(comparison, cell)| ModuleReport { comparison, ..module_report(&model, &module, &cell, plan.as_ref(), prices, opts) })
+                        .collect::<Vec<_>>()
                 })
                 .collect();
             ModelReport { model, provider, modules }
         })
         .collect();
 
-    let oracle_floors = oracle.into_iter().map(|(module, recs)| oracle_module(module, &recs)).collect();
+    let oracle_floors = oracle
+        .into_iter()
+        .flat_map(|(module, recs)| {
+            comparisons(&recs).into_iter().map(|(comparison, cell)| OracleModule { comparison, ..oracle_module(module.clone(), &cell) }).collect::<Vec<_>>()
+        })
+        .collect();
 
     let preflight_skipped =
         manifest.is_some_and(|m| m.preflight_skipped) || sessions.iter().any(|s| s.record.fingerprint.as_ref().is_some_and(|f| f.preflight_skipped));
@@ -1013,6 +1066,7 @@ fn module_report(model: &str, module: &str, recs: &[&SessionRecord], plan: Optio
 
     ModuleReport {
         module: module.into(),
+        comparison: None,
         pattern,
         control,
         paired,
@@ -1159,7 +1213,7 @@ fn oracle_module(module: String, recs: &[&SessionRecord]) -> OracleModule {
     let total_estimated_tokens = total(|r| r.estimated_tokens);
     let total_estimated_input_tokens = total(|r| r.estimated_input_tokens);
     let per_session = per_session(&rows);
-    OracleModule { module, rows, total_estimated_tokens, total_estimated_input_tokens, per_session }
+    OracleModule { module, comparison: None, rows, total_estimated_tokens, total_estimated_input_tokens, per_session }
 }
 
 /// Each role's [`OraclePerSession`] over its rows (one per task).

@@ -14,6 +14,10 @@ use crate::{aggregate_cmd, bench, check, flags, list_cmd, new_module, servers_cm
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    /// Folder of external arms: each subfolder with an `arm.toml` is an MCP server the bench can
+    /// run (`--mcp NAME`). Default: ./arms, else this checkout's arms/.
+    #[arg(long, global = true, env = "MCPBENCH_ARMS_DIR")]
+    arms_dir: Option<std::path::PathBuf>,
     /// Without a subcommand: run an experiment (e.g. `pipeline --mcp orchestrator --k 3`).
     #[command(flatten)]
     run: flags::RunArgs,
@@ -62,7 +66,17 @@ pub async fn main() -> ExitCode {
     }
 }
 
+/// The external arms folder: the flag or variable, else `./arms`, else this checkout's.
+fn arms_dir(given: Option<std::path::PathBuf>) -> std::path::PathBuf {
+    given.unwrap_or_else(|| {
+        let local = std::path::PathBuf::from("arms");
+        if local.is_dir() { local } else { std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../arms") }
+    })
+}
+
 async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
+    let dir = arms_dir(cli.arms_dir);
+    servers::registry::register_external(servers::external::discover(&dir)?)?;
     let Some(command) = cli.command else {
         let plan = crate::plan::RunPlan::from_flags(&cli.run).await?;
         let summary = crate::run::run(plan, |_| Ok(())).await?;

@@ -12,7 +12,7 @@ use anyhow::Context;
 use backend::WorldSpec;
 use backend::local::LocalBackend;
 use serde::Serialize;
-use servers::registry::{self, ServerEntry};
+use servers::registry::{self, Role, ServerEntry};
 use tasks::Task;
 
 use crate::build_info::BuildInfo;
@@ -158,7 +158,8 @@ pub async fn check(spec: &Spec, spec_text: &str, spec_path: &Path, dirs: &InputD
     })
 }
 
-/// G1, the static part: known servers, exactly the module's pattern and control, each once.
+/// G1, the static part: known servers of the module, each once, at least one on each side of
+/// its A/B (the module's own pattern and control, or external arms in their roles).
 fn arms(spec: &Spec, f: &mut Failures) -> Vec<&'static ServerEntry> {
     let mut arms = Vec::new();
     let Some((p, c)) = registry::arms(&spec.module) else {
@@ -173,12 +174,21 @@ fn arms(spec: &Spec, f: &mut Failures) -> Vec<&'static ServerEntry> {
         }
     }
     let names: Vec<&str> = spec.arms.iter().map(|a| a.server.as_str()).collect();
-    let mut sorted = names.clone();
-    sorted.sort_unstable();
-    let mut want = vec![p.name, c.name];
-    want.sort_unstable();
-    if sorted != want {
-        f.add(Gate::Isolation, format!("the arms are {names:?}; module {} has exactly {:?} (pattern, control)", spec.module, [p.name, c.name]));
+    let unique: BTreeSet<&str> = names.iter().copied().collect();
+    let sides: BTreeSet<Role> = arms.iter().map(|a| a.role).collect();
+    let has_external = arms.iter().any(|a| a.external().is_some());
+    if unique.len() != names.len() || sides.len() < 2 || (!has_external && arms.len() != 2) {
+        f.add(
+            Gate::Isolation,
+            format!(
+                "the arms are {names:?}; module {} compares a pattern and a control, each once: {:?}, or external arms in their roles beside them",
+                spec.module,
+                [p.name, c.name]
+            ),
+        );
+    }
+    if let Err(e) = crate::plan::check_runnable(&arms) {
+        f.add(Gate::Isolation, format!("{e:#}"));
     }
     arms
 }
@@ -281,6 +291,21 @@ async fn frozen_inputs(spec: &Spec, dirs: &InputDirs, arms: &[&'static ServerEnt
     for name in spec.hashes.manifests.keys() {
         if !spec.arms.iter().any(|a| &a.server == name) {
             f.add(Gate::FrozenInputs, format!("frozen tool manifest for {name}, which is not an arm"));
+        }
+    }
+    for arm in arms.iter().filter_map(|a| a.external()) {
+        match spec.hashes.arms.get(&arm.name) {
+            None => f.add(Gate::FrozenInputs, format!("external arm {} has no frozen folder hash in [hashes.arms]", arm.name)),
+            Some(h) if *h != arm.sha256 => f.add(
+                Gate::FrozenInputs,
+                format!("the folder of external arm {} ({}) changed since freeze: {} ≠ frozen {h}", arm.name, arm.dir.display(), arm.sha256),
+            ),
+            Some(_) => {}
+        }
+    }
+    for name in spec.hashes.arms.keys() {
+        if !arms.iter().any(|a| a.name == name && a.external().is_some()) {
+            f.add(Gate::FrozenInputs, format!("frozen folder hash for {name}, which is not an external arm of this spec"));
         }
     }
     if spec.hashes.system_prompt != agent::system_prompt_sha256() {
@@ -413,7 +438,7 @@ async fn with_backend(spec: &Spec, arms: &[&'static ServerEntry], tasks: Option<
             f.add(Gate::GroundTruth, "not run: the tasks could not be loaded");
         }
         Some(tasks) => {
-            match tasks::gates::banned_terms(&spec.module, b.url()).await {
+            match tasks::gates::banned_terms(&spec.module, arms, b.url()).await {
                 Err(e) => f.add(Gate::Neutrality, format!("not run: listing the banned terms: {e:#}")),
                 Ok(banned) => {
                     for t in tasks {
@@ -425,7 +450,7 @@ async fn with_backend(spec: &Spec, arms: &[&'static ServerEntry], tasks: Option<
             }
             for t in tasks {
                 for arm in arms {
-                    if let Err(e) = tasks::gates::ground_truth(t, arm.name, b.world(), b.url(), &serve).await {
+                    if let Err(e) = tasks::gates::ground_truth(t, arm, b.world(), b.url(), &serve).await {
                         f.add(Gate::GroundTruth, format!("task {} via {}: {e}", t.key(), arm.name));
                     }
                 }
@@ -446,7 +471,7 @@ pub async fn ground_truth_of(plan: &crate::plan::RunPlan) -> anyhow::Result<Vec<
     for m in &plan.tasks {
         for t in &m.tasks {
             for arm in plan.arms.iter().filter(|a| a.module == m.module) {
-                if let Err(e) = tasks::gates::ground_truth(t, arm.name, b.world(), b.url(), &serve).await {
+                if let Err(e) = tasks::gates::ground_truth(t, arm, b.world(), b.url(), &serve).await {
                     failures.push(format!("task {} at world scale {} via {}: {e}", t.key(), t.meta.scale, arm.name));
                 }
             }
@@ -492,7 +517,7 @@ async fn isolation(spec: &Spec, arm: &ServerEntry, backend_url: &str, serve: &[S
 
 /// The function names the agent offers a model for `arm`.
 async fn offered(arm: &ServerEntry, transport: records::Transport, backend_url: &str, serve: &[String]) -> anyhow::Result<Vec<String>> {
-    let (conn, http) = crate::arm::connect(arm, transport, backend_url, serve).await?;
+    let (conn, guard) = crate::arm::connect(arm, transport, backend_url, serve).await?;
     let result = async {
         let client = agent::mcp::connect(&conn).await?;
         let toolbox = Toolbox::from_server(&client).await;
@@ -500,8 +525,6 @@ async fn offered(arm: &ServerEntry, transport: records::Transport, backend_url: 
         anyhow::Ok(toolbox?.offered.functions)
     }
     .await;
-    if let Some(h) = http {
-        h.abort();
-    }
+    guard.stop().await;
     result
 }

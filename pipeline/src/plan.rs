@@ -203,10 +203,12 @@ impl RunPlan {
         }
         let experiment = args.exp_name.clone().unwrap_or_else(|| default_exp_name(args, &arms));
         check_experiment_name(&experiment).context("--exp-name")?;
+        let manifests = manifests_of(&arms).await?;
+        check_external_plans(&arms, &tasks, &manifests)?;
         Ok(Self {
             exp_dir: args.results_dir.join(&experiment),
             experiment,
-            manifests: manifests_of(&arms).await?,
+            manifests: manifests.into_iter().map(|(name, m)| (name, m.sha256())).collect(),
             arms,
             tasks,
             reps: args.k,
@@ -227,8 +229,7 @@ impl RunPlan {
     /// must still hold (they are checked again here: an input may change between the check and
     /// the run).
     pub async fn from_spec(spec: &Spec, dirs: &InputDirs, options: &SpecRunOptions) -> anyhow::Result<Self> {
-        let (pattern, control) = registry::arms(&spec.module).with_context(|| format!("no module named {:?}", spec.module))?;
-        let arms = vec![pattern, control];
+        let arms = crate::spec::arms_of(spec)?;
         let effective: Vec<_> = spec.arms.iter().map(|a| a.effective_model(&spec.model)).collect();
         let first = effective.first().cloned().unwrap_or_else(|| spec.model.clone());
         anyhow::ensure!(
@@ -250,11 +251,22 @@ impl RunPlan {
                 t.key()
             );
         }
-        let manifests = manifests_of(&arms).await?;
+        let listed = manifests_of(&arms).await?;
+        let modules = [ModuleTasks { module: spec.module.clone(), tasks: selected.iter().cloned().map(Arc::new).collect() }];
+        check_external_plans(&arms, &modules, &listed)?;
+        let manifests: BTreeMap<String, String> = listed.into_iter().map(|(name, m)| (name, m.sha256())).collect();
         for (name, sha) in &manifests {
             anyhow::ensure!(
                 spec.hashes.manifests.get(name).map(|m| &m.sha256) == Some(sha),
                 "G3 frozen inputs: the tool manifest of {name} changed between the check and the run; nothing was started"
+            );
+        }
+        for arm in arms.iter().filter_map(|a| a.external()) {
+            anyhow::ensure!(
+                spec.hashes.arms.get(&arm.name) == Some(&arm.sha256),
+                "G3 frozen inputs: the folder of external arm {} ({}) changed between the check and the run; nothing was started",
+                arm.name,
+                arm.dir.display()
             );
         }
         Ok(Self {
@@ -286,6 +298,7 @@ impl RunPlan {
             let mut pair = 0usize;
             for m in &self.tasks {
                 let mut arms: Vec<&'static ServerEntry> = self.arms.iter().copied().filter(|s| s.module == m.module).collect();
+                // Patterns first, then controls (a stable sort: the order given within a role).
                 arms.sort_by_key(|s| s.role != Role::Pattern);
                 for task in &m.tasks {
                     for rep in 1..=self.reps {
@@ -322,6 +335,7 @@ impl RunPlan {
             task_sha256: s.task.sha256.clone(),
             turn_cap: s.task.meta.turn_cap,
             manifest_sha256: self.manifests.get(s.server.name).cloned().unwrap_or_default(),
+            arm_sha256: s.server.external().map(|a| a.sha256.clone()),
             system_prompt_sha256: (!oracle).then(agent::system_prompt_sha256),
             build_commit: self.build.commit.clone(),
             build_dirty: self.build.dirty,
@@ -371,8 +385,9 @@ fn select_servers(args: &RunArgs) -> anyhow::Result<Vec<&'static ServerEntry>> {
             out.push(s);
         }
     };
+    // External arms run only when named (`--mcp`): `--all` is the built-in suite.
     if args.all {
-        registry::servers().for_each(&mut push);
+        registry::builtin().for_each(&mut push);
     }
     for m in &args.module {
         let (p, c) = registry::arms(m).with_context(|| format!("no module named {m:?}; modules: {}", registry::modules().join(", ")))?;
@@ -383,6 +398,7 @@ fn select_servers(args: &RunArgs) -> anyhow::Result<Vec<&'static ServerEntry>> {
         let s = registry::find(name).with_context(|| format!("no server named {name:?}; servers: {}", registry::names().join(", ")))?;
         push(s);
     }
+    check_runnable(&out)?;
     if out.is_empty() {
         bail!("nothing to run: give --mcp SERVER[,SERVER], --module MODULE or --all (see `pipeline servers`)");
     }
@@ -476,13 +492,44 @@ fn models_from_flags(args: &RunArgs) -> anyhow::Result<Vec<ModelPlan>> {
     Ok(out)
 }
 
-async fn manifests_of(arms: &[&'static ServerEntry]) -> anyhow::Result<BTreeMap<String, String>> {
+async fn manifests_of(arms: &[&'static ServerEntry]) -> anyhow::Result<BTreeMap<String, servers::ToolManifest>> {
     let mut out = BTreeMap::new();
     for s in arms {
         let m = servers::ToolManifest::offline(s).await.with_context(|| format!("listing the tool manifest of {}", s.name))?;
-        out.insert(s.name.to_owned(), m.sha256());
+        out.insert(s.name.to_owned(), m);
     }
     Ok(out)
+}
+
+/// Every external arm's program can be found (a bare name on `PATH`, a path under its folder).
+pub fn check_runnable(arms: &[&'static ServerEntry]) -> anyhow::Result<()> {
+    for arm in arms.iter().filter_map(|a| a.external()) {
+        arm.program()?;
+    }
+    Ok(())
+}
+
+/// An external arm's oracle plans call only what its server offers: its tools, and the two
+/// resource functions when it has resources. Checked against the manifest the server really
+/// lists, before anything runs; a missing plan is G7's to name.
+pub fn check_external_plans(arms: &[&'static ServerEntry], tasks: &[ModuleTasks], manifests: &BTreeMap<String, servers::ToolManifest>) -> anyhow::Result<()> {
+    for arm in arms.iter().filter_map(|a| a.external()) {
+        let Some(manifest) = manifests.get(&arm.name) else { continue };
+        let tools = manifest.tool_names();
+        for task in tasks.iter().filter(|m| m.module == arm.module).flat_map(|m| m.tasks.iter()) {
+            let Some(plan) = task.plan_for(&arm.name) else { continue };
+            for (i, step) in plan.steps.iter().enumerate() {
+                let path = arm.plan_path(&task.id);
+                if let Some(tool) = step.tool.as_deref().filter(|t| !tools.contains(t)) {
+                    anyhow::bail!("{}: steps[{i}].tool: {} does not list a tool {tool:?} (it lists: {})", path.display(), arm.name, tools.join(", "));
+                }
+                if (step.read.is_some() || step.list_resources) && !manifest.resources {
+                    anyhow::bail!("{}: steps[{i}]: reads a resource, but {} offers no resources", path.display(), arm.name);
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

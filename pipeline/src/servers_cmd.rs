@@ -41,11 +41,30 @@ struct ServerRow {
     module: &'static str,
     role: Role,
     paired: &'static str,
-    tools: usize,
-    resource_templates: usize,
-    manifest_sha256: String,
-    /// The exact command line that runs this server over stdio.
+    /// Null when the server could not be listed (an external arm that does not start: `error`).
+    tools: Option<usize>,
+    resource_templates: Option<usize>,
+    manifest_sha256: Option<String>,
+    /// The exact command line that runs this server over stdio (an external arm: its own
+    /// command, placeholders unexpanded).
     command: Vec<String>,
+    /// `builtin`, or `external` (a folder with an `arm.toml`).
+    kind: &'static str,
+    /// External arms: the folder, its sha256, the transport it serves over, the variables it is
+    /// given (names only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    external: Option<ExternalRow>,
+    /// Why the server could not be listed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct ExternalRow {
+    dir: String,
+    sha256: String,
+    transport: Transport,
+    env_names: Vec<String>,
 }
 
 /// The command line that serves `name` over stdio with this very binary.
@@ -57,16 +76,31 @@ pub fn stdio_command(name: &str, backend_url: &str) -> anyhow::Result<Vec<String
 pub async fn list(args: ServersArgs) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     for s in servers::registry::servers() {
-        let manifest = ToolManifest::of(s, &args.backend_url).await.with_context(|| format!("listing the tools of {}", s.name))?;
+        // A built-in server always lists; an external arm may not start (its dependencies not
+        // installed): its row says why instead of failing the whole listing.
+        let manifest = match (ToolManifest::of(s, &args.backend_url).await, s.external()) {
+            (Ok(m), _) => Ok(m),
+            (Err(e), Some(_)) => Err(format!("{e:#}")),
+            (Err(e), None) => return Err(e.context(format!("listing the tools of {}", s.name))),
+        };
+        let external =
+            s.external().map(|a| ExternalRow { dir: a.dir.display().to_string(), sha256: a.sha256.clone(), transport: a.transport, env_names: a.env_names() });
+        let command = match s.external() {
+            Some(a) => a.command.clone(),
+            None => stdio_command(s.name, &args.backend_url)?,
+        };
         rows.push(ServerRow {
             name: s.name,
             module: s.module,
             role: s.role,
             paired: s.paired,
-            tools: manifest.tools.len(),
-            resource_templates: manifest.resource_templates.len(),
-            manifest_sha256: manifest.sha256(),
-            command: stdio_command(s.name, &args.backend_url)?,
+            tools: manifest.as_ref().ok().map(|m| m.tools.len()),
+            resource_templates: manifest.as_ref().ok().map(|m| m.resource_templates.len()),
+            manifest_sha256: manifest.as_ref().ok().map(ToolManifest::sha256),
+            command,
+            kind: if external.is_some() { "external" } else { "builtin" },
+            external,
+            error: manifest.err(),
         });
     }
     if args.json {
@@ -81,7 +115,14 @@ pub async fn list(args: ServersArgs) -> anyhow::Result<()> {
             Role::Pattern => "pattern",
             Role::Control => "control",
         };
-        println!("{:<18} {:<18} {:<8} {:<18} {:>5}  {}", r.name, r.module, role, r.paired, r.tools, &r.manifest_sha256[..16]);
+        let tools = r.tools.map_or("—".to_owned(), |t| t.to_string());
+        let sha = r.manifest_sha256.as_deref().map_or("—", |s| &s[..16]);
+        let note = match (&r.external, &r.error) {
+            (Some(_), Some(e)) => format!("  external, not startable: {e}"),
+            (Some(x), None) => format!("  external: {}", x.dir),
+            _ => String::new(),
+        };
+        println!("{:<18} {:<18} {:<8} {:<18} {:>5}  {sha}{note}", r.name, r.module, role, r.paired, tools);
     }
     Ok(())
 }

@@ -41,12 +41,19 @@ pub async fn run_one(ctx: &RunContext, pending: &Pending, backend_url: &str, wor
             harness_failure(e.clone())
         }
         Ok(_) => match crate::arm::connect(job.server, ctx.plan.transport, backend_url, &ctx.serve_prefix).await {
+            // An external arm that does not start is the arm's failure, like one that dies in a
+            // session: an invalid session (the circuit breaker applies), not broken infrastructure.
+            Err(e) if job.server.external().is_some() => {
+                let mut o = harness_failure(String::new());
+                o.validity = records::Validity::invalid(InvalidReason::McpTransport, format!("starting {}: {e:#}", job.server.name));
+                o
+            }
             Err(e) => {
-                let detail = format!("serving {} over HTTP: {e}", job.server.name);
+                let detail = format!("serving {} over HTTP: {e:#}", job.server.name);
                 infrastructure = Some(detail.clone());
                 harness_failure(detail)
             }
-            Ok((conn, http_server)) => {
+            Ok((conn, guard)) => {
                 let outcome = if model.is_oracle() {
                     match task.plan_for(job.server.name) {
                         Some(plan) => agent::oracle::run(&conn, &task.text, plan).await,
@@ -58,9 +65,9 @@ pub async fn run_one(ctx: &RunContext, pending: &Pending, backend_url: &str, wor
                         None => harness_failure(format!("no provider for model {}", model.spec.id)),
                     }
                 };
-                if let Some(h) = http_server {
-                    h.abort();
-                }
+                let stderr = guard.stop().await;
+                let mut outcome = outcome;
+                outcome.validity = outcome.validity.with_server_stderr(&stderr);
                 outcome
             }
         },
@@ -147,6 +154,8 @@ fn record_of(ctx: &RunContext, pending: &Pending, outcome: &SessionOutcome, veri
         oracle: outcome.oracle.clone(),
         cost_usd: None,
         harness,
+        server_info: outcome.server_info.clone(),
+        external_arm: job.server.external().map(|a| records::ExternalArmRecord { sha256: a.sha256.clone(), env_names: a.env_names() }),
         superseded: None,
     }
 }
@@ -169,6 +178,7 @@ fn harness_failure(detail: String) -> SessionOutcome {
         ended_at: now,
         provider_retries: 0,
         failed_turn: None,
+        server_info: None,
         transcript: vec![],
     }
 }

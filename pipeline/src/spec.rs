@@ -176,6 +176,9 @@ pub struct Hashes {
     pub tasks: BTreeMap<String, TaskHash>,
     /// Per server name: the tool manifest's hash and what it offers.
     pub manifests: BTreeMap<String, ArmManifest>,
+    /// Per external arm: the sha256 of its folder (its server's files and oracle plans).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub arms: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -288,8 +291,27 @@ pub struct FreezeArgs {
     /// Let a dirty build pass G2 (recorded loudly).
     #[arg(long)]
     pub allow_dirty: bool,
+    /// The arms, comma-separated, when not the module's own pattern and control: e.g. an
+    /// external arm beside them (`domain_adapter,domain_adapter_py,domain_wrapper`).
+    #[arg(long, value_delimiter = ',')]
+    pub mcp: Vec<String>,
     #[command(flatten)]
     pub dirs: InputDirs,
+}
+
+/// The servers of a spec's arms, each a server of the spec's module (built-in or an external
+/// arm registered from the arms folder).
+pub fn arms_of(spec: &Spec) -> anyhow::Result<Vec<&'static servers::ServerEntry>> {
+    let mut out = Vec::new();
+    for a in &spec.arms {
+        let s = registry::find(&a.server).with_context(|| {
+            format!("arms: no server named {:?}; servers: {} (external arms are read from --arms-dir)", a.server, registry::names().join(", "))
+        })?;
+        anyhow::ensure!(s.module == spec.module, "arms: {} answers the tasks of {}, not of {}", s.name, s.module, spec.module);
+        out.push(s);
+    }
+    crate::plan::check_runnable(&out)?;
+    Ok(out)
 }
 
 /// The model plan of a spec's (effective) model parameters: what `run SPEC` runs and G6 probes.
@@ -329,6 +351,19 @@ pub fn select_tasks(tasks_dir: &Path, module: &str, ids: &[String]) -> anyhow::R
 pub async fn freeze(args: &FreezeArgs) -> anyhow::Result<Spec> {
     let (pattern, control) =
         registry::arms(&args.module).with_context(|| format!("no module named {:?}; modules: {}", args.module, registry::modules().join(", ")))?;
+    let arms: Vec<&'static servers::ServerEntry> = if args.mcp.is_empty() {
+        vec![pattern, control]
+    } else {
+        let mut arms = Vec::new();
+        for name in &args.mcp {
+            let s = registry::find(name).with_context(|| format!("--mcp: no server named {name:?}; servers: {}", registry::names().join(", ")))?;
+            anyhow::ensure!(s.module == args.module, "--mcp: {name} answers the tasks of {}, not of {}", s.module, args.module);
+            arms.push(s);
+        }
+        anyhow::ensure!(arms.len() >= 2, "--mcp: an experiment compares at least two arms");
+        arms
+    };
+    crate::plan::check_runnable(&arms)?;
     let (tasks, missing) = select_tasks(&args.dirs.tasks_dir(), &args.module, &args.tasks)?;
     anyhow::ensure!(missing.is_empty(), "no task {missing:?} in {}", args.module);
     anyhow::ensure!(!tasks.is_empty(), "no tasks in {}", args.module);
@@ -345,7 +380,7 @@ pub async fn freeze(args: &FreezeArgs) -> anyhow::Result<Spec> {
         eprintln!("warning: the build is dirty; the frozen commit {commit} is not exactly what runs (G2 refuses unless allow_dirty = true)");
     }
     let mut manifests = BTreeMap::new();
-    for arm in [pattern, control] {
+    for &arm in &arms {
         let m = servers::ToolManifest::offline(arm).await?;
         manifests.insert(
             arm.name.to_owned(),
@@ -383,12 +418,13 @@ pub async fn freeze(args: &FreezeArgs) -> anyhow::Result<Spec> {
         treatment: vec!["server".into()],
         allow_dirty: args.allow_dirty,
         model,
-        arms: vec![Arm { server: pattern.name.into(), ..Default::default() }, Arm { server: control.name.into(), ..Default::default() }],
+        arms: arms.iter().map(|a| Arm { server: a.name.into(), ..Default::default() }).collect(),
         hashes: Hashes {
             build: commit,
             system_prompt: agent::system_prompt_sha256(),
             tasks: tasks.iter().map(|t| (t.id.clone(), TaskHash { sha256: t.sha256.clone(), seed: t.meta.seed, scale: t.meta.scale })).collect(),
             manifests,
+            arms: arms.iter().filter_map(|a| a.external()).map(|a| (a.name.clone(), a.sha256.clone())).collect(),
         },
     })
 }

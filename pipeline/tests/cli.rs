@@ -10,10 +10,20 @@ fn json_lines(args: &[&str]) -> Vec<serde_json::Value> {
 
 #[test]
 fn servers_json_lists_every_server_with_its_launch_command() {
-    let rows = json_lines(&["servers", "--json", "--backend-url", "http://127.0.0.1:8080"]);
+    let all = json_lines(&["servers", "--json", "--backend-url", "http://127.0.0.1:8080"]);
+    let (rows, external): (Vec<_>, Vec<_>) = all.into_iter().partition(|r| r["kind"] == "builtin");
     // The five shipped modules' ten servers, and any module added since.
     assert!(rows.len() >= 10);
     assert_eq!(rows.len(), servers::registry::servers().count());
+    // Beside them, the external arms of the checkout's arms/ folder, each with its folder.
+    let names: Vec<&str> = external.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"domain_adapter_py") && names.contains(&"resource_gateway_ts"), "{external:?}");
+    for r in &external {
+        assert_eq!(r["kind"], "external");
+        assert_eq!(r["external"]["sha256"].as_str().map(str::len), Some(64), "{r}");
+        assert!(r["external"]["dir"].as_str().unwrap().ends_with(r["name"].as_str().unwrap()), "{r}");
+        assert_eq!(r["external"]["env_names"][0], "BACKEND_URL");
+    }
     for r in &rows {
         for field in ["name", "module", "role", "paired", "tools", "manifest_sha256", "command"] {
             assert!(!r[field].is_null(), "{field} missing in {r}");
@@ -35,7 +45,11 @@ fn list_json_has_every_task_with_plan_lengths_per_arm() {
         assert!(r["turn_cap"].as_u64().unwrap() >= 1);
         assert!(r["tags"].is_array());
         let calls = r["oracle_calls"].as_object().unwrap();
-        assert_eq!(calls.len(), 2, "{r}");
+        // Both built-in arms, and the external arms (arms/) that answer the module.
+        let (pattern, control) = servers::registry::arms(r["module"].as_str().unwrap()).unwrap();
+        assert!(calls.contains_key(pattern.name) && calls.contains_key(control.name), "{r}");
+        let externals = calls.keys().filter(|k| *k != pattern.name && *k != control.name).count();
+        assert!(calls.len() == 2 + externals && externals <= 1, "{r}");
         assert!(calls.values().all(|c| c.as_u64().unwrap() >= 1));
     }
     let modules: std::collections::BTreeSet<&str> = rows.iter().map(|r| r["module"].as_str().unwrap()).collect();

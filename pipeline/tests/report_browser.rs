@@ -71,6 +71,7 @@ fn fingerprint(r: &SessionRecord) -> Fingerprint {
         task_sha256: format!("sha-{}", r.task),
         turn_cap: 16,
         manifest_sha256: r.manifest_sha256.clone(),
+        arm_sha256: None,
         system_prompt_sha256: (!oracle).then(|| "prompt".into()),
         build_commit: Some("05c1580457ce1a0702ca9fdf64ab3881fcff4ca2".into()),
         build_dirty: Some(false),
@@ -176,6 +177,8 @@ fn record(oracle: bool, role: Role, task: &str, rep: u32) -> SessionRecord {
         }),
         cost_usd: None,
         harness: HarnessTimings::default(),
+        server_info: None,
+        external_arm: None,
         superseded: None,
     };
     let fp = fingerprint(&r);

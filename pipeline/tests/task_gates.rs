@@ -59,7 +59,7 @@ async fn gates_for(module: &str) -> Result<(), Failed> {
 
 async fn gate_failures(module: &str, all: &[tasks::Task], b: &LocalBackend) -> Result<Vec<String>, Failed> {
     let (pattern, control) = servers::registry::arms(module).ok_or("not a registered module")?;
-    let banned = banned_terms(module, b.url()).await.map_err(|e| e.to_string())?;
+    let banned = banned_terms(module, &[], b.url()).await.map_err(|e| e.to_string())?;
     for arm in [pattern.name, control.name] {
         // Every arm offers something, so an empty list means the manifests were not read.
         if !banned.iter().any(|t| t.source.ends_with(&format!(" of {arm}"))) {
@@ -73,9 +73,9 @@ async fn gate_failures(module: &str, all: &[tasks::Task], b: &LocalBackend) -> R
         }
     }
     for task in all {
-        for arm in [pattern.name, control.name] {
+        for arm in [pattern, control] {
             if let Err(e) = ground_truth(task, arm, b.world(), b.url(), &serve_command()).await {
-                failures.push(format!("G7 {} via {arm}: {e}", task.key()));
+                failures.push(format!("G7 {} via {}: {e}", task.key(), arm.name));
             }
         }
     }

@@ -41,6 +41,10 @@ pub struct Fingerprint {
     pub task_sha256: String,
     pub turn_cap: u32,
     pub manifest_sha256: String,
+    /// An external arm's folder hash (its server's own files and oracle plans); absent for the
+    /// built-in servers, whose code is pinned by the build.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arm_sha256: Option<String>,
     /// Null for the oracle, which sends no prompt.
     pub system_prompt_sha256: Option<String>,
     /// The commit the running binary was built from, and whether its tracked files differed.
@@ -51,7 +55,7 @@ pub struct Fingerprint {
 }
 
 /// The field in which the arms of a pair differ by design.
-pub const TREATMENT: &[&str] = &["manifest_sha256"];
+pub const TREATMENT: &[&str] = &["manifest_sha256", "arm_sha256"];
 
 /// Fields that belong to the task (or its world): equal across the arms of one task, different
 /// between tasks.
@@ -111,6 +115,7 @@ pub const FIELDS: &[&str] = &[
     "task_sha256",
     "turn_cap",
     "manifest_sha256",
+    "arm_sha256",
     "system_prompt_sha256",
     "build_commit",
     "build_dirty",
@@ -164,6 +169,7 @@ mod tests {
             task_sha256: "t".into(),
             turn_cap: 12,
             manifest_sha256: "m1".into(),
+            arm_sha256: None,
             system_prompt_sha256: Some("p".into()),
             build_commit: Some("c".into()),
             build_dirty: Some(false),
@@ -191,14 +197,20 @@ mod tests {
             ("task_sha256", Fingerprint { task_sha256: "u".into(), ..sample() }),
             ("turn_cap", Fingerprint { turn_cap: 3, ..sample() }),
             ("manifest_sha256", Fingerprint { manifest_sha256: "m2".into(), ..sample() }),
+            ("arm_sha256", Fingerprint { arm_sha256: Some("a".into()), ..sample() }),
             ("system_prompt_sha256", Fingerprint { system_prompt_sha256: None, ..sample() }),
             ("build_commit", Fingerprint { build_commit: Some("d".into()), ..sample() }),
             ("build_dirty", Fingerprint { build_dirty: Some(true), ..sample() }),
             ("preflight_skipped", Fingerprint { preflight_skipped: true, ..sample() }),
         ];
         assert_eq!(variants.len(), FIELDS.len(), "a test variant for every field");
-        let every_field_set =
-            Fingerprint { max_tokens_param: Some(MaxTokensParam::MaxTokens), reasoning_effort: Some("low".into()), world_scale_override: Some(1), ..sample() };
+        let every_field_set = Fingerprint {
+            max_tokens_param: Some(MaxTokensParam::MaxTokens),
+            reasoning_effort: Some("low".into()),
+            world_scale_override: Some(1),
+            arm_sha256: Some("a".into()),
+            ..sample()
+        };
         let serde_json::Value::Object(map) = serde_json::to_value(&every_field_set).unwrap() else { panic!() };
         let mut keys: Vec<&str> = map.keys().map(String::as_str).collect();
         let mut listed = FIELDS.to_vec();

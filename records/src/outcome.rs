@@ -22,6 +22,17 @@ impl Validity {
     pub fn invalid(reason: InvalidReason, detail: impl Into<String>) -> Self {
         Self::Invalid { reason, detail: detail.into() }
     }
+
+    /// An MCP transport failure with the tail of what the server wrote to stderr appended (a
+    /// server that died or wrote garbage to stdout usually says why there); anything else as is.
+    pub fn with_server_stderr(self, stderr: &str) -> Self {
+        match self {
+            Self::Invalid { reason: InvalidReason::McpTransport, detail } if !stderr.is_empty() && !detail.contains(stderr) => {
+                Self::Invalid { reason: InvalidReason::McpTransport, detail: format!("{detail}; the server's stderr ends: {stderr}") }
+            }
+            other => other,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

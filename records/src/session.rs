@@ -106,6 +106,21 @@ pub enum Auth {
     None,
 }
 
+/// What a server said it was in its MCP handshake (`serverInfo`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerInfo {
+    pub name: String,
+    pub version: String,
+}
+
+/// An external arm as a session ran it: its folder's hash and the names (never the values) of
+/// the variables its process was given.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExternalArmRecord {
+    pub sha256: String,
+    pub env_names: Vec<String>,
+}
+
 /// Set on a record that a later attempt of the same session replaced (`--retry-invalid`, or a
 /// resume after a quota stop or an interrupt). The record is kept, moved under `superseded/`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -189,6 +204,13 @@ pub struct SessionRecord {
     /// Null when the model has no price (never 0 for unknown).
     pub cost_usd: Option<f64>,
     pub harness: HarnessTimings,
+    /// The `serverInfo` the arm's server reported in its handshake; null when it never answered
+    /// (and in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_info: Option<ServerInfo>,
+    /// Set when the arm is an external one (a folder with an `arm.toml`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_arm: Option<ExternalArmRecord>,
     /// Present only on a record kept under `superseded/`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub superseded: Option<Superseded>,

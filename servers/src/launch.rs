@@ -191,7 +191,8 @@ pub fn stdio_argv(prefix: &[String], name: &str, backend_url: &str) -> Vec<Strin
 /// An arm served in-process over streamable HTTP on a free loopback port: its `/mcp` URL and the
 /// task serving it (abort it when done).
 pub async fn serve_http_in_process(entry: &crate::registry::ServerEntry, backend_url: &str) -> std::io::Result<(String, tokio::task::JoinHandle<()>)> {
-    let router = entry.launcher.http_router(BackendClient::new(backend_url), HttpOptions::default());
+    let launcher = entry.launcher().ok_or_else(|| std::io::Error::other(format!("{} is an external arm: it serves itself", entry.name)))?;
+    let router = launcher.http_router(BackendClient::new(backend_url), HttpOptions::default());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}/mcp", listener.local_addr()?);
     let handle = tokio::spawn(async move {

@@ -2,7 +2,8 @@
 //!
 //! * [`modules`]: one folder per pattern module, holding its pattern server, its control and
 //!   what they share. Controls are built from [`flat`]'s 1:1 vendor-named wrapper tools.
-//! * [`registry`]: the one explicit list of servers (name → module, role, pair, launcher).
+//! * [`registry`]: the one explicit list of servers (name → module, role, pair, launcher), and
+//!   the external arms a run was given ([`external`]: any MCP server, in any language, as a folder).
 //! * [`launch`] and [`transport`]: stdio (default), streamable HTTP, or in-process.
 //! * [`manifest`]: the canonical tool manifest of a server and its sha256.
 //! * [`schema`]: tool input schemas whose optional parameters are their plain type.
@@ -11,6 +12,8 @@
 //! `pipeline serve NAME [--transport stdio|http]`; list them with `pipeline servers`.
 
 pub mod backend_client;
+pub mod client;
+pub mod external;
 pub mod flat;
 pub mod launch;
 pub mod manifest;

@@ -8,12 +8,10 @@
 
 use std::collections::BTreeMap;
 
-use rmcp::ServiceExt;
 use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::backend_client::BackendClient;
 use crate::registry::ServerEntry;
 
 /// A backend URL nothing answers (the discard port): for work that never calls the backend.
@@ -46,15 +44,13 @@ pub struct ManifestTemplate {
 }
 
 impl ToolManifest {
-    /// Lists `entry`'s tools and resource templates through an in-process MCP session. Listing
-    /// never calls the backend, so `backend_url` need not answer.
+    /// Lists `entry`'s tools and resource templates through an MCP session (in-process for a
+    /// built-in server, its own process for an external arm). Listing never calls the backend,
+    /// so `backend_url` need not answer.
     pub async fn of(entry: &ServerEntry, backend_url: &str) -> anyhow::Result<Self> {
-        let (client_io, server_io) = tokio::io::duplex(1 << 20);
-        let server = tokio::spawn(entry.launcher.serve_stream(BackendClient::new(backend_url), server_io));
-        let client = ().serve(client_io).await?;
-        let manifest = Self::list(entry, &client).await;
-        client.cancel().await?;
-        server.await??;
+        let arm = crate::client::ArmClient::open(entry, backend_url).await?;
+        let manifest = Self::list(entry, &arm.client).await;
+        arm.close().await?;
         manifest
     }
 
@@ -92,7 +88,7 @@ impl ToolManifest {
                 .collect();
             resource_templates.sort_by(|a, b| a.uri_template.cmp(&b.uri_template));
         }
-        Ok(Self { server: entry.name.to_owned(), tools, resource_templates, resources, extra: entry.launcher.manifest_extra() })
+        Ok(Self { server: entry.name.to_owned(), tools, resource_templates, resources, extra: entry.launcher().and_then(|l| l.manifest_extra()) })
     }
 
     /// Canonical JSON: object keys sorted at every depth, no insignificant whitespace.

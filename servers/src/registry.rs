@@ -1,7 +1,12 @@
 //! The registry: one explicit list of every pattern module. Each module's `mod.rs` declares
 //! its [`ModuleEntry`] (name, specific terms, pattern server, control server); adding a module
-//! adds one line to [`MODULES`]. Nothing else discovers servers.
+//! adds one line to [`MODULES`]. Beside them, the external arms a run was given (folders with an
+//! `arm.toml`, [`crate::external`]), registered once at start ([`register_external`]) and then
+//! found like the built-in servers. Nothing else discovers servers.
 
+use std::sync::OnceLock;
+
+use crate::external::{ArmError, ExternalArm};
 use crate::launch::Launch;
 
 pub use records::Role;
@@ -14,9 +19,35 @@ pub struct ServerEntry {
     /// The pattern module it belongs to (also its folder under `servers/src/modules/`).
     pub module: &'static str,
     pub role: Role,
-    /// The other arm of the same module.
+    /// The other arm of the same module (for an external arm: the built-in server of the
+    /// other role).
     pub paired: &'static str,
-    pub launcher: &'static dyn Launch,
+    pub serve: Serve,
+}
+
+/// How a server is run: compiled into this workspace, or an external arm's own process.
+#[derive(Debug, Clone, Copy)]
+pub enum Serve {
+    Builtin(&'static dyn Launch),
+    External(&'static ExternalArm),
+}
+
+impl ServerEntry {
+    /// The launcher of a built-in server; `None` for an external arm.
+    pub fn launcher(&self) -> Option<&'static dyn Launch> {
+        match self.serve {
+            Serve::Builtin(l) => Some(l),
+            Serve::External(_) => None,
+        }
+    }
+
+    /// The external arm behind this entry, if it is one.
+    pub fn external(&self) -> Option<&'static ExternalArm> {
+        match self.serve {
+            Serve::Builtin(_) => None,
+            Serve::External(a) => Some(a),
+        }
+    }
 }
 
 /// One pattern module: its name, the words specific to its servers' designs, and its two arms.
@@ -40,8 +71,8 @@ impl ModuleEntry {
         Self {
             name,
             specific_terms,
-            pattern: ServerEntry { name: pattern.0, module: name, role: Role::Pattern, paired: control.0, launcher: pattern.1 },
-            control: ServerEntry { name: control.0, module: name, role: Role::Control, paired: pattern.0, launcher: control.1 },
+            pattern: ServerEntry { name: pattern.0, module: name, role: Role::Pattern, paired: control.0, serve: Serve::Builtin(pattern.1) },
+            control: ServerEntry { name: control.0, module: name, role: Role::Control, paired: pattern.0, serve: Serve::Builtin(control.1) },
         }
     }
 }
@@ -55,9 +86,41 @@ pub static MODULES: &[&ModuleEntry] = &[
     &crate::modules::resource_gateway::MODULE,
 ];
 
-/// Every server, pattern then control, module by module.
-pub fn servers() -> impl Iterator<Item = &'static ServerEntry> {
+static EXTERNAL: OnceLock<Vec<&'static ServerEntry>> = OnceLock::new();
+
+/// Registers the external arms of this process, once, before anything looks servers up. A name
+/// already taken (by a built-in server or another arm) is refused, naming the file.
+pub fn register_external(arms: Vec<ExternalArm>) -> Result<(), ArmError> {
+    let mut entries: Vec<&'static ServerEntry> = Vec::new();
+    for arm in arms {
+        if builtin().any(|s| s.name == arm.name) || entries.iter().any(|e| e.name == arm.name) {
+            return Err(ArmError::Field { file: arm.file(), field: "name".into(), problem: format!("{:?} is already the name of another server", arm.name) });
+        }
+        let module =
+            module(&arm.module).ok_or_else(|| ArmError::Field { file: arm.file(), field: "module".into(), problem: "not a registered module".into() })?;
+        let paired = if arm.role == Role::Pattern { module.control.name } else { module.pattern.name };
+        // The registry lives as long as the process: leaking gives the `'static` every built-in has.
+        let arm: &'static ExternalArm = Box::leak(Box::new(arm));
+        let name: &'static str = Box::leak(arm.name.clone().into_boxed_str());
+        entries.push(Box::leak(Box::new(ServerEntry { name, module: module.name, role: arm.role, paired, serve: Serve::External(arm) })));
+    }
+    EXTERNAL.set(entries).map_err(|_| ArmError::Folder { path: ".".into(), problem: "external arms were already registered".into() })
+}
+
+/// The servers compiled into this workspace (what `--all` runs).
+pub fn builtin() -> impl Iterator<Item = &'static ServerEntry> {
     MODULES.iter().flat_map(|m| [&m.pattern, &m.control])
+}
+
+/// The registered external arms.
+pub fn external() -> impl Iterator<Item = &'static ServerEntry> {
+    EXTERNAL.get().into_iter().flatten().copied()
+}
+
+/// Every server: the built-in ones, pattern then control, module by module; then the external
+/// arms.
+pub fn servers() -> impl Iterator<Item = &'static ServerEntry> {
+    builtin().chain(external())
 }
 
 /// The module called `name`.
@@ -98,6 +161,7 @@ mod tests {
 
     #[test]
     fn names_are_unique_and_modules_have_folders() {
+        assert_eq!(external().count(), 0, "nothing registers arms in these tests");
         let mut names = names();
         names.sort_unstable();
         names.dedup();

@@ -20,8 +20,12 @@ pub async fn serve(entry: &ServerEntry, transport: Transport, addr: SocketAddr, 
 /// [`serve`] with explicit HTTP options (who may call, see [`HttpOptions`]).
 pub async fn serve_with(entry: &ServerEntry, transport: Transport, addr: SocketAddr, backend_url: &str, options: HttpOptions) -> anyhow::Result<()> {
     let backend = BackendClient::new(backend_url);
+    let launcher = match entry.serve {
+        crate::registry::Serve::Builtin(l) => l,
+        crate::registry::Serve::External(arm) => return serve_external(arm, transport, addr, backend_url).await,
+    };
     match transport {
-        Transport::Stdio => entry.launcher.serve_stdio(backend).await,
+        Transport::Stdio => launcher.serve_stdio(backend).await,
         Transport::Http => {
             let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
             let local = listener.local_addr()?;
@@ -29,10 +33,36 @@ pub async fn serve_with(entry: &ServerEntry, transport: Transport, addr: SocketA
             let shutdown = shutdown_signal();
             tracing::info!(server = entry.name, "MCP over streamable HTTP at http://{local}/mcp");
             eprintln!("{} listening on http://{local}/mcp", entry.name);
-            let router = entry.launcher.http_router(backend, options);
+            let router = launcher.http_router(backend, options);
             axum::serve(listener, router).with_graceful_shutdown(shutdown).await.context("serving MCP over HTTP")
         }
     }
+}
+
+/// An external arm for any client: its own command, over its own transport (a stdio arm on this
+/// process's stdin/stdout; an HTTP arm on the port of `addr`, which it binds itself).
+async fn serve_external(arm: &crate::external::ExternalArm, transport: Transport, addr: SocketAddr, backend_url: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        transport == arm.transport,
+        "{} serves over {} only (its arm.toml says so); run it with --transport {}",
+        arm.name,
+        arm.transport.as_str(),
+        arm.transport.as_str()
+    );
+    let port = (transport == Transport::Http).then_some(addr.port());
+    let mut child = arm.command(backend_url, port)?.spawn().with_context(|| format!("starting {}", arm.name))?;
+    if let Some(port) = port {
+        eprintln!("{} listening on http://127.0.0.1:{port}{}", arm.name, arm.path);
+    }
+    let status = tokio::select! {
+        s = child.wait() => s?,
+        _ = shutdown_signal() => {
+            Box::into_pin(child.kill()).await?;
+            return Ok(());
+        }
+    };
+    anyhow::ensure!(status.success(), "{} exited with {status}", arm.name);
+    Ok(())
 }
 
 /// Resolves on SIGINT or SIGTERM; the handlers are installed when this is called.

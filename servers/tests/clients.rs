@@ -70,7 +70,7 @@ async fn the_official_python_sdk_drives_every_server_over_stdio_and_http() {
 /// Serves `name` over HTTP with `options` on a free loopback port; returns its `/mcp` URL.
 async fn serve_with(name: &str, options: HttpOptions) -> (String, tokio::task::JoinHandle<()>) {
     let entry = servers::registry::find(name).unwrap();
-    let router = entry.launcher.http_router(servers::BackendClient::new(servers::manifest::NO_BACKEND), options);
+    let router = entry.launcher().unwrap().http_router(servers::BackendClient::new(servers::manifest::NO_BACKEND), options);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     (url, tokio::spawn(async move { axum::serve(listener, router).await.unwrap() }))

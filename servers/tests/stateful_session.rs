@@ -386,7 +386,7 @@ async fn drafts_are_isolated_between_sessions() {
     let a = connect("session_server", b.url(), Via::Stdio).await;
     let z = connect("session_server", b.url(), Via::Stdio).await;
     let (url, server) =
-        serve_http(servers::registry::find("session_server").unwrap().launcher.http_router(BackendClient::new(b.url()), Default::default())).await;
+        serve_http(servers::registry::find("session_server").unwrap().launcher().unwrap().http_router(BackendClient::new(b.url()), Default::default())).await;
     let (ha, hz) = (http_client(&url).await, http_client(&url).await);
 
     for (one, other) in [(&a.client, &z.client), (&ha, &hz)] {
@@ -510,7 +510,7 @@ async fn stateless_http_requests_cannot_open_pattern_drafts_but_can_use_the_cont
     use rmcp::{ClientLifecycleMode, ClientServiceExt};
 
     let b = common::backend().await;
-    let router = servers::registry::find("session_server").unwrap().launcher.http_router(BackendClient::new(b.url()), Default::default());
+    let router = servers::registry::find("session_server").unwrap().launcher().unwrap().http_router(BackendClient::new(b.url()), Default::default());
     let (url, server) = serve_http(router).await;
     let client = ClientConfig::default()
         .serve_with_lifecycle(
@@ -530,7 +530,7 @@ async fn stateless_http_requests_cannot_open_pattern_drafts_but_can_use_the_cont
     server.abort();
 
     // The control holds nothing, so it reviews on the same path, each request on a fresh instance.
-    let router = servers::registry::find("session_baseline").unwrap().launcher.http_router(BackendClient::new(b.url()), Default::default());
+    let router = servers::registry::find("session_baseline").unwrap().launcher().unwrap().http_router(BackendClient::new(b.url()), Default::default());
     let (url, server) = serve_http(router).await;
     let client = ClientConfig::default()
         .serve_with_lifecycle(

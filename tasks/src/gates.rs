@@ -19,12 +19,15 @@ pub struct BannedTerm {
     pub source: String,
 }
 
-/// Every tool, resource template and resource name of both arms of `module`, and the module's
-/// specific terms. Resource names are listed from the running backend at `backend_url`.
-pub async fn banned_terms(module: &str, backend_url: &str) -> anyhow::Result<Vec<BannedTerm>> {
+/// Every tool, resource template and resource name of both built-in arms of `module` and of
+/// the `extra` arms that answer its tasks (external arms of the run), and the module's specific
+/// terms. Resource names are listed from the running backend at `backend_url`.
+pub async fn banned_terms(module: &str, extra: &[&ServerEntry], backend_url: &str) -> anyhow::Result<Vec<BannedTerm>> {
     let (pattern, control) = registry::arms(module).ok_or_else(|| anyhow::anyhow!("unknown module {module}"))?;
     let mut out = Vec::new();
-    for arm in [pattern, control] {
+    let mut arms = vec![pattern, control];
+    arms.extend(extra.iter().copied().filter(|a| a.module == module && a.name != pattern.name && a.name != control.name));
+    for arm in arms {
         let manifest = ToolManifest::of(arm, backend_url).await?;
         for t in &manifest.tools {
             out.push(BannedTerm { term: t.name.clone(), source: format!("tool of {}", arm.name) });
@@ -47,13 +50,10 @@ pub async fn banned_terms(module: &str, backend_url: &str) -> anyhow::Result<Vec
 }
 
 async fn resource_names(arm: &ServerEntry, backend_url: &str) -> anyhow::Result<Vec<String>> {
-    let (client_io, server_io) = tokio::io::duplex(1 << 20);
-    let server = tokio::spawn(arm.launcher.serve_stream(servers::BackendClient::new(backend_url), server_io));
-    let client = ().serve(client_io).await?;
-    let names = client.list_all_resources().await?.into_iter().map(|r| r.name.clone()).collect();
-    client.cancel().await?;
-    server.await??;
-    Ok(names)
+    let session = servers::client::ArmClient::open(arm, backend_url).await?;
+    let names = session.client.list_all_resources().await.map(|r| r.into_iter().map(|r| r.name.clone()).collect());
+    session.close().await?;
+    Ok(names?)
 }
 
 /// G5: the banned terms `task`'s text contains (case-insensitive). Empty means neutral.
@@ -70,10 +70,18 @@ pub struct GroundTruth {
 }
 
 /// G7 for one task and one arm: on a freshly reset world the verifier must say *failed* (not
-/// passed, not could-not-score); after the arm's oracle plan is replayed through the server over
-/// stdio (spawned with `command` + `NAME --transport stdio --backend-url URL`), it must pass.
-pub async fn ground_truth(task: &Task, server: &str, world: &backend::World, backend_url: &str, command: &[String]) -> Result<GroundTruth, String> {
-    let plan = task.plan_for(server).ok_or_else(|| format!("no oracle plan for {server}"))?;
+/// passed, not could-not-score); after the arm's oracle plan is replayed through the server, it
+/// must pass. A built-in server runs over stdio, spawned with `command` + `NAME --transport
+/// stdio --backend-url URL`; an external arm as its own process, as a session starts it.
+pub async fn ground_truth(task: &Task, arm: &ServerEntry, world: &backend::World, backend_url: &str, command: &[String]) -> Result<GroundTruth, String> {
+    let server = arm.name;
+    let plan = match (task.plan_for(server), arm.external()) {
+        (Some(plan), _) => plan,
+        (None, Some(ext)) => {
+            return Err(format!("no oracle plan for {server}: write {} (every task the arm answers needs one)", ext.plan_path(&task.id).display()));
+        }
+        (None, None) => return Err(format!("no oracle plan for {server}")),
+    };
     task.prepare(world).await?;
     let pool = world.pool();
     let baseline = task.verifier.baseline(&pool).await?;
@@ -83,15 +91,23 @@ pub async fn ground_truth(task: &Task, server: &str, world: &backend::World, bac
         Verdict::Passed => return Err("the verifier passes on the untouched seeded state".into()),
         Verdict::CouldNotScore => return Err(format!("the verifier could not score the seeded state: {:?}", fresh.reasons)),
     }
-    let (program, prefix) = command.split_first().ok_or("empty server command")?;
-    let mut cmd = tokio::process::Command::new(program);
-    cmd.args(prefix).args(servers::launch::stdio_args(server, backend_url));
-    cmd.env("RUST_LOG", "warn");
-    let transport = TokioChildProcess::new(cmd).map_err(|e| format!("spawning {server}: {e}"))?;
-    let client = ().serve(transport).await.map_err(|e| format!("connecting to {server}: {e}"))?;
-    let report = replay(plan, &client).await;
-    let _ = client.cancel().await;
-    let report = report.map_err(|e| format!("oracle replay through {server}: {e}"))?;
+    let report = if arm.external().is_some() {
+        let session = servers::client::ArmClient::open(arm, backend_url).await.map_err(|e| format!("starting {server}: {e:#}"))?;
+        let report = replay(plan, &session.client).await;
+        let stderr = session.stderr();
+        let _ = session.close().await;
+        report.map_err(|e| format!("oracle replay through {server}: {e}{}", servers::client::stderr_note(&stderr)))?
+    } else {
+        let (program, prefix) = command.split_first().ok_or("empty server command")?;
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.args(prefix).args(servers::launch::stdio_args(server, backend_url));
+        cmd.env("RUST_LOG", "warn");
+        let transport = TokioChildProcess::new(cmd).map_err(|e| format!("spawning {server}: {e}"))?;
+        let client = ().serve(transport).await.map_err(|e| format!("connecting to {server}: {e}"))?;
+        let report = replay(plan, &client).await;
+        let _ = client.cancel().await;
+        report.map_err(|e| format!("oracle replay through {server}: {e}"))?
+    };
     let after = task.verifier.verify(&pool, &baseline, &report.answer).await;
     match after.verdict {
         Verdict::Passed => Ok(GroundTruth { server: server.to_owned(), calls: report.calls.len() }),

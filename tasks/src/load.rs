@@ -152,7 +152,37 @@ pub fn load_module(root: &Path, module: &str) -> Result<Vec<Task>, LoadError> {
             out.push(load_task(module, p)?);
         }
     }
+    attach_external_plans(module, &mut out)?;
     Ok(out)
+}
+
+/// Adds the oracle plan of every registered external arm of `module` to its tasks: the arm's
+/// `oracle/<task_id>.toml` (for a family instance, `<family>_n<size>.toml`). A plan that does not
+/// parse is refused here, naming its file; a missing one is left out, and G7 names it.
+fn attach_external_plans(module: &str, tasks: &mut [Task]) -> Result<(), LoadError> {
+    for entry in servers::registry::external().filter(|e| e.module == module) {
+        let Some(arm) = entry.external() else { continue };
+        let known: Vec<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
+        if let Ok(files) = std::fs::read_dir(arm.dir.join(servers::external::ORACLE_DIR)) {
+            for f in files.flatten() {
+                let name = f.file_name().to_string_lossy().into_owned();
+                let id = name.strip_suffix(".toml").unwrap_or(&name);
+                if !known.contains(&id) {
+                    return Err(file_err(&f.path(), format!("no task {id:?} in {module}: an arm's plans are named <task_id>.toml after the tasks it answers")));
+                }
+            }
+        }
+        for task in tasks.iter_mut() {
+            let path = arm.plan_path(&task.id);
+            if !path.is_file() {
+                continue;
+            }
+            let plan: OraclePlan = parse(&|p: &Path| read(p), &path)?;
+            plan.check().map_err(|p| file_err(&path, p))?;
+            task.oracle.insert(entry.name.to_owned(), plan);
+        }
+    }
+    Ok(())
 }
 
 pub(crate) fn read(path: &Path) -> Result<String, LoadError> {

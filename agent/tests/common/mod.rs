@@ -244,7 +244,7 @@ impl Drop for HttpServer {
 pub async fn wrapper_http(backend_url: &str) -> HttpServer {
     // The servers' backend client is a reqwest client too (see install_crypto_provider).
     agent::provider::install_crypto_provider();
-    let router = servers::registry::find("wrapper").unwrap().launcher.http_router(servers::BackendClient::new(backend_url), Default::default());
+    let router = servers::registry::find("wrapper").unwrap().launcher().unwrap().http_router(servers::BackendClient::new(backend_url), Default::default());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let task = tokio::spawn(async move {

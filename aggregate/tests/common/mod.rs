@@ -115,6 +115,8 @@ pub fn record(m: &str, module: &str, role: &str, task: &str, rep: u32, s: S) -> 
         }),
         cost_usd: None,
         harness: HarnessTimings::default(),
+        server_info: None,
+        external_arm: None,
         superseded: None,
     }
 }
@@ -170,6 +172,7 @@ pub fn fingerprint_of(r: &SessionRecord) -> Fingerprint {
         task_sha256: r.task_sha256.clone(),
         turn_cap: r.turn_cap,
         manifest_sha256: r.manifest_sha256.clone(),
+        arm_sha256: None,
         system_prompt_sha256: (!oracle).then(|| "p".into()),
         build_commit: Some("c0ffee".into()),
         build_dirty: Some(false),

@@ -1,0 +1,522 @@
+//! External arms: an MCP server in any language, handed to the bench as one folder.
+//!
+//! The folder holds `arm.toml`, the server's own files and its oracle plans
+//! (`oracle/<task_id>.toml`, the same format as a task's). `arm.toml` says which module's tasks
+//! the server answers, on which side of that module's A/B it stands (`pattern` or `control`),
+//! and how to start it:
+//!
+//! ```toml
+//! name = "domain_adapter_py"
+//! module = "domain_adapter"
+//! role = "pattern"
+//! description = "…"
+//!
+//! [serve]
+//! transport = "stdio"                       # or "http": streamable HTTP at http://127.0.0.1:{port}{path}
+//! command = [".venv/bin/python", "server.py"]
+//! # path = "/mcp"                           # http only (default /mcp)
+//! # startup_timeout_secs = 30               # http only: how long the port may take to open
+//!
+//! [env]                                     # the server's whole environment…
+//! BACKEND_URL = "{backend_url}"
+//!
+//! inherit_env = []                          # …plus these variables of the caller's, by name
+//! ```
+//!
+//! The contract is the protocol, not a Rust trait: the server reaches the synthetic backend over
+//! its HTTP API (`{backend_url}`, per worker) and speaks MCP. It gets nothing from the caller's
+//! environment but what the file declares (a server must not see the caller's keys or another
+//! arm's settings); records keep the variable *names*, never values. A bare program name is
+//! resolved on the caller's `PATH` before the spawn (the child gets no `PATH` unless it inherits
+//! one); a relative path resolves against the folder, which is also the working directory.
+//! Every process runs in its own process group, killed whole at the end of its session.
+//!
+//! Placeholders in `command` and `[env]` values: `{backend_url}`, `{port}` (HTTP arms: a free
+//! loopback port chosen per start), `{arm_dir}` (the folder's absolute path).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
+use records::{Role, Transport};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use tokio::io::AsyncReadExt;
+
+/// The file that makes a folder an arm.
+pub const ARM_FILE: &str = "arm.toml";
+/// The arm's oracle plans: `oracle/<task_id>.toml`.
+pub const ORACLE_DIR: &str = "oracle";
+/// Entries of an arm folder left out of its hash: what installing its dependencies creates.
+pub const UNHASHED: &[&str] = &["node_modules", "__pycache__"];
+/// How much of a server's stderr a record keeps (its tail).
+pub const STDERR_TAIL_BYTES: usize = 4096;
+
+const PLACEHOLDERS: &[&str] = &["{backend_url}", "{port}", "{arm_dir}"];
+
+/// A problem with an arm folder, naming the file and the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ArmError {
+    #[error("{}: {field}: {problem}", file.display())]
+    Field { file: PathBuf, field: String, problem: String },
+    #[error("{}: {problem}", path.display())]
+    Folder { path: PathBuf, problem: String },
+}
+
+impl ArmError {
+    fn field(file: &Path, field: &str, problem: impl Into<String>) -> Self {
+        Self::Field { file: file.to_owned(), field: field.to_owned(), problem: problem.into() }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ArmFile {
+    name: String,
+    module: String,
+    role: String,
+    #[serde(default)]
+    description: String,
+    serve: ServeFile,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    inherit_env: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServeFile {
+    transport: String,
+    command: Vec<String>,
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    startup_timeout_secs: Option<u64>,
+}
+
+/// One external arm, as its `arm.toml` declares it (validated).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExternalArm {
+    pub name: String,
+    pub module: String,
+    pub role: Role,
+    pub description: String,
+    /// The folder (absolute).
+    pub dir: PathBuf,
+    pub transport: Transport,
+    /// `serve.command` as written (placeholders unexpanded).
+    pub command: Vec<String>,
+    /// HTTP arms: the MCP endpoint's path.
+    pub path: String,
+    pub startup_timeout: Duration,
+    /// `[env]` as written (placeholders unexpanded).
+    pub env: BTreeMap<String, String>,
+    pub inherit_env: Vec<String>,
+    /// sha256 over the folder's files (names and bytes; hidden entries and [`UNHASHED`] left out).
+    pub sha256: String,
+}
+
+impl ExternalArm {
+    /// Reads and validates `dir/arm.toml`. Whether the command can be found is checked apart
+    /// ([`Self::program`]), when the arm is used: an arm whose dependencies are not installed yet
+    /// must not break commands that do not use it.
+    pub fn load(dir: &Path) -> Result<Self, ArmError> {
+        let dir = std::fs::canonicalize(dir).map_err(|e| ArmError::Folder { path: dir.to_owned(), problem: format!("cannot open the arm folder: {e}") })?;
+        let file = dir.join(ARM_FILE);
+        let text = std::fs::read_to_string(&file).map_err(|e| ArmError::Folder { path: file.clone(), problem: format!("cannot read: {e}") })?;
+        let raw: ArmFile = toml::from_str(&text).map_err(|e| ArmError::Folder { path: file.clone(), problem: e.to_string().trim_end().replace('\n', " ") })?;
+        let f = &file;
+        let name_ok = !raw.name.is_empty() && raw.name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
+        if !name_ok {
+            return Err(ArmError::field(f, "name", format!("{:?} is not a server name: use lower-case letters, digits, `_` and `-`", raw.name)));
+        }
+        if crate::registry::module(&raw.module).is_none() {
+            return Err(ArmError::field(f, "module", format!("no module named {:?}; modules: {}", raw.module, crate::registry::modules().join(", "))));
+        }
+        let role = match raw.role.as_str() {
+            "pattern" => Role::Pattern,
+            "control" => Role::Control,
+            other => {
+                return Err(ArmError::field(
+                    f,
+                    "role",
+                    format!("{other:?} is not a role: give \"pattern\" or \"control\" (the side of the module's A/B this server stands on)"),
+                ));
+            }
+        };
+        let transport = match raw.serve.transport.as_str() {
+            "stdio" => Transport::Stdio,
+            "http" => Transport::Http,
+            other => return Err(ArmError::field(f, "serve.transport", format!("{other:?} is not a transport: give \"stdio\" or \"http\""))),
+        };
+        if raw.serve.command.first().is_none_or(|p| p.trim().is_empty()) {
+            return Err(ArmError::field(f, "serve.command", "empty: give the program and its arguments, e.g. [\"node\", \"server.mjs\"]"));
+        }
+        for (field, value) in raw.serve.command.iter().map(|a| ("serve.command", a)).chain(raw.env.iter().map(|(k, v)| (k.as_str(), v))) {
+            if let Some(bad) = unknown_placeholder(value) {
+                let field = if field == "serve.command" { field.to_owned() } else { format!("env.{field}") };
+                return Err(ArmError::field(f, &field, format!("unknown placeholder {bad} in {value:?}; known: {}", PLACEHOLDERS.join(", "))));
+            }
+        }
+        let mentions_port = raw.serve.command.iter().chain(raw.env.values()).any(|v| v.contains("{port}"));
+        match transport {
+            Transport::Http if !mentions_port => {
+                return Err(ArmError::field(
+                    f,
+                    "serve.command",
+                    "an HTTP arm must be told its port: put {port} in serve.command or in an [env] value (the harness picks a free loopback port per start)",
+                ));
+            }
+            Transport::Stdio if mentions_port => {
+                return Err(ArmError::field(f, "serve.transport", "{port} is given but the transport is stdio: say transport = \"http\", or drop {port}"));
+            }
+            Transport::Stdio if raw.serve.path.is_some() => {
+                return Err(ArmError::field(f, "serve.path", "a stdio arm has no HTTP path: drop serve.path, or say transport = \"http\""));
+            }
+            _ => {}
+        }
+        let path = raw.serve.path.unwrap_or_else(|| "/mcp".to_owned());
+        if !path.starts_with('/') {
+            return Err(ArmError::field(f, "serve.path", format!("{path:?} must start with `/`")));
+        }
+        for var in &raw.inherit_env {
+            if raw.env.contains_key(var) {
+                return Err(ArmError::field(f, "inherit_env", format!("{var} is also set in [env]: give it one way")));
+            }
+        }
+        let sha256 = folder_hash(&dir)?;
+        Ok(Self {
+            name: raw.name,
+            module: raw.module,
+            role,
+            description: raw.description,
+            dir,
+            transport,
+            command: raw.serve.command,
+            path,
+            startup_timeout: Duration::from_secs(raw.serve.startup_timeout_secs.unwrap_or(30)),
+            env: raw.env,
+            inherit_env: raw.inherit_env,
+            sha256,
+        })
+    }
+
+    /// `dir/arm.toml`.
+    pub fn file(&self) -> PathBuf {
+        self.dir.join(ARM_FILE)
+    }
+
+    /// The program to run, as an absolute path: a bare name looked up on the caller's `PATH`, a
+    /// relative path under the folder. Not found: an error naming the file and the field.
+    pub fn program(&self) -> Result<PathBuf, ArmError> {
+        let written = &self.command[0];
+        let missing = |problem: String| ArmError::field(&self.file(), "serve.command", problem);
+        if written.contains('/') {
+            let path = if Path::new(written).is_absolute() { PathBuf::from(written) } else { self.dir.join(written) };
+            return if path.is_file() {
+                Ok(path)
+            } else {
+                Err(missing(format!("{written} is not a file under {} (install the arm's dependencies first: see its README)", self.dir.display())))
+            };
+        }
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        std::env::split_paths(&path).map(|d| d.join(written)).find(|p| p.is_file()).ok_or_else(|| missing(format!("program {written:?} is not found on PATH")))
+    }
+
+    /// The names of the variables the server gets (declared and inherited): what records keep.
+    pub fn env_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.env.keys().cloned().chain(self.inherit_env.iter().cloned()).collect();
+        names.sort();
+        names
+    }
+
+    /// The command that starts one server process: its own process group (killed whole on
+    /// drop), the folder as working directory, and exactly the declared environment.
+    pub fn command(&self, backend_url: &str, port: Option<u16>) -> Result<CommandWrap, ArmError> {
+        let program = self.program()?;
+        let expand = |v: &str| expand(v, backend_url, port, &self.dir);
+        let mut cmd = tokio::process::Command::new(&program);
+        cmd.args(self.command[1..].iter().map(|a| expand(a))).current_dir(&self.dir).env_clear();
+        for (k, v) in &self.env {
+            cmd.env(k, expand(v));
+        }
+        for name in &self.inherit_env {
+            if let Some(value) = std::env::var_os(name) {
+                cmd.env(name, value);
+            }
+        }
+        let mut wrapped = CommandWrap::from(cmd);
+        wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
+        Ok(wrapped)
+    }
+
+    /// The oracle plan file of `task_id`.
+    pub fn plan_path(&self, task_id: &str) -> PathBuf {
+        self.dir.join(ORACLE_DIR).join(format!("{task_id}.toml"))
+    }
+}
+
+fn expand(value: &str, backend_url: &str, port: Option<u16>, dir: &Path) -> String {
+    let mut v = value.replace("{backend_url}", backend_url).replace("{arm_dir}", &dir.display().to_string());
+    if let Some(port) = port {
+        v = v.replace("{port}", &port.to_string());
+    }
+    v
+}
+
+fn unknown_placeholder(value: &str) -> Option<String> {
+    let mut rest = value;
+    while let Some(start) = rest.find('{') {
+        let Some(len) = rest[start..].find('}') else { return None };
+        let candidate = &rest[start..start + len + 1];
+        if !PLACEHOLDERS.contains(&candidate) {
+            return Some(candidate.to_owned());
+        }
+        rest = &rest[start + len + 1..];
+    }
+    None
+}
+
+/// sha256 over every file under `dir` (relative path, NUL, bytes, NUL), in path order; hidden
+/// entries and [`UNHASHED`] folders left out.
+pub fn folder_hash(dir: &Path) -> Result<String, ArmError> {
+    let mut files = Vec::new();
+    collect(dir, dir, &mut files)?;
+    files.sort();
+    let mut h = Sha256::new();
+    for rel in files {
+        let bytes = std::fs::read(dir.join(&rel)).map_err(|e| ArmError::Folder { path: dir.join(&rel), problem: format!("cannot read: {e}") })?;
+        h.update(rel.as_bytes());
+        h.update([0]);
+        h.update(&bytes);
+        h.update([0]);
+    }
+    Ok(hex::encode(h.finalize()))
+}
+
+fn collect(root: &Path, dir: &Path, out: &mut Vec<String>) -> Result<(), ArmError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| ArmError::Folder { path: dir.to_owned(), problem: format!("cannot read: {e}") })?;
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') || UNHASHED.contains(&name.as_str()) {
+            continue;
+        }
+        let path = entry.path();
+        if path.is_dir() {
+            collect(root, &path, out)?;
+        } else {
+            out.push(path.strip_prefix(root).unwrap_or(&path).to_string_lossy().replace('\\', "/"));
+        }
+    }
+    Ok(())
+}
+
+/// Every arm folder directly under `root` (a folder holding `arm.toml`), loaded; none when
+/// `root` does not exist.
+pub fn discover(root: &Path) -> Result<Vec<ExternalArm>, ArmError> {
+    let Ok(entries) = std::fs::read_dir(root) else { return Ok(vec![]) };
+    let mut dirs: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| p.join(ARM_FILE).is_file()).collect();
+    dirs.sort();
+    dirs.iter().map(|d| ExternalArm::load(d)).collect()
+}
+
+/// The last [`STDERR_TAIL_BYTES`] a server wrote to stderr, collected while it runs.
+#[derive(Debug, Clone, Default)]
+pub struct StderrTail(Arc<Mutex<Vec<u8>>>);
+
+impl StderrTail {
+    /// Reads `stderr` to its end in the background, keeping the tail.
+    pub fn follow(stderr: impl tokio::io::AsyncRead + Unpin + Send + 'static) -> Self {
+        let tail = Self::default();
+        let keep = tail.0.clone();
+        tokio::spawn(async move {
+            let mut stderr = stderr;
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stderr.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                let mut kept = keep.lock().unwrap();
+                kept.extend_from_slice(&buf[..n]);
+                let excess = kept.len().saturating_sub(STDERR_TAIL_BYTES);
+                kept.drain(..excess);
+            }
+        });
+        tail
+    }
+
+    /// The tail as text (lossy), trimmed; empty when the server wrote nothing.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).trim().to_owned()
+    }
+}
+
+/// An HTTP arm's running server process: its MCP URL; killed with its process group on drop.
+pub struct HttpProcess {
+    pub url: String,
+    pub stderr: StderrTail,
+    child: Box<dyn process_wrap::tokio::ChildWrapper>,
+}
+
+impl std::fmt::Debug for HttpProcess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpProcess").field("url", &self.url).finish()
+    }
+}
+
+impl HttpProcess {
+    /// Kills the process group now (also done on drop).
+    pub async fn stop(mut self) {
+        let _ = Box::into_pin(self.child.kill()).await;
+    }
+}
+
+/// Why an arm's server could not be started or reached.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Arm(#[from] ArmError),
+    #[error("could not start {name}: {source}")]
+    Spawn { name: String, source: std::io::Error },
+    #[error("{name} exited before serving ({status}){}", tail_note(.stderr))]
+    Exited { name: String, status: String, stderr: String },
+    #[error("{name} did not open port {port} within {secs} s{}", tail_note(.stderr))]
+    NoPort { name: String, port: u16, secs: u64, stderr: String },
+}
+
+fn tail_note(stderr: &str) -> String {
+    if stderr.is_empty() { String::new() } else { format!("; its stderr ends: {stderr}") }
+}
+
+/// Starts an HTTP arm on a free loopback port and waits until the port accepts connections.
+pub async fn start_http(arm: &ExternalArm, backend_url: &str) -> Result<HttpProcess, StartError> {
+    let port = free_port().map_err(|source| StartError::Spawn { name: arm.name.clone(), source })?;
+    let mut cmd = arm.command(backend_url, Some(port))?;
+    cmd.command_mut().stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().map_err(|source| StartError::Spawn { name: arm.name.clone(), source })?;
+    let stderr = child.inner_mut().stderr().take().map(StderrTail::follow).unwrap_or_default();
+    let deadline = tokio::time::Instant::now() + arm.startup_timeout;
+    loop {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            return Ok(HttpProcess { url: format!("http://127.0.0.1:{port}{}", arm.path), stderr, child });
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            tokio::time::sleep(Duration::from_millis(50)).await; // let the stderr reader catch up
+            return Err(StartError::Exited { name: arm.name.clone(), status: status.to_string(), stderr: stderr.text() });
+        }
+        if tokio::time::Instant::now() > deadline {
+            let _ = Box::into_pin(child.kill()).await;
+            return Err(StartError::NoPort { name: arm.name.clone(), port, secs: arm.startup_timeout.as_secs(), stderr: stderr.text() });
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// A loopback port nothing listens on right now.
+fn free_port() -> std::io::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arm(dir: &Path, toml: &str) -> Result<ExternalArm, ArmError> {
+        std::fs::write(dir.join(ARM_FILE), toml).unwrap();
+        ExternalArm::load(dir)
+    }
+
+    const GOOD: &str = r#"
+name = "mine"
+module = "domain_adapter"
+role = "pattern"
+[serve]
+transport = "stdio"
+command = ["python3", "server.py"]
+[env]
+BACKEND_URL = "{backend_url}"
+"#;
+
+    #[test]
+    fn a_valid_arm_loads_and_a_bad_field_is_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = arm(tmp.path(), GOOD).unwrap();
+        assert_eq!((a.name.as_str(), a.role, a.transport, a.env_names()), ("mine", Role::Pattern, Transport::Stdio, vec!["BACKEND_URL".to_owned()]));
+        let cases = [
+            (GOOD.replace("domain_adapter", "no_such_module"), "module"),
+            (GOOD.replace("\"pattern\"", "\"third\""), "role"),
+            (GOOD.replace("\"stdio\"", "\"http\""), "serve.command"),
+            (GOOD.replace("{backend_url}", "{backend}"), "env.BACKEND_URL"),
+            (GOOD.replace("name = \"mine\"", "name = \"Mine!\""), "name"),
+            (GOOD.replace("[\"python3\", \"server.py\"]", "[]"), "serve.command"),
+        ];
+        for (text, field) in cases {
+            match arm(tmp.path(), &text) {
+                Err(ArmError::Field { field: f, file, .. }) => {
+                    assert_eq!(f, field, "{text}");
+                    assert!(file.ends_with(ARM_FILE));
+                }
+                other => panic!("{field}: {other:?}"),
+            }
+        }
+        assert!(matches!(arm(tmp.path(), &format!("{GOOD}\nsurprise = 1\n")), Err(ArmError::Folder { .. })), "unknown keys are refused");
+    }
+
+    #[test]
+    fn programs_resolve_on_the_path_or_under_the_folder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = arm(tmp.path(), &GOOD.replace("python3", "sh")).unwrap();
+        assert!(a.program().unwrap().is_absolute());
+        let a = arm(tmp.path(), &GOOD.replace("python3", "no-such-program-xyz")).unwrap();
+        assert!(a.program().unwrap_err().to_string().contains("serve.command: program \"no-such-program-xyz\" is not found on PATH"));
+        let a = arm(tmp.path(), &GOOD.replace("python3", ".venv/bin/python")).unwrap();
+        assert!(a.program().unwrap_err().to_string().contains("install the arm's dependencies"));
+    }
+
+    #[test]
+    fn the_hash_covers_the_files_but_not_installed_dependencies() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = arm(tmp.path(), GOOD).unwrap();
+        std::fs::create_dir_all(tmp.path().join("node_modules/x")).unwrap();
+        std::fs::write(tmp.path().join("node_modules/x/i.js"), "1").unwrap();
+        std::fs::create_dir_all(tmp.path().join(".venv")).unwrap();
+        std::fs::write(tmp.path().join(".venv/p"), "1").unwrap();
+        assert_eq!(folder_hash(tmp.path()).unwrap(), a.sha256);
+        std::fs::write(tmp.path().join("server.py"), "print()").unwrap();
+        assert_ne!(folder_hash(tmp.path()).unwrap(), a.sha256);
+    }
+
+    #[tokio::test]
+    async fn the_server_sees_only_its_declared_environment() {
+        let tmp = tempfile::tempdir().unwrap();
+        let text = r#"
+name = "env-dump"
+module = "domain_adapter"
+role = "pattern"
+inherit_env = ["HOME"]
+[serve]
+transport = "stdio"
+command = ["sh", "-c", "env; pwd"]
+[env]
+BACKEND_URL = "{backend_url}"
+"#;
+        let a = arm(tmp.path(), text).unwrap();
+        let mut cmd = a.command("http://127.0.0.1:1", None).unwrap();
+        cmd.command_mut().stdout(Stdio::piped());
+        let child = cmd.spawn().unwrap();
+        let out = Box::into_pin(child.wait_with_output()).await.unwrap();
+        let out = String::from_utf8(out.stdout).unwrap();
+        let names: Vec<&str> =
+            out.lines().filter_map(|l| l.split_once('=').map(|(k, _)| k)).filter(|k| !k.is_empty() && *k != "PWD" && *k != "SHLVL" && *k != "_").collect();
+        let expected: Vec<&str> = if std::env::var_os("HOME").is_some() { vec!["BACKEND_URL", "HOME"] } else { vec!["BACKEND_URL"] };
+        let mut names = names;
+        names.sort_unstable();
+        assert_eq!(names, expected, "{out}");
+        assert!(out.contains("BACKEND_URL=http://127.0.0.1:1"));
+        assert!(out.lines().any(|l| Path::new(l) == a.dir), "the folder is the working directory: {out}");
+    }
+}
