@@ -35,6 +35,9 @@ pub enum ServerConnection {
         /// Its working directory; `None` keeps this process's.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cwd: Option<String>,
+        /// How long the handshake may take; `None`: [`HANDSHAKE_TIMEOUT`].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        handshake_timeout_secs: Option<u64>,
     },
     /// Streamable HTTP at this URL.
     Http { url: String },
@@ -53,19 +56,26 @@ pub enum ConnectError {
 impl ServerConnection {
     /// A plain command, inheriting this process's environment and working directory.
     pub fn stdio(argv: Vec<String>) -> Self {
-        Self::Stdio { argv, env: None, cwd: None }
+        Self::Stdio { argv, env: None, cwd: None, handshake_timeout_secs: None }
     }
 }
 
-pub async fn connect(conn: &ServerConnection) -> Result<Client, ConnectError> {
-    connect_keeping_stderr(conn).await.map(|(client, _)| client)
+/// How long a server may take to answer the MCP handshake, unless its connection says.
+pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// A server process the client spawned: the tail of its stderr, and its process group, killed
+/// whole when this is dropped (hold it as long as the client).
+#[derive(Debug, Default)]
+pub struct ServerProcess {
+    pub stderr: StderrTail,
+    _group: Option<servers::external::GroupGuard>,
 }
 
-/// [`connect`], and the server's stderr tail as it runs (empty over HTTP: the harness does not
-/// own that process here).
-pub async fn connect_keeping_stderr(conn: &ServerConnection) -> Result<(Client, StderrTail), ConnectError> {
+/// Connects to the server; over stdio, spawns it (in its own process group) and keeps its
+/// stderr tail. Over HTTP the process, if any, is the caller's.
+pub async fn connect(conn: &ServerConnection) -> Result<(Client, ServerProcess), ConnectError> {
     match conn {
-        ServerConnection::Stdio { argv, env, cwd } => {
+        ServerConnection::Stdio { argv, env, cwd, handshake_timeout_secs } => {
             let (program, args) = argv.split_first().ok_or_else(|| ConnectError::Handshake("empty server command".into()))?;
             let mut cmd = tokio::process::Command::new(program);
             cmd.args(args);
@@ -81,19 +91,29 @@ pub async fn connect_keeping_stderr(conn: &ServerConnection) -> Result<(Client, 
                 .stderr(std::process::Stdio::piped())
                 .spawn()
                 .map_err(|source| ConnectError::Spawn { command: argv.join(" "), source })?;
-            let tail = stderr.map(StderrTail::follow).unwrap_or_default();
-            match ().serve(transport).await {
-                Ok(client) => Ok((client, tail)),
-                Err(e) => {
+            let process =
+                ServerProcess { stderr: stderr.map(StderrTail::follow).unwrap_or_default(), _group: transport.id().map(servers::external::GroupGuard::track) };
+            let within = handshake_timeout_secs.map_or(HANDSHAKE_TIMEOUT, std::time::Duration::from_secs);
+            let answered = tokio::time::timeout(within, ().serve(transport)).await;
+            match answered {
+                Ok(Ok(client)) => Ok((client, process)),
+                failed => {
+                    let e = match failed {
+                        Ok(Err(e)) => e.to_string(),
+                        _ => format!("no answer to the MCP handshake within {} s", within.as_secs()),
+                    };
                     // Let the reader catch what the process wrote before it went.
                     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                    Err(ConnectError::Handshake(format!("{e}{}", servers::client::stderr_note(&tail.text()))))
+                    Err(ConnectError::Handshake(format!("{e}{}", servers::client::stderr_note(&process.stderr.text()))))
                 }
             }
         }
         ServerConnection::Http { url } => {
-            let client = ().serve(StreamableHttpClientTransport::from_uri(url.clone())).await.map_err(|e| ConnectError::Handshake(e.to_string()))?;
-            Ok((client, StderrTail::default()))
+            let client = tokio::time::timeout(HANDSHAKE_TIMEOUT, ().serve(StreamableHttpClientTransport::from_uri(url.clone())))
+                .await
+                .map_err(|_| ConnectError::Handshake(format!("no answer to the MCP handshake within {} s", HANDSHAKE_TIMEOUT.as_secs())))?
+                .map_err(|e| ConnectError::Handshake(e.to_string()))?;
+            Ok((client, ServerProcess::default()))
         }
     }
 }

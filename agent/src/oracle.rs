@@ -32,7 +32,7 @@ pub async fn run(conn: &ServerConnection, task_text: &str, plan: &tasks::OracleP
     let started_at = Utc::now();
     let mut transcript = vec![json!({ "event": "start", "provider": PROVIDER, "task": task_text })];
     let mut server_info = None;
-    let mut stderr = crate::mcp::StderrTail::default();
+    let mut server = crate::mcp::ServerProcess::default();
     let finish =
         |validity: Validity, tool_calls: Vec<ToolCallRecord>, final_answer, offered, oracle, transcript, server_info, stderr: &crate::mcp::StderrTail| {
             SessionOutcome {
@@ -55,10 +55,10 @@ pub async fn run(conn: &ServerConnection, task_text: &str, plan: &tasks::OracleP
                 transcript,
             }
         };
-    let client = match crate::mcp::connect_keeping_stderr(conn).await {
-        Ok((c, tail)) => {
+    let client = match crate::mcp::connect(conn).await {
+        Ok((c, process)) => {
             server_info = crate::mcp::server_info(&c);
-            stderr = tail;
+            server = process;
             c
         }
         Err(e) => {
@@ -70,7 +70,7 @@ pub async fn run(conn: &ServerConnection, task_text: &str, plan: &tasks::OracleP
                 None,
                 transcript,
                 server_info.clone(),
-                &stderr,
+                &server.stderr,
             );
         }
     };
@@ -86,7 +86,7 @@ pub async fn run(conn: &ServerConnection, task_text: &str, plan: &tasks::OracleP
                 None,
                 transcript,
                 server_info.clone(),
-                &stderr,
+                &server.stderr,
             );
         }
     };
@@ -97,7 +97,7 @@ pub async fn run(conn: &ServerConnection, task_text: &str, plan: &tasks::OracleP
         Err(e) => {
             // A plan that no longer replays is a harness problem (the G7 gate exists to catch it).
             let reason = if matches!(e, tasks::replay::ReplayError::Protocol { .. }) { InvalidReason::McpTransport } else { InvalidReason::HarnessError };
-            return finish(Validity::invalid(reason, e.to_string()), vec![], None, toolbox.offered, None, transcript, server_info.clone(), &stderr);
+            return finish(Validity::invalid(reason, e.to_string()), vec![], None, toolbox.offered, None, transcript, server_info.clone(), &server.stderr);
         }
     };
     let calls: Vec<ToolCallRecord> = report
@@ -139,7 +139,7 @@ pub async fn run(conn: &ServerConnection, task_text: &str, plan: &tasks::OracleP
         )),
         input_estimate_method: Some(INPUT_ESTIMATE_METHOD.into()),
     };
-    finish(Validity::Valid, calls, Some(report.answer), toolbox.offered, Some(floor), transcript, server_info.clone(), &stderr)
+    finish(Validity::Valid, calls, Some(report.answer), toolbox.offered, Some(floor), transcript, server_info.clone(), &server.stderr)
 }
 
 #[cfg(test)]

@@ -84,7 +84,7 @@ struct Session {
     tool_call_as_text: bool,
     unparseable_output: bool,
     server_info: Option<records::ServerInfo>,
-    stderr: mcp::StderrTail,
+    server: mcp::ServerProcess,
 }
 
 impl Session {
@@ -93,7 +93,7 @@ impl Session {
     }
 
     fn finish_with(mut self, validity: Validity, final_answer: Option<String>, turn_cap_hit: bool, context_exceeded: bool) -> SessionOutcome {
-        let validity = validity.with_server_stderr(&self.stderr.text());
+        let validity = validity.with_server_stderr(&self.server.stderr.text());
         self.transcript.push(json!({
             "event": "end",
             "validity": validity,
@@ -153,15 +153,15 @@ pub async fn run(
         tool_call_as_text: false,
         unparseable_output: false,
         server_info: None,
-        stderr: Default::default(),
+        server: Default::default(),
     };
     if stop.is_raised() {
         let detail = stop.detail();
         return s.invalid(InvalidReason::QuotaOrSessionLimit, detail);
     }
-    let client = match mcp::connect_keeping_stderr(conn).await {
-        Ok((c, stderr)) => {
-            s.stderr = stderr;
+    let client = match mcp::connect(conn).await {
+        Ok((c, server)) => {
+            s.server = server;
             s.server_info = mcp::server_info(&c);
             c
         }

@@ -1,6 +1,6 @@
 """Checks that server.py is a faithful port of the Rust `domain_adapter` server.
 
-    .venv/bin/python check_port.py BACKEND_URL [--rust-bin /tmp/pipeline-snapshot] [--tasks-dir DIR]
+    .venv/bin/python check_port.py BACKEND_URL [--rust-bin ../../target/debug/pipeline] [--tasks-dir DIR]
 
 BACKEND_URL is a running backend (`pipeline backend`), reachable from loopback so that
 `POST /admin/reset` answers. The check connects with the MCP Python SDK client to the Rust server
@@ -274,7 +274,7 @@ def task_world(tasks_dir: Path, task: str) -> tuple[int, int, bool]:
 async def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("backend_url")
-    ap.add_argument("--rust-bin", default="/tmp/pipeline-snapshot")
+    ap.add_argument("--rust-bin", default="../../target/debug/pipeline")
     ap.add_argument("--tasks-dir", default=str(HERE.parent.parent / "tasks" / "domain_adapter"),
                     help="for each task's meta.toml (world seed and scale); default 42/1 when absent")
     opts = ap.parse_args()

@@ -6,7 +6,7 @@
 //
 //   node check_port.mjs [--backend-url URL] [--rust-bin PATH] [--skip-timeout]
 //
-// defaults: --backend-url http://127.0.0.1:8080, --rust-bin /tmp/pipeline-snapshot.
+// defaults: --backend-url http://127.0.0.1:8080, --rust-bin ../../target/debug/pipeline.
 //
 // 1. The real backend: initialize result (protocol version, capabilities, server info,
 //    instructions), tools, resource templates, resource list (every field), a set of probes
@@ -48,7 +48,7 @@ function arg(name, fallback) {
   return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : fallback;
 }
 const BACKEND_URL = arg("--backend-url", "http://127.0.0.1:8080").replace(/\/+$/, "");
-const RUST_BIN = arg("--rust-bin", "/tmp/pipeline-snapshot");
+const RUST_BIN = arg("--rust-bin", "../../target/debug/pipeline");
 const SKIP_TIMEOUT = process.argv.includes("--skip-timeout");
 
 let failures = 0;

@@ -46,7 +46,8 @@ pub async fn connect(server: &ServerEntry, transport: Transport, backend_url: &s
                 let std = cmd.command().as_std();
                 let argv = std::iter::once(std.get_program()).chain(std.get_args()).map(|a| a.to_string_lossy().into_owned()).collect();
                 let env = std.get_envs().filter_map(|(k, v)| Some((k.to_string_lossy().into_owned(), v?.to_string_lossy().into_owned()))).collect();
-                Ok((ServerConnection::Stdio { argv, env: Some(env), cwd: Some(arm.dir.display().to_string()) }, ArmGuard::None))
+                let handshake_timeout_secs = Some(arm.startup_timeout.as_secs());
+                Ok((ServerConnection::Stdio { argv, env: Some(env), cwd: Some(arm.dir.display().to_string()), handshake_timeout_secs }, ArmGuard::None))
             }
             Transport::Http => {
                 let process = servers::external::start_http(arm, backend_url).await?;

@@ -56,7 +56,10 @@ enum Command {
 pub async fn main() -> ExitCode {
     backend::cli::init_tracing();
     let cli = Cli::parse();
-    match dispatch(cli).await {
+    let outcome = dispatch(cli).await;
+    // However the command ended, no external arm's server outlives it.
+    servers::external::kill_all_groups();
+    match outcome {
         Ok(exit) => exit.into(),
         Err(e) if e.is::<Reported>() => Exit::Refused.into(),
         Err(e) => {

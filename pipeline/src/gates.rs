@@ -519,7 +519,7 @@ async fn isolation(spec: &Spec, arm: &ServerEntry, backend_url: &str, serve: &[S
 async fn offered(arm: &ServerEntry, transport: records::Transport, backend_url: &str, serve: &[String]) -> anyhow::Result<Vec<String>> {
     let (conn, guard) = crate::arm::connect(arm, transport, backend_url, serve).await?;
     let result = async {
-        let client = agent::mcp::connect(&conn).await?;
+        let (client, _server) = agent::mcp::connect(&conn).await?;
         let toolbox = Toolbox::from_server(&client).await;
         let _ = client.cancel().await;
         anyhow::Ok(toolbox?.offered.functions)

@@ -509,14 +509,25 @@ pub fn check_runnable(arms: &[&'static ServerEntry]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// An external arm's oracle plans call only what its server offers: its tools, and the two
-/// resource functions when it has resources. Checked against the manifest the server really
-/// lists, before anything runs; a missing plan is G7's to name.
+/// An external arm has its own oracle plan for every task it answers (its ground truth: an arm
+/// without one is refused, each missing plan named), and its plans call only what its server
+/// offers: its tools, and the two resource functions when it has resources — checked against
+/// the manifest the server really lists, before anything runs.
 pub fn check_external_plans(arms: &[&'static ServerEntry], tasks: &[ModuleTasks], manifests: &BTreeMap<String, servers::ToolManifest>) -> anyhow::Result<()> {
     for arm in arms.iter().filter_map(|a| a.external()) {
         let Some(manifest) = manifests.get(&arm.name) else { continue };
         let tools = manifest.tool_names();
-        for task in tasks.iter().filter(|m| m.module == arm.module).flat_map(|m| m.tasks.iter()) {
+        let answered: Vec<&Arc<Task>> = tasks.iter().filter(|m| m.module == arm.module).flat_map(|m| m.tasks.iter()).collect();
+        let missing: Vec<String> = answered.iter().filter(|t| t.plan_for(&arm.name).is_none()).map(|t| arm.plan_path(&t.id).display().to_string()).collect();
+        if !missing.is_empty() {
+            anyhow::bail!(
+                "external arm {} has no oracle plan (its ground truth, G7) for {} task(s) it answers; write: {}",
+                arm.name,
+                missing.len(),
+                missing.join(", ")
+            );
+        }
+        for task in answered {
             let Some(plan) = task.plan_for(&arm.name) else { continue };
             for (i, step) in plan.steps.iter().enumerate() {
                 let path = arm.plan_path(&task.id);

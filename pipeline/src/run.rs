@@ -429,6 +429,7 @@ async fn watch_signals(tx: tokio::sync::watch::Sender<Option<&'static str>>) {
         count += 1;
         if count > 1 {
             eprintln!("{name} again: exiting at once (the session in flight is not recorded)");
+            servers::external::kill_all_groups();
             std::process::exit(130);
         }
         eprintln!("{name}: stopping — no further session starts; sessions in flight are recorded invalid (interrupted). Press Ctrl-C again to exit at once.");

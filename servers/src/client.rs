@@ -23,8 +23,8 @@ pub struct ArmClient {
 
 enum Keep {
     InProcess(tokio::task::JoinHandle<anyhow::Result<()>>),
-    /// The child lives inside the client's transport: cancelling the client kills its group.
-    Child(StderrTail),
+    /// The child lives inside the client's transport; its group is killed when this goes.
+    Child(StderrTail, Option<external::GroupGuard>),
     Http(HttpProcess),
 }
 
@@ -47,7 +47,7 @@ impl ArmClient {
         let _ = self.client.cancel().await;
         match self.keep {
             Keep::InProcess(server) => server.await??,
-            Keep::Child(_) => {}
+            Keep::Child(..) => {}
             Keep::Http(process) => process.stop().await,
         }
         Ok(())
@@ -56,7 +56,7 @@ impl ArmClient {
     /// What the server wrote to stderr (external arms; empty otherwise).
     pub fn stderr(&self) -> String {
         match &self.keep {
-            Keep::Child(tail) => tail.text(),
+            Keep::Child(tail, _) => tail.text(),
             Keep::Http(p) => p.stderr.text(),
             Keep::InProcess(_) => String::new(),
         }
@@ -70,8 +70,9 @@ async fn open_external(arm: &ExternalArm, backend_url: &str) -> anyhow::Result<A
             let (transport, stderr) =
                 TokioChildProcess::builder(cmd).stderr(Stdio::piped()).spawn().with_context(|| format!("starting {} ({})", arm.name, arm.command.join(" ")))?;
             let tail = stderr.map(StderrTail::follow).unwrap_or_default();
-            match ().serve(transport).await {
-                Ok(client) => Ok(ArmClient { client, keep: Keep::Child(tail) }),
+            let group = transport.id().map(external::GroupGuard::track);
+            match tokio::time::timeout(arm.startup_timeout, ().serve(transport)).await.unwrap_or_else(|_| Err(handshake_timeout(arm.startup_timeout))) {
+                Ok(client) => Ok(ArmClient { client, keep: Keep::Child(tail, group) }),
                 Err(e) => {
                     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                     anyhow::bail!("{}: no MCP handshake over stdio ({e}){}", arm.name, stderr_note(&tail.text()))
@@ -91,6 +92,14 @@ async fn open_external(arm: &ExternalArm, backend_url: &str) -> anyhow::Result<A
             }
         }
     }
+}
+
+/// The error of a handshake that did not complete in time.
+fn handshake_timeout(after: std::time::Duration) -> rmcp::service::ClientInitializeError {
+    rmcp::service::ClientInitializeError::transport::<rmcp::transport::TokioChildProcess>(
+        std::io::Error::new(std::io::ErrorKind::TimedOut, format!("no answer to the MCP handshake within {} s", after.as_secs())),
+        "initialize",
+    )
 }
 
 /// `; its stderr ends: …` when there is a tail to show.

@@ -15,7 +15,8 @@
 //! transport = "stdio"                       # or "http": streamable HTTP at http://127.0.0.1:{port}{path}
 //! command = [".venv/bin/python", "server.py"]
 //! # path = "/mcp"                           # http only (default /mcp)
-//! # startup_timeout_secs = 30               # http only: how long the port may take to open
+//! # startup_timeout_secs = 30               # how long the port may take to open (http) or the
+//!                                           # MCP handshake to complete (stdio)
 //!
 //! [env]                                     # the server's whole environment…
 //! BACKEND_URL = "{backend_url}"
@@ -324,6 +325,46 @@ pub fn discover(root: &Path) -> Result<Vec<ExternalArm>, ArmError> {
     dirs.iter().map(|d| ExternalArm::load(d)).collect()
 }
 
+/// The process groups of the external servers running now (their leaders' pids).
+static GROUPS: std::sync::LazyLock<Mutex<std::collections::BTreeSet<i32>>> = std::sync::LazyLock::new(Mutex::default);
+
+/// A running server's process group, killed whole (SIGKILL) when this is dropped: the server
+/// and anything it started, even once the server itself has exited — a child it left holding
+/// its stdout open would otherwise outlive the run.
+#[derive(Debug)]
+pub struct GroupGuard(i32);
+
+impl GroupGuard {
+    /// Tracks the group led by `pid` (a process spawned as its group's leader).
+    pub fn track(pid: u32) -> Self {
+        let pid = pid as i32;
+        GROUPS.lock().unwrap().insert(pid);
+        Self(pid)
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if GROUPS.lock().unwrap().remove(&self.0) {
+            kill_group(self.0);
+        }
+    }
+}
+
+fn kill_group(pgid: i32) {
+    // ESRCH (the group is already gone) is the usual, good outcome.
+    let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), nix::sys::signal::Signal::SIGKILL);
+}
+
+/// Kills every external server's process group still running: what a run calls on its way out,
+/// whatever way it leaves (done, refused, interrupted), so no server outlives it.
+pub fn kill_all_groups() {
+    let groups = std::mem::take(&mut *GROUPS.lock().unwrap());
+    for pgid in groups {
+        kill_group(pgid);
+    }
+}
+
 /// The last [`STDERR_TAIL_BYTES`] a server wrote to stderr, collected while it runs.
 #[derive(Debug, Clone, Default)]
 pub struct StderrTail(Arc<Mutex<Vec<u8>>>);
@@ -360,6 +401,7 @@ pub struct HttpProcess {
     pub url: String,
     pub stderr: StderrTail,
     child: Box<dyn process_wrap::tokio::ChildWrapper>,
+    _group: Option<GroupGuard>,
 }
 
 impl std::fmt::Debug for HttpProcess {
@@ -398,11 +440,12 @@ pub async fn start_http(arm: &ExternalArm, backend_url: &str) -> Result<HttpProc
     let mut cmd = arm.command(backend_url, Some(port))?;
     cmd.command_mut().stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
     let mut child = cmd.spawn().map_err(|source| StartError::Spawn { name: arm.name.clone(), source })?;
+    let group = child.id().map(GroupGuard::track);
     let stderr = child.inner_mut().stderr().take().map(StderrTail::follow).unwrap_or_default();
     let deadline = tokio::time::Instant::now() + arm.startup_timeout;
     loop {
         if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-            return Ok(HttpProcess { url: format!("http://127.0.0.1:{port}{}", arm.path), stderr, child });
+            return Ok(HttpProcess { url: format!("http://127.0.0.1:{port}{}", arm.path), stderr, child, _group: group });
         }
         if let Ok(Some(status)) = child.try_wait() {
             tokio::time::sleep(Duration::from_millis(50)).await; // let the stderr reader catch up

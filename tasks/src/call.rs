@@ -10,6 +10,15 @@ use rmcp::service::Peer;
 use rmcp::{RoleClient, ServiceError};
 use serde_json::{Value, json};
 
+/// How long one call may take before the session gives up on the server: a server that stops
+/// answering (hung, or dead while a child of its own still holds its stdout open) ends the
+/// session as a transport failure instead of hanging the run.
+pub const CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+async fn bounded<T>(call: impl std::future::Future<Output = Result<T, ServiceError>>) -> Result<T, ServiceError> {
+    tokio::time::timeout(CALL_TIMEOUT, call).await.unwrap_or(Err(ServiceError::Timeout { timeout: CALL_TIMEOUT }))
+}
+
 /// A call's result as text, and whether it is an error.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallText {
@@ -32,7 +41,7 @@ impl CallText {
 
 /// Calls tool `name`: its text content blocks, joined by newlines.
 pub async fn call_tool(peer: &Peer<RoleClient>, name: &str, arguments: JsonObject) -> Result<CallText, ServiceError> {
-    match peer.call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(arguments)).await {
+    match bounded(peer.call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(arguments))).await {
         Ok(r) => {
             let text = r.content.iter().filter_map(|c| c.as_text().map(|t| t.text.as_str())).collect::<Vec<_>>().join("\n");
             Ok(CallText { text, is_error: r.is_error == Some(true) })
@@ -43,7 +52,7 @@ pub async fn call_tool(peer: &Peer<RoleClient>, name: &str, arguments: JsonObjec
 
 /// Lists every resource: a JSON array of `{uri, name, title, description}`.
 pub async fn list_resources(peer: &Peer<RoleClient>) -> Result<CallText, ServiceError> {
-    match peer.list_all_resources().await {
+    match bounded(peer.list_all_resources()).await {
         Ok(list) => {
             let items: Vec<Value> = list.iter().map(|r| json!({ "uri": r.uri, "name": r.name, "title": r.title, "description": r.description })).collect();
             Ok(CallText::ok(Value::Array(items).to_string()))
@@ -54,7 +63,7 @@ pub async fn list_resources(peer: &Peer<RoleClient>) -> Result<CallText, Service
 
 /// Reads resource `uri`: its text contents (other contents as JSON), joined by newlines.
 pub async fn read_resource(peer: &Peer<RoleClient>, uri: &str) -> Result<CallText, ServiceError> {
-    match peer.read_resource(ReadResourceRequestParams::new(uri.to_owned())).await {
+    match bounded(peer.read_resource(ReadResourceRequestParams::new(uri.to_owned()))).await {
         Ok(r) => Ok(CallText::ok(
             r.contents
                 .iter()

@@ -1,0 +1,265 @@
+//! External arms end to end, through the real binary: the two example ports (Python on the
+//! official MCP Python SDK, TypeScript on the official TypeScript SDK; their dependencies are
+//! installed by `.ci/test-tools`) pass every gate and match their Rust originals call for call and
+//! byte for byte through the oracle; broken arm folders are refused by file and field with
+//! nothing written; a server that dies is an invalid session carrying its stderr, and leaves no
+//! process behind.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::{pipeline, records};
+use serde_json::Value;
+
+fn text(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+fn arms_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../arms")
+}
+
+/// The example arm's dependencies must be installed: fail (never skip) naming the script.
+fn installed(arm: &str, marker: &str) {
+    assert!(
+        arms_root().join(arm).join(marker).exists(),
+        "arms/{arm}/{marker} is missing: run .ci/test-tools (it installs the example arms' pinned dependencies)"
+    );
+}
+
+/// Σ result bytes and calls per task of one server's records.
+fn per_task(recs: &[Value], server: &str) -> std::collections::BTreeMap<String, (usize, u64)> {
+    recs.iter()
+        .filter(|r| r["server"] == server)
+        .map(|r| {
+            let calls = r["tool_calls"].as_array().unwrap();
+            (r["task"].as_str().unwrap().to_owned(), (calls.len(), calls.iter().map(|c| c["result_bytes"].as_u64().unwrap()).sum()))
+        })
+        .collect()
+}
+
+/// Freezes a spec of the module with the three arms, checks it (G1–G7), runs it with the
+/// oracle, and compares the port with its original.
+fn gates_and_oracle_a_b(module: &str, original: &str, port: &str, control: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = tmp.path().join("spec.toml");
+    let results = tmp.path().join("results");
+    let arms = format!("{original},{port},{control}");
+    let out = pipeline()
+        .args(["freeze", "--module", module, "--mcp", &arms, "--models", "oracle", "--exp-name", "ext", "--allow-dirty", "--out"])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let frozen = std::fs::read_to_string(&spec).unwrap();
+    assert!(frozen.contains(&format!("[hashes.arms]\n{port} = ")), "the spec pins the arm's folder: {frozen}");
+
+    let out = pipeline().arg("check").arg(&spec).arg("--results-dir").arg(&results).output().unwrap();
+    assert!(out.status.success(), "G1–G7 pass for {port}: {}", text(&out));
+    let check: Value = serde_json::from_str(&std::fs::read_to_string(results.join("ext/check.json")).unwrap()).unwrap();
+    assert!(check["gates"].as_array().unwrap().iter().all(|g| g["passed"] == true), "{check}");
+
+    let out = pipeline().arg("run").arg(&spec).arg("--results-dir").arg(&results).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let recs = records(&results.join("ext"));
+    assert_eq!(recs.len(), 3 * 8, "three arms × eight tasks");
+    for r in recs.iter().filter(|r| r["server"] == port) {
+        assert_eq!(r["verifier"]["verdict"], "passed", "{r}");
+        assert!(r["external_arm"]["env_names"].as_array().unwrap().iter().any(|n| n == "BACKEND_URL"), "names, never values: {r}");
+        assert_eq!(r["external_arm"]["sha256"], r["fingerprint"]["arm_sha256"]);
+        assert!(r["server_info"]["name"].is_string() && r["server_info"]["version"].is_string(), "the serverInfo it reported: {r}");
+    }
+    // A faithful port: the same calls and the same result bytes on every task, and the same
+    // definition bytes offered to a model.
+    assert_eq!(per_task(&recs, port), per_task(&recs, original), "{port} vs {original}");
+    let offered = |s: &str| recs.iter().find(|r| r["server"] == s).unwrap()["offered"]["definitions_bytes"].clone();
+    assert_eq!(offered(port), offered(original));
+
+    let out = pipeline().args(["aggregate", "--result-dir"]).arg(results.join("ext")).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let md = std::fs::read_to_string(results.join("ext/report.md")).unwrap();
+    for c in [format!("{module} ({original} vs {control})"), format!("{module} ({port} vs {control})")] {
+        assert!(md.contains(&format!("### {c}")), "one comparison per (pattern, control) pair: {c}\n{md}");
+    }
+}
+
+#[test]
+fn the_python_port_passes_every_gate_and_matches_its_rust_original() {
+    installed("domain_adapter_py", ".venv/bin/python");
+    gates_and_oracle_a_b("domain_adapter", "domain_adapter", "domain_adapter_py", "domain_wrapper");
+}
+
+#[test]
+fn the_typescript_port_over_http_passes_every_gate_and_matches_its_rust_original() {
+    installed("resource_gateway_ts", "node_modules/tsx");
+    gates_and_oracle_a_b("resource_gateway", "resource_gateway", "resource_gateway_ts", "resource_wrapper");
+}
+
+/// A folder of arms in a temp dir, passed with `--arms-dir`.
+fn arm_dir(root: &Path, name: &str, toml: &str) -> PathBuf {
+    let dir = root.join(name);
+    std::fs::create_dir_all(dir.join("oracle")).unwrap();
+    std::fs::write(dir.join("arm.toml"), toml).unwrap();
+    dir
+}
+
+fn arm_toml(name: &str, module: &str, transport: &str, command: &str) -> String {
+    format!(
+        "name = \"{name}\"\nmodule = \"{module}\"\nrole = \"pattern\"\n[serve]\ntransport = \"{transport}\"\ncommand = {command}\n[env]\nBACKEND_URL = \"{{backend_url}}\"\n"
+    )
+}
+
+/// Runs `args` with `--arms-dir root`, results in a temp folder; asserts exit 1, the message
+/// parts on stderr, and nothing written.
+fn refused(root: &Path, args: &[&str], says: &[&str]) {
+    let results = root.join("results-never");
+    let out = pipeline().arg("--arms-dir").arg(root).args(args).arg("--results-dir").arg(&results).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    for s in says {
+        assert!(err.contains(s), "stderr lacks {s:?}: {err}");
+    }
+    assert!(!err.contains("stack backtrace"), "one clean error: {err}");
+    assert!(!results.exists(), "nothing written");
+}
+
+#[test]
+fn broken_arm_folders_are_refused_by_file_and_field_with_nothing_written() {
+    let run = ["--models", "oracle", "--tasks", "which_wen"];
+    let cases: Vec<(&str, String, Vec<&str>, Vec<&str>)> = vec![
+        (
+            "unknown_module",
+            arm_toml("mine", "no_such_module", "stdio", r#"["sh"]"#),
+            vec!["--mcp", "mine,domain_wrapper"],
+            vec!["arm.toml: module: no module named \"no_such_module\""],
+        ),
+        (
+            "duplicate",
+            arm_toml("domain_adapter", "domain_adapter", "stdio", r#"["sh"]"#),
+            vec!["--mcp", "domain_adapter,domain_wrapper"],
+            vec!["arm.toml: name: \"domain_adapter\" is already the name of another server"],
+        ),
+        (
+            "no_command",
+            arm_toml("mine", "domain_adapter", "stdio", r#"["no-such-program-31337", "x"]"#),
+            vec!["--mcp", "mine,domain_wrapper"],
+            vec!["arm.toml: serve.command: program \"no-such-program-31337\" is not found on PATH"],
+        ),
+        (
+            "http_no_port",
+            arm_toml("mine", "domain_adapter", "http", r#"["sh"]"#),
+            vec!["--mcp", "mine,domain_wrapper"],
+            vec!["arm.toml: serve.command: an HTTP arm must be told its port"],
+        ),
+    ];
+    // (An arm without plans is refused too, naming each missing plan: below, with a real server.)
+    for (label, toml, select, says) in cases {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = arm_dir(tmp.path(), label, &toml);
+        let mut args: Vec<&str> = select.clone();
+        args.extend(run);
+        let mut says = says.clone();
+        let file = dir.join("arm.toml").display().to_string();
+        says.push(&file);
+        refused(tmp.path(), &args, &says);
+    }
+
+    // A plan that calls a tool the server does not list: named by file and step, before any
+    // session. (A copy of the Python port, its installed venv linked in.)
+    installed("domain_adapter_py", ".venv/bin/python");
+    let tmp = tempfile::tempdir().unwrap();
+    let src = arms_root().join("domain_adapter_py");
+    let dst = tmp.path().join("port");
+    common::copy_dir(&src.join("oracle"), &dst.join("oracle"));
+    for f in ["arm.toml", "server.py", "requirements.txt"] {
+        std::fs::copy(src.join(f), dst.join(f)).unwrap();
+    }
+    std::os::unix::fs::symlink(src.join(".venv"), dst.join(".venv")).unwrap();
+    let plan = dst.join("oracle/which_wen_for_globex_checkout.toml");
+    let text = std::fs::read_to_string(&plan).unwrap();
+    let first_tool = text.lines().find_map(|l| l.strip_prefix("tool = ")).unwrap().to_owned();
+    std::fs::write(&plan, text.replacen(&format!("tool = {first_tool}"), "tool = \"tickets_explode\"", 1)).unwrap();
+    let plan_text = plan.display().to_string();
+    refused(
+        tmp.path(),
+        &["--mcp", "domain_adapter_py,domain_wrapper", "--models", "oracle", "--tasks", "which_wen"],
+        &[&plan_text, "steps[0].tool: domain_adapter_py does not list a tool \"tickets_explode\""],
+    );
+
+    // Without its plan for a task it answers, the arm has no ground truth there: refused, the
+    // missing file named.
+    std::fs::remove_file(&plan).unwrap();
+    refused(tmp.path(), &["--mcp", "domain_adapter_py,domain_wrapper", "--models", "oracle", "--tasks", "which_wen"], &["has no oracle plan", &plan_text]);
+}
+
+/// Processes whose command line contains `marker`.
+fn running(marker: &str) -> Vec<String> {
+    let out = Command::new("pgrep").args(["-af", marker]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().filter(|l| !l.contains("pgrep")).map(str::to_owned).collect()
+}
+
+#[test]
+fn a_server_that_dies_is_an_invalid_session_with_its_stderr_and_leaves_no_process_behind() {
+    // Two arms that serve the first time they are started (the run lists their tools before any
+    // session) and break in every session after: over stdio, one starts a child of its own,
+    // writes garbage to stdout and a reason to stderr, and exits; over HTTP, one leaves a child
+    // running and never opens its port.
+    installed("domain_adapter_py", ".venv/bin/python");
+    installed("resource_gateway_ts", "node_modules/tsx");
+    let tmp = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(arms_root()).unwrap();
+    let node = std::env::split_paths(&std::env::var_os("PATH").unwrap()).map(|d| d.join("node")).find(|p| p.is_file()).expect("node on PATH");
+    let counter = |name: &str| tmp.path().join(format!("{name}.starts")).display().to_string();
+    let first_then = |name: &str, serve: String, broken: &str| {
+        format!(
+            "[\"sh\", \"-c\", \"n=$(cat {c} 2>/dev/null || echo 0); echo $((n+1)) > {c}; if [ $n -ge 1 ]; then {broken}; fi; exec {serve}\"]",
+            c = counter(name)
+        )
+    };
+    let py = root.join("domain_adapter_py");
+    let crashy = first_then(
+        "crashy",
+        format!("{}/.venv/bin/python {}/server.py", py.display(), py.display()),
+        "sleep 3607 & echo this-is-not-json-rpc; echo 'crashy: died: config missing' >&2; exit 3",
+    );
+    let dir =
+        arm_dir(tmp.path(), "crashy", &arm_toml("crashy", "domain_adapter", "stdio", &crashy).replace("[serve]\n", "[serve]\nstartup_timeout_secs = 3\n"));
+    common::copy_dir(&py.join("oracle"), &dir.join("oracle"));
+    let ts = root.join("resource_gateway_ts");
+    let silent = first_then(
+        "silent",
+        format!("{} --import {}/node_modules/tsx/dist/loader.mjs {}/server.ts", node.display(), ts.display(), ts.display()),
+        "sleep 3608 & echo 'silent: not opening port' >&2; exec sleep 3609",
+    );
+    let http = arm_toml("silent", "resource_gateway", "http", &silent).replace("[serve]\n", "[serve]\nstartup_timeout_secs = 5\n") + "PORT = \"{port}\"\n";
+    let dir = arm_dir(tmp.path(), "silent", &http);
+    common::copy_dir(&ts.join("oracle"), &dir.join("oracle"));
+    let results = tmp.path().join("results");
+    let out = pipeline()
+        .arg("--arms-dir")
+        .arg(tmp.path())
+        .args(["--mcp", "crashy,domain_wrapper,silent,resource_wrapper", "--models", "oracle", "--tasks", "which_wen,payments_runbook", "--exp-name", "dies"])
+        .args(["--max-consecutive-invalid", "10", "--results-dir"])
+        .arg(&results)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "completed, with invalid sessions: {}", text(&out));
+    let recs = records(&results.join("dies"));
+    assert_eq!(recs.len(), 4, "{}", text(&out));
+    for r in &recs {
+        match r["server"].as_str().unwrap() {
+            "domain_wrapper" | "resource_wrapper" => assert_eq!(r["validity"]["class"], "valid"),
+            server => {
+                assert_eq!((r["validity"]["class"].as_str(), r["validity"]["reason"].as_str()), (Some("invalid"), Some("mcp_transport")), "{r}");
+                let detail = r["validity"]["detail"].as_str().unwrap();
+                let said = if server == "crashy" { "crashy: died: config missing" } else { "silent: not opening port" };
+                assert!(detail.contains(said), "the server's stderr is in the record: {detail}");
+            }
+        }
+    }
+    for marker in ["sleep 3607", "sleep 3608", "sleep 3609"] {
+        assert_eq!(running(marker), Vec::<String>::new(), "no process of a dead arm survives the run");
+    }
+}
