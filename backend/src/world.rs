@@ -222,11 +222,11 @@ fn schema_fingerprint() -> String {
 /// one: a clone now and then takes several times its median (a checkpoint, a busy disk, the
 /// other worlds' clones), and a second copy lets the next reset use the one already waiting
 /// instead of that slow one.
-const SPARES: usize = 2;
+pub const SPARES: usize = 2;
 
 /// Retired copies that may be waiting to be dropped at once. A reset waits for a slot when all
 /// are taken, so a burst of resets cannot pile up databases faster than Postgres drops them.
-const RETIRING: usize = 2;
+pub const RETIRING: usize = 2;
 
 /// How long a retired copy's drop waits for its connections to go away before it forces them.
 const DRAIN_LIMIT: Duration = Duration::from_secs(2);
