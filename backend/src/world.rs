@@ -336,6 +336,13 @@ impl World {
         };
         // Time spent waiting for a spare (or cloning one): the part of a reset that is not a swap.
         let waited_ms = started.elapsed().as_secs_f64() * 1000.0;
+        // A ready spare needs no statement from Postgres, so without this a reset would succeed
+        // on a dead server and the session after it would fail in its tool calls instead, which
+        // a run does not take for the infrastructure failure that it is (and keeps going).
+        let db = world_db(&self.name, spare.generation);
+        let mut conn = spare.pool.acquire().await.map_err(db_err(format!("connecting to {db}")))?;
+        sqlx::query("SELECT 1").execute(&mut *conn).await.map_err(db_err(format!("checking that {db} answers")))?;
+        drop(conn);
         let served = Current { spec, generation: spare.generation, pool: spare.pool };
         let retired = std::mem::replace(&mut *self.state.write().expect("world lock"), served);
         self.refill(&mut spares, spec);
