@@ -4,6 +4,7 @@
 mod common;
 
 use backend::postgres::PostgresSource;
+use backend::world::{RETIRING, SPARES};
 use backend::{AppState, Cluster, World, WorldSpec};
 use common::{TestBackend, unique_world};
 use serde_json::json;
@@ -88,6 +89,89 @@ async fn parallel_worlds_are_isolated() {
     let fresh: Vec<String> =
         futures_util::future::try_join_all(worlds.iter().map(|w| async move { backend::world::canonical_dump_hash(&w.pool()).await })).await.unwrap();
     assert!(fresh.windows(2).all(|p| p[0] == p[1]));
+    for w in &worlds {
+        w.destroy().await.unwrap();
+    }
+    cluster.close().await;
+    source.shutdown().unwrap();
+}
+
+/// The databases of world `name` that exist right now.
+async fn databases_of(admin: &sqlx::PgPool, name: &str) -> Vec<String> {
+    sqlx::query_scalar("SELECT datname FROM pg_database WHERE datname ~ $1").bind(format!("^world_{name}_[0-9]+$")).fetch_all(admin).await.unwrap()
+}
+
+/// Every reset serves a copy never served before (spares are handed out once, dirty copies are
+/// only ever dropped), in exactly the seeded state, also across a change of spec; the copies
+/// dropped in the background are bounded while they wait and all gone after `destroy`.
+#[tokio::test]
+async fn each_reset_serves_a_never_served_copy_in_the_seeded_state() {
+    let source = PostgresSource::from_env().await.unwrap();
+    let cluster = Cluster::connect(&source.admin_url()).await.unwrap();
+    let admin = sqlx::PgPool::connect(&source.admin_url()).await.unwrap();
+    let spec = WorldSpec::default();
+    let other = WorldSpec { scale: 2, ..spec };
+    let name = unique_world();
+    let world = World::create(cluster.clone(), &name, spec).await.unwrap();
+    let seeded = backend::world::canonical_dump_hash(&world.pool()).await.unwrap();
+    let mut served = std::collections::HashSet::from([world.database()]);
+    // More resets than spares and drop slots, back to back, with a spec change in the middle.
+    let specs = [spec, spec, spec, other, other, spec, spec, spec, spec];
+    for (i, &next) in specs.iter().enumerate() {
+        // Dirty the copy being served, so handing it out again would show.
+        sqlx::query("UPDATE tickets SET title = $1 WHERE id = 1").bind(format!("dirty {i}")).execute(&world.pool()).await.unwrap();
+        world.reset(next).await.unwrap();
+        assert!(served.insert(world.database()), "reset {i} served {} again", world.database());
+        assert_eq!(world.spec(), next);
+        let hash = backend::world::canonical_dump_hash(&world.pool()).await.unwrap();
+        if next == spec {
+            assert_eq!(hash, seeded, "reset {i} did not serve the seeded state");
+        } else {
+            assert_ne!(hash, seeded, "reset {i} to scale 2 served scale 1");
+        }
+        let copies = databases_of(&admin, &name).await;
+        assert!(copies.len() <= 1 + SPARES + RETIRING, "reset {i} left {} copies: {copies:?}", copies.len());
+    }
+    world.destroy().await.unwrap();
+    assert_eq!(databases_of(&admin, &name).await, Vec::<String>::new(), "destroy left copies behind");
+    admin.close().await;
+    cluster.close().await;
+    source.shutdown().unwrap();
+}
+
+/// Worlds reset at the same time on one cluster (one per parallel worker) never serve the same
+/// database, and a write to one never shows in another's fresh copy.
+#[tokio::test]
+async fn concurrent_worlds_never_share_a_database() {
+    let source = PostgresSource::from_env().await.unwrap();
+    let cluster = Cluster::connect(&source.admin_url()).await.unwrap();
+    let spec = WorldSpec::default();
+    let worlds = futures_util::future::try_join_all((0..3).map(|_| {
+        let (cluster, name) = (cluster.clone(), unique_world());
+        async move { World::create(cluster, &name, spec).await }
+    }))
+    .await
+    .unwrap();
+    let seeded = backend::world::canonical_dump_hash(&worlds[0].pool()).await.unwrap();
+    let rounds = futures_util::future::try_join_all(worlds.iter().enumerate().map(|(w, world)| {
+        let seeded = seeded.clone();
+        async move {
+            let mut served = vec![world.database()];
+            for round in 0..4 {
+                sqlx::query("UPDATE tickets SET title = $1 WHERE id = 1").bind(format!("world {w} round {round}")).execute(&world.pool()).await?;
+                world.reset(spec).await?;
+                let hash = backend::world::canonical_dump_hash(&world.pool()).await?;
+                assert_eq!(hash, seeded, "world {w} round {round}: the fresh copy is not the seeded state");
+                served.push(world.database());
+            }
+            anyhow::Ok(served)
+        }
+    }))
+    .await
+    .unwrap();
+    let all: Vec<&String> = rounds.iter().flatten().collect();
+    let distinct: std::collections::HashSet<&String> = all.iter().copied().collect();
+    assert_eq!(distinct.len(), all.len(), "a database was served twice: {all:?}");
     for w in &worlds {
         w.destroy().await.unwrap();
     }

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum BenchCommand {
-    /// Reset a world to its seeded state (drop + clone from template + first query).
+    /// Reset a world to its seeded state (swap to a spare copy, or wait for one, + first query).
     Reset {
         /// Scales to measure.
         #[arg(long, value_delimiter = ',', default_values_t = [1u32, 10])]
@@ -145,9 +145,9 @@ async fn bench_reset(scales: &[u32], n: usize) -> anyhow::Result<Vec<Figure>> {
             cluster.ensure_template(spec).await?;
             figures.push(Figure::from_samples(format!("template_build.scale{scale}"), &[started.elapsed()], None));
             let world = World::create(cluster.clone(), &format!("bench_{}", std::process::id()), spec).await?;
-            // Back to back: each reset waits for the spare copy the previous one started.
+            // Back to back: the resets use up the spare copies, then each waits for a clone.
             let back_to_back = time_resets(&world, spec, n, Duration::ZERO).await?;
-            // As in a run: sessions take seconds, so the spare is ready when the reset comes.
+            // As in a run: sessions take seconds, so a spare is ready when the reset comes.
             let between = time_resets(&world, spec, n, SESSION_GAP).await?;
             // Targets of docs/performance.md: 20 ms at scale 1, 50 ms at scale 16.
             let target = match scale {
