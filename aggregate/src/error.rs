@@ -48,6 +48,11 @@ pub enum AggregateError {
         "{with} has a fingerprint and {without} has none (written before fingerprints existed): their comparability is unknown and they are never pooled; split the experiment: rerun the old sessions under a new --exp-name, or report the old records apart"
     )]
     MixedFingerprints { with: PathBuf, without: PathBuf },
+    #[error(
+        "{path} contradicts its own fingerprint: {}; a record whose own fields and fingerprint disagree is not data (a harness bug or an edited file), and neither half can be trusted: restore the file as the run wrote it, or move it (and its transcript) out of the experiment folder and rerun that session",
+        contradictions.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+    )]
+    SelfContradictory { path: PathBuf, contradictions: Vec<records::Contradiction> },
     #[error("cannot compare: {detail}")]
     Uncomparable { detail: String },
     #[error("cannot merge {path}: {detail}")]

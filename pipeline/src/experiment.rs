@@ -81,6 +81,7 @@ impl Experiment {
     /// when recorded sessions were made under another plan. Reads every record once.
     pub fn resume(&self, plan: &RunPlan, sessions: Vec<PlannedSession>) -> anyhow::Result<Resume> {
         let mut existing: BTreeMap<PathBuf, SessionRecord> = self.records()?.into_iter().collect();
+        refuse_self_contradictory(&self.dir, &existing)?;
         // One planned session per model stands for the plan's settings when other records are
         // checked below.
         let mut probes: BTreeMap<String, Fingerprint> = BTreeMap::new();
@@ -208,6 +209,28 @@ impl Experiment {
         write_atomically(&self.dir.join(records::manifest::FILE), &serde_json::to_vec_pretty(m)?)?;
         Ok(())
     }
+}
+
+/// A record whose own fields disagree with its fingerprint is not data: skipping it as done (or
+/// comparing the plan with either half) would trust one half of a record that contradicts itself.
+/// Refuses, naming every such file, each field and both values.
+fn refuse_self_contradictory(dir: &Path, records: &BTreeMap<PathBuf, SessionRecord>) -> anyhow::Result<()> {
+    let bad: Vec<(&PathBuf, Vec<records::Contradiction>)> = records.iter().map(|(path, r)| (path, r.contradictions())).filter(|(_, c)| !c.is_empty()).collect();
+    if bad.is_empty() {
+        return Ok(());
+    }
+    let mut text = format!("experiment {} holds records that contradict their own fingerprints; nothing was started.\n", dir.display());
+    for (path, contradictions) in &bad {
+        text.push_str(&format!("  {}:\n", path.display()));
+        for c in contradictions {
+            text.push_str(&format!("    {c}\n"));
+        }
+    }
+    text.push_str(
+        "A record whose own fields and fingerprint disagree (a harness bug or an edited file) is not data. Restore each file as the run wrote it, \
+         or move it and its transcript out of the experiment folder: the resume then reruns that session.",
+    );
+    anyhow::bail!(text)
 }
 
 /// Records of the experiment that this plan does not run (other tasks or servers) must still

@@ -89,6 +89,42 @@ fn records_without_a_fingerprint_are_never_counted_as_done() {
 }
 
 #[test]
+fn a_record_that_contradicts_its_own_fingerprint_stops_a_resume_and_the_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    assert_eq!(oracle_run(tmp.path(), &[]).status.code(), Some(0));
+    let exp = tmp.path().join("x");
+    // The record's own fields edited; its fingerprint still says what the run did.
+    let path = exp.join("oracle__orchestrator").join("lena_goes_on_leave__rep1.json");
+    let mut r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let commit = r["fingerprint"]["build_commit"].as_str().unwrap().to_owned();
+    let task_sha = r["fingerprint"]["task_sha256"].as_str().unwrap().to_owned();
+    r["world_scale"] = 2.into();
+    r["task_sha256"] = "edited".into();
+    r["git_commit"] = serde_json::Value::Null;
+    std::fs::write(&path, serde_json::to_vec_pretty(&r).unwrap()).unwrap();
+    let before = file_bytes(&exp);
+
+    let out = oracle_run(tmp.path(), &[]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(t.contains("contradict their own fingerprints; nothing was started") && t.contains(&path.display().to_string()), "names the file: {t}");
+    for field in [
+        "world_scale: the record says 2, its fingerprint 1".to_string(),
+        format!("task_sha256: the record says edited, its fingerprint {task_sha}"),
+        format!("git_commit: the record says unset, its fingerprint's build_commit {commit}"),
+    ] {
+        assert!(t.contains(&field), "names {field:?}: {t}");
+    }
+    assert_eq!(file_bytes(&exp), before, "a refused resume leaves the experiment exactly as it was");
+
+    let report = pipeline().args(["aggregate", "--result-dir"]).arg(&exp).output().unwrap();
+    let t = text(&report);
+    assert_eq!(report.status.code(), Some(1), "{t}");
+    assert!(t.contains("contradicts its own fingerprint") && t.contains("world_scale: the record says 2, its fingerprint 1"), "{t}");
+    assert_eq!(file_bytes(&exp), before, "a refused report writes nothing");
+}
+
+#[test]
 fn conflicting_selections_and_the_wrong_front_door_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let out = pipeline().args(["--mcp", "wrapper", "--all", "--models", "oracle", "--results-dir"]).arg(tmp.path()).output().unwrap();

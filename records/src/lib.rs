@@ -21,7 +21,7 @@ pub use model::{Dialect, MaxTokensParam, Temperature};
 pub use outcome::{
     CallKind, FailedTurn, InvalidReason, Offered, OracleFloor, ProviderExtras, ToolCallRecord, TurnRecord, Usage, Validity, Verdict, VerifierOutcome,
 };
-pub use session::{Auth, HarnessTimings, ModelSpec, SCHEMA_VERSION, SessionRecord, Totals};
+pub use session::{Auth, Contradiction, HarnessTimings, ModelSpec, SCHEMA_VERSION, SessionRecord, Totals};
 
 use serde::{Deserialize, Serialize};
 
