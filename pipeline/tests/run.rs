@@ -23,6 +23,11 @@ fn oracle_run_writes_paired_records_and_resume_skips_them() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let exp = tmp.path().join("e");
+    // The suggested next step names the binary as it was invoked (this test's path to it, as
+    // `cargo run` passes its own), never a bare `pipeline` that may not be on PATH.
+    let log = String::from_utf8_lossy(&out.stderr);
+    let next = log.lines().find_map(|l| l.strip_prefix("next: ")).unwrap_or_else(|| panic!("no next step: {log}")).to_owned();
+    assert_eq!(next, format!("{} aggregate --result-dir {}", env!("CARGO_BIN_EXE_pipeline"), exp.display()));
     let recs = records(&exp);
     // Every task of the module (its eight and its families' sizes) × 2 arms × k 2.
     let tasks = common::task_count("tool_orchestrator");
@@ -60,8 +65,9 @@ fn oracle_run_writes_paired_records_and_resume_skips_them() {
     assert!(log.contains(&format!("{} already recorded, 0 to run", tasks * 4)), "{log}");
     assert_eq!(records(&exp).len(), tasks * 4);
 
-    // The report reads only these records and puts attrition before anything else.
-    let report = pipeline().args(["aggregate", "--result-dir"]).arg(&exp).output().unwrap();
+    // The report reads only these records and puts attrition before anything else. It runs as
+    // the run printed it: pasted into a shell.
+    let report = Command::new("sh").arg("-c").arg(&next).env_remove("DATABASE_URL").current_dir(env!("CARGO_MANIFEST_DIR")).output().unwrap();
     assert!(report.status.success(), "{}", String::from_utf8_lossy(&report.stderr));
     let md = String::from_utf8_lossy(&report.stdout);
     let attrition = md.find("Attrition").expect("an attrition section");
