@@ -26,11 +26,26 @@ pub enum Fingerprints {
 
 /// Runs every check on `exp`; on success says how far comparability could be checked.
 pub fn check(exp: &Experiment) -> Result<Fingerprints> {
+    // First: every other check reads one half of a record (its fields or its fingerprint) and
+    // trusts it to speak for the other.
+    self_consistent(exp.sessions.iter().chain(&exp.superseded))?;
     no_duplicates(&exp.sessions)?;
     if let Some(m) = &exp.manifest {
         inside_plan(m, &exp.dir.join(records::manifest::FILE), &exp.sessions)?;
     }
     comparable(&exp.sessions)
+}
+
+/// Every record agrees with its own fingerprint (see [`SessionRecord::contradictions`]); replaced
+/// attempts too, since the attrition counts them.
+fn self_consistent<'a>(records: impl Iterator<Item = &'a Loaded>) -> Result<()> {
+    for s in records {
+        let contradictions = s.record.contradictions();
+        if !contradictions.is_empty() {
+            return Err(AggregateError::SelfContradictory { path: s.path.clone(), contradictions });
+        }
+    }
+    Ok(())
 }
 
 /// "model m, server s, task t, rep r": what identifies one session.

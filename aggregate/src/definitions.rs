@@ -121,7 +121,7 @@ fn labels() -> Vec<Definition> {
             &["task"],
             Label,
             "",
-            "the task id; in a model's task table followed by k, the planned reps (or the reps found, without a manifest)",
+            "the task id; in a model's task table followed by k, the planned reps (or, without a manifest, the most reps any task of an arm has)",
             &["models[].modules[].tasks[].task", "oracle_floors[].rows[].task"],
         ),
         def(&["metric"], Label, "", "the figure of the row; each row label is defined in this list", &[]),

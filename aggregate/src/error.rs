@@ -32,9 +32,13 @@ pub enum AggregateError {
     )]
     DuplicateRecord { key: String, first: PathBuf, second: PathBuf },
     #[error(
-        "{path} is marked superseded (a rerun replaced it) but sits among the scored records; move it to its folder's superseded/ subfolder, or rerun the session"
+        "{path} is marked superseded (a rerun replaced it) but sits among the scored records: a run stopped while moving it; resume the experiment (the same command) to finish the move and rerun the session, or move it to its folder's superseded/ subfolder"
     )]
     MisplacedSuperseded { path: PathBuf },
+    #[error(
+        "{copy} is a replaced copy of {record}, the same attempt still among the scored records: a run stopped between copying and removing it, and counting both would count one session twice; delete the copy {copy} (the record stays), then rerun with --retry-invalid if it should be replaced"
+    )]
+    SupersededCopy { record: PathBuf, copy: PathBuf },
     #[error(
         "{path} is outside the experiment's plan ({manifest}): {detail}; the records and the manifest describe different runs: split the experiment (rerun under a new --exp-name)"
     )]
@@ -48,6 +52,11 @@ pub enum AggregateError {
         "{with} has a fingerprint and {without} has none (written before fingerprints existed): their comparability is unknown and they are never pooled; split the experiment: rerun the old sessions under a new --exp-name, or report the old records apart"
     )]
     MixedFingerprints { with: PathBuf, without: PathBuf },
+    #[error(
+        "{path} contradicts its own fingerprint: {}; a record whose own fields and fingerprint disagree is not data (a harness bug or an edited file), and neither half can be trusted: restore the file as the run wrote it, or move it (and its transcript) out of the experiment folder and rerun that session",
+        contradictions.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+    )]
+    SelfContradictory { path: PathBuf, contradictions: Vec<records::Contradiction> },
     #[error("cannot compare: {detail}")]
     Uncomparable { detail: String },
     #[error("cannot merge {path}: {detail}")]

@@ -114,11 +114,24 @@ pub fn load_experiment(dir: &Path) -> Result<Experiment> {
     sessions.sort_by(|a, b| a.path.cmp(&b.path));
     superseded.sort_by(|a, b| a.path.cmp(&b.path));
     ignored.sort();
+    no_copy_of_a_scored_record(&sessions, &superseded)?;
     if sessions.is_empty() {
         return Err(AggregateError::NoRecords { path: dir.to_path_buf() });
     }
     one_experiment_name(manifest.as_ref(), &dir.join(records::manifest::FILE), &sessions)?;
     Ok(Experiment { dir: dir.to_path_buf(), manifest, sessions, superseded, ignored })
+}
+
+/// Before superseding became a rename, a run that stopped between writing the replaced copy and
+/// removing the original left both: the copy, marked, is then the scored record itself.
+fn no_copy_of_a_scored_record(sessions: &[Loaded], superseded: &[Loaded]) -> Result<()> {
+    for copy in superseded {
+        let unmarked = SessionRecord { superseded: None, ..copy.record.clone() };
+        if let Some(s) = sessions.iter().find(|s| s.record == unmarked) {
+            return Err(AggregateError::SupersededCopy { record: s.path.clone(), copy: copy.path.clone() });
+        }
+    }
+    Ok(())
 }
 
 /// Records of two experiments in one folder were copied together: whatever they share, the

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::metrics::{ArmMetrics, Diff, Dist, ModuleReport, OracleModule, OraclePerSession, PairOutcomes, Summary, TaskArm};
+use crate::metrics::{ArmMetrics, Diff, Dist, ModuleReport, OracleModule, OraclePerSession, PairOutcomes, Summary, TaskArm, TaskRow};
 use crate::stats::Interval;
 use records::{Provider, Role};
 
@@ -89,10 +89,16 @@ fn tri(b: Option<bool>) -> &'static str {
     }
 }
 
-fn task_arm(a: &TaskArm) -> String {
-    let missing = a.planned_k.map_or(0, |p| (p as usize).saturating_sub(a.k));
+/// One arm's cells of a task row; `expected` is the k its pass@k and pass^k were computed over
+/// (the planned k, or without a manifest the most reps any task of the arm has).
+fn task_arm(a: &TaskArm, expected: usize) -> String {
+    let missing = expected.saturating_sub(a.k);
     if a.k == 0 {
-        return if missing > 0 { format!("none of {missing} planned recorded | unknown | unknown") } else { "— | — | —".into() };
+        return match (missing, a.planned_k) {
+            (0, _) => "— | — | —".into(),
+            (_, Some(_)) => format!("none of {missing} planned recorded | unknown | unknown"),
+            (_, None) => "none recorded | unknown | unknown".into(),
+        };
     }
     let mut s = format!("{}/{} valid passed", a.passed, a.valid);
     if a.could_not_score > 0 {
@@ -359,7 +365,7 @@ fn method(s: &Summary) -> String {
     writeln!(o, "- Paired differences over two sets of pairs: {}", s.method.pair_sets).unwrap();
     match s.run.planned_k {
         Some(k) => writeln!(o, "- pass@k and pass^k use the planned k = {k} from the manifest: a task whose {k} reps are not all recorded and valid has pass^k unknown (and pass@k unknown unless a recorded rep passed).").unwrap(),
-        None => writeln!(o, "- pass@k and pass^k use the reps found per task (no manifest, so the planned k is unknown).").unwrap(),
+        None => writeln!(o, "- pass@k and pass^k use k = the most reps any task of an arm has (no manifest, so the planned k is unknown): a task with fewer has pass^k unknown (and pass@k unknown unless a recorded rep passed).").unwrap(),
     }
     writeln!(o, "- Records are pooled only when their fingerprints agree (within a model: everything but the server manifest and the task's own fields; within a task: world seed and scale, task sha256, turn cap; within a server: its manifest); fingerprints here: {}.", match s.run.fingerprints {
         crate::check::Fingerprints::Checked => "checked",
@@ -526,12 +532,15 @@ fn render_module(o: &mut String, m: &ModuleReport, prices_loaded: bool) {
     }
     writeln!(o, "| task | pattern: outcome | pattern pass@k | pattern pass^k | control: outcome | control pass@k | control pass^k |").unwrap();
     writeln!(o, "| --- | --- | --- | --- | --- | --- | --- |").unwrap();
+    // The k each arm's answers are over: as metrics computes it.
+    let found = |arm: fn(&TaskRow) -> &TaskArm| m.tasks.iter().map(|t| arm(t).k).max().unwrap_or(0);
+    let (pattern_k, control_k) = (found(|t| &t.pattern), found(|t| &t.control));
     for t in &m.tasks {
-        let k = match t.pattern.planned_k {
-            Some(k) => format!("k={k} planned"),
-            None => format!("k={}", t.pattern.k.max(t.control.k)),
+        let (k, pk, ck) = match t.pattern.planned_k.or(t.control.planned_k) {
+            Some(k) => (format!("k={k} planned"), k as usize, k as usize),
+            None => (format!("k={}", pattern_k.max(control_k)), pattern_k, control_k),
         };
-        writeln!(o, "| {} ({k}) | {} | {} |", t.task, task_arm(&t.pattern), task_arm(&t.control)).unwrap();
+        writeln!(o, "| {} ({k}) | {} | {} |", t.task, task_arm(&t.pattern, pk), task_arm(&t.control, ck)).unwrap();
     }
     writeln!(o).unwrap();
     let unknown = m.tasks.iter().flat_map(|t| [&t.pattern, &t.control]).any(|a| a.pass_at_k.is_none() || a.pass_all_k.is_none());

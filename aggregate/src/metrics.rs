@@ -10,7 +10,8 @@
 //! - Oracle sessions are structural floors, never mixed with model results; model ids are never
 //!   pooled.
 //! - With a manifest, k is the planned k: a task whose planned reps are not all recorded and
-//!   valid has an unknown pass^k, never a true one.
+//!   valid has an unknown pass^k, never a true one. Without one, k is the most reps any task of
+//!   the arm has, and a task with fewer is unknown the same way.
 //! - Replaced attempts (superseded) are counted per cell, never scored and never silent.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -121,7 +122,8 @@ pub struct Method {
 pub struct RunInfo {
     /// A manifest.json was read: the plan (k, tasks, arms) is known.
     pub manifest: bool,
-    /// Planned repetitions per task and arm; null without a manifest (k is then the reps found).
+    /// Planned repetitions per task and arm; null without a manifest (k is then the most reps any
+    /// task of an arm has).
     pub planned_k: Option<u32>,
     /// The run stopped before every planned session had run (quota, circuit breaker, interrupt).
     pub stopped: Option<records::manifest::RunStop>,
@@ -726,7 +728,7 @@ pub fn summarise_with(exp: &Experiment, prices: Option<&PriceTable>, opts: &Opti
     let mut notices = Vec::new();
     if manifest.is_none() {
         notices.push(
-            "No manifest.json: the planned k is unknown, so k per task is the number of reps found in the records; a task whose missing reps were never recorded can look complete."
+            "No manifest.json: the planned k is unknown, so k is taken as the most reps any task of an arm has in the records; a task with fewer has an unknown pass^k, but a rep missing from every task of an arm cannot be seen."
                 .to_string(),
         );
     }
@@ -891,14 +893,14 @@ fn diff(pairs: &[(&SessionRecord, &SessionRecord)], f: impl Fn(&SessionRecord) -
     })
 }
 
-/// pass@k and pass^k over the planned k when there is a plan (the duplicate and plan checks
-/// make the recorded reps distinct and within 1..=k), else over the reps found.
-fn task_arm(recs: &[&SessionRecord], planned_k: Option<u32>) -> TaskArm {
+/// pass@k and pass^k over `expected` reps: the planned k when there is a plan (the duplicate and
+/// plan checks make the recorded reps distinct and within 1..=k), else the most reps any task of
+/// the arm has.
+fn task_arm(recs: &[&SessionRecord], planned_k: Option<u32>, expected: usize) -> TaskArm {
     let valid: Vec<_> = recs.iter().filter(|r| r.validity.is_valid()).collect();
     let k = recs.len();
     let passed_n = valid.iter().filter(|r| passed(r)).count();
     let failed = valid.iter().filter(|r| verdict_of(r) == Some(TaskVerdict::Failed)).count();
-    let expected = planned_k.map_or(k, |p| p as usize);
     // Every one of the k reps is there and has an outcome: only then is a "no" for pass@k or a
     // "yes" for pass^k known.
     let complete = expected > 0 && valid.len() == expected;
@@ -1059,9 +1061,17 @@ fn module_report(model: &str, module: &str, recs: &[&SessionRecord], plan: Optio
     });
 
     let planned_k = plan.map(|p| p.k);
+    // Without a plan, k is the most reps any task of the arm has: a task with fewer is missing
+    // some, and the report already says the planned k is unknown, so it must not claim them.
+    let k_of = |arm: &[&SessionRecord]| planned_k.map_or_else(|| task_set.iter().map(|t| of_task(arm, t).len()).max().unwrap_or(0), |k| k as usize);
+    let (pattern_k, control_k) = (k_of(&pat), k_of(&ctl));
     let tasks = task_set
         .iter()
-        .map(|t| TaskRow { task: t.to_string(), pattern: task_arm(&of_task(&pat, t), planned_k), control: task_arm(&of_task(&ctl, t), planned_k) })
+        .map(|t| TaskRow {
+            task: t.to_string(),
+            pattern: task_arm(&of_task(&pat, t), planned_k, pattern_k),
+            control: task_arm(&of_task(&ctl, t), planned_k, control_k),
+        })
         .collect();
 
     ModuleReport {

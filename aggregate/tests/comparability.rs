@@ -136,3 +136,77 @@ fn records_without_fingerprints_proceed_with_a_notice() {
     assert!(rep.summary.notices.iter().any(|n| n.contains("could not be checked")));
     assert!(rep.markdown.contains("> No record has a fingerprint"));
 }
+
+/// What an edited file (or a harness bug) looks like: the record's own fields say scale 2,
+/// another task and no commit, its fingerprint the plan the others ran under.
+fn contradicting(dir: &Path) -> std::path::PathBuf {
+    let mut r = fingerprinted(arms_differ(record("m", "m1", "pattern", "t1", 2, ok(records::Verdict::Passed, 100, 2))));
+    (r.world_scale, r.task_sha256, r.git_commit) = (2, "11".into(), None);
+    write(dir, &r, false)
+}
+
+fn self_contradictory(e: AggregateError) -> (std::path::PathBuf, Vec<String>, String) {
+    let text = e.to_string();
+    match e {
+        AggregateError::SelfContradictory { path, contradictions } => (path, contradictions.iter().map(ToString::to_string).collect(), text),
+        other => panic!("expected SelfContradictory, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_record_that_contradicts_its_own_fingerprint_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    base(dir.path());
+    let path = contradicting(dir.path());
+    let (named, fields, text) = self_contradictory(aggregate::report(dir.path(), None, &opts()).unwrap_err());
+    assert_eq!(named, path);
+    assert_eq!(
+        fields,
+        [
+            "world_scale: the record says 2, its fingerprint 1",
+            "task_sha256: the record says 11, its fingerprint 00",
+            "git_commit: the record says unset, its fingerprint's build_commit c0ffee"
+        ]
+    );
+    assert!(text.contains(&path.display().to_string()) && text.contains("not data") && text.contains("rerun that session"), "{text}");
+
+    // A temperature that disagrees, in a replaced attempt (counted by the attrition), too.
+    let dir = tempfile::tempdir().unwrap();
+    base(dir.path());
+    let mut r = fingerprinted(arms_differ(record("m", "m1", "control", "t2", 1, bad(records::InvalidReason::Interrupted))));
+    r.model.temperature = Some(records::Temperature::Value(1.0));
+    let path = write_superseded(dir.path(), &r, 1, "rerun on resume");
+    let (named, fields, _) = self_contradictory(aggregate::report(dir.path(), None, &opts()).unwrap_err());
+    assert_eq!((named, fields), (path, vec!["model.temperature: the record says 1.0, its fingerprint's temperature 0.0".to_string()]));
+
+    // A fingerprint edited after it was hashed.
+    let dir = tempfile::tempdir().unwrap();
+    base(dir.path());
+    let mut r = fingerprinted(arms_differ(record("m", "m1", "control", "t2", 2, ok(records::Verdict::Passed, 200, 4))));
+    r.fingerprint.as_mut().unwrap().preflight_skipped = true;
+    let path = write(dir.path(), &r, false);
+    let (named, fields, _) = self_contradictory(aggregate::report(dir.path(), None, &opts()).unwrap_err());
+    assert_eq!(named, path);
+    assert!(fields.len() == 1 && fields[0].starts_with("fingerprint_sha256: the record says "), "{fields:?}");
+}
+
+#[test]
+fn merge_and_compare_refuse_a_self_contradictory_record_too() {
+    let root = tempfile::tempdir().unwrap();
+    let (a, b) = (root.path().join("a"), root.path().join("b"));
+    pairs(&a, "m", &["t1"], 1..=2, |mut r| {
+        r.experiment = "a".into();
+        arms_differ(r)
+    });
+    pairs(&b, "m", &["t2"], 1..=2, |mut r| {
+        r.experiment = "b".into();
+        arms_differ(r)
+    });
+    let mut r = fingerprinted(arms_differ(record("m", "m1", "pattern", "t2", 2, ok(records::Verdict::Passed, 100, 2))));
+    (r.experiment, r.world_scale) = ("b".into(), 2);
+    let path = write(&b, &r, false);
+    let (named, ..) = self_contradictory(aggregate::merge_experiments(&[a.clone(), b.clone()]).unwrap_err());
+    assert_eq!(named, path);
+    let (named, ..) = self_contradictory(aggregate::compare::compare(&a, &b, &[], &opts()).unwrap_err());
+    assert_eq!(named, path);
+}

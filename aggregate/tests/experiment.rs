@@ -140,6 +140,28 @@ fn a_replaced_record_left_among_the_scored_is_refused() {
     assert!(e.to_string().contains("superseded/"), "{e}");
 }
 
+/// What a run that stopped between writing the replaced copy and removing the original left
+/// before superseding was a rename: the same attempt twice, once scored and once replaced.
+#[test]
+fn a_replaced_copy_of_a_scored_record_is_refused_not_counted_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    pairs(dir.path(), "m", &["t1"], 1..=2, |r| r);
+    let mut r = record("m", "m1", "control", "t1", 1, bad(InvalidReason::ProviderError));
+    r.attempt = Some(1);
+    let path = write(dir.path(), &r, true);
+    let copy = write_superseded(dir.path(), &r, 1, "--retry-invalid: the earlier attempt was provider_error");
+    let e = aggregate::report(dir.path(), None, &opts()).unwrap_err();
+    assert!(matches!(e, AggregateError::SupersededCopy { ref record, copy: ref c } if *record == path && *c == copy), "{e}");
+    assert!(e.to_string().contains("delete the copy"), "{e}");
+
+    // A replaced attempt that differs from the current record (the rerun happened) is counted.
+    let mut rerun = record("m", "m1", "control", "t1", 1, ok(V::Passed, 200, 4));
+    rerun.attempt = Some(2);
+    write(dir.path(), &rerun, true);
+    let rep = aggregate::report(dir.path(), None, &opts()).unwrap();
+    assert_eq!(rep.summary.run.superseded, 1);
+}
+
 #[test]
 fn records_of_another_experiment_are_refused() {
     let dir = tempfile::tempdir().unwrap();

@@ -315,3 +315,24 @@ fn every_table_row_keeps_its_columns() {
         }
     }
 }
+
+/// A `|` inside a value is escaped in the Markdown table and read back as part of its cell, by
+/// the page's splitter (which the tests' table reader shares): the row keeps its two columns.
+#[test]
+fn an_escaped_pipe_stays_inside_its_table_cell() {
+    assert_eq!(aggregate::html::cells(r"| a \| b | c |"), ["a | b", "c"]);
+    assert_eq!(aggregate::html::cells(r"| \|a | | b\| |"), ["|a", "", "b|"], "at either end, and an empty cell stays a cell");
+    assert_eq!(aggregate::html::cells(r"| a \b | c |"), [r"a \b", "c"], "a backslash before anything else is kept");
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = manifest(&["m"], &["t1"], 1);
+    m.command = vec!["pipeline".into(), "--exp-name".into(), "a|b".into()];
+    write_manifest(dir.path(), &m);
+    pairs(dir.path(), "m", &["t1"], 1..=1, |r| r);
+    let rep = report(dir.path());
+    assert!(rep.markdown.contains(r"'a\|b'"), "the Markdown escapes it");
+    let provenance = tables(&rep.markdown).into_iter().find(|t| t.h2 == "Provenance").expect("a provenance table");
+    let row = provenance.rows.iter().find(|r| r[0] == "run command").expect("a run command row");
+    assert_eq!(row, &["run command".to_string(), "`pipeline --exp-name 'a|b'`".to_string()]);
+    assert!(rep.html.contains("run command</th><td><code>pipeline --exp-name &#39;a|b&#39;</code></td>"), "the page shows it whole in one cell");
+}

@@ -61,18 +61,27 @@ fn the_planned_k_makes_missing_reps_unknown() {
     assert!(!s.notices.iter().any(|n| n.contains("No manifest.json")));
 }
 
+/// Records copied out of an experiment: the plan is gone, but t1 shows the pattern ran 3 reps.
 #[test]
-fn without_a_manifest_k_is_the_reps_found_and_says_so() {
+fn without_a_manifest_k_is_the_most_reps_of_an_arm_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
     partial(dir.path());
     std::fs::remove_file(dir.path().join("manifest.json")).unwrap();
     let rep = aggregate::report(dir.path(), None, &opts()).unwrap();
     let m = &rep.summary.models[0].modules[0];
-    let t2 = &m.tasks.iter().find(|t| t.task == "t2").unwrap().pattern;
-    assert_eq!((t2.k, t2.planned_k, t2.pass_all_k), (2, None, Some(true)), "today's rule over the reps found");
+    let task = |id: &str| m.tasks.iter().find(|t| t.task == id).unwrap();
+    let t2 = &task("t2").pattern;
+    assert_eq!((t2.k, t2.planned_k, t2.pass_at_k, t2.pass_all_k), (2, None, Some(true), None), "2 of t1's 3 reps: pass^k unknown, never true");
+    let t3 = &task("t3").pattern;
+    assert_eq!((t3.pass_at_k, t3.pass_all_k), (None, Some(false)), "none passed and a rep is missing: pass@k unknown");
+    let t1 = &task("t1").pattern;
+    assert_eq!((t1.k, t1.pass_all_k), (3, Some(true)), "as many reps as the arm's most: known");
+    assert_eq!(task("t2").control.pass_all_k, Some(true));
     assert_eq!(m.tasks.len(), 3, "an unplanned, unrecorded task is unknown to the report");
     assert_eq!(rep.summary.run.planned_k, None);
-    assert!(rep.markdown.contains("> No manifest.json: the planned k is unknown, so k per task is the number of reps found"));
+    assert!(rep.markdown.contains("| t2 (k=3) | 2/2 valid passed (1 missing) | yes | unknown |"), "{}", rep.markdown);
+    assert!(rep.markdown.contains("> No manifest.json: the planned k is unknown, so k is taken as the most reps any task of an arm has"), "{}", rep.markdown);
+    assert!(rep.markdown.contains("pass@k and pass^k use k = the most reps any task of an arm has"));
 }
 
 #[test]

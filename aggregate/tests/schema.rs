@@ -132,6 +132,10 @@ fn the_schema_rejects_what_it_rules_out() {
         std::fs::write(&p, serde_json::to_vec(&v).unwrap()).unwrap();
         p
     };
+    // The unchanged summary passes: each case below fails for its one change, not for
+    // something already wrong in the base.
+    let (ok, text) = validate(&[altered(&|_| {}, "base.json")]);
+    assert!(ok, "the unaltered base fails the schema: {text}");
     let cases = [
         altered(&|v| v["method"]["bootstrap_seed"] = serde_json::json!(7_882_267_113_055_153_763u64), "seed-number.json"),
         // What a float median of two counts gave (JSON Schema reads 5.0 as an integer; the text
@@ -142,8 +146,11 @@ fn the_schema_rejects_what_it_rules_out() {
         altered(&|v| v["run"]["undocumented"] = serde_json::json!(true), "extra-field.json"),
         altered(&|v| v["provenance"]["started_at"] = serde_json::json!("yesterday"), "date.json"),
     ];
-    for case in &cases {
+    // Each is rejected at the place it changed (the validator prints the failing instance's path).
+    let at = ["/method/bootstrap_seed", "/oracle_floors/0/rows/0/calls", "/attrition/0/valid", "/models/0/modules/0/verdict", "/run", "/provenance/started_at"];
+    for (case, at) in cases.iter().zip(at) {
         let (ok, text) = validate(std::slice::from_ref(case));
         assert!(!ok, "{} passed the schema: {text}", case.display());
+        assert!(text.lines().all(|l| l.split(' ').nth(1) == Some(at)), "{} rejected elsewhere than {at}: {text}", case.display());
     }
 }

@@ -57,13 +57,17 @@ pub struct CheckArgs {
 impl CheckArgs {
     fn spec_path(&self, sub: &str) -> anyhow::Result<&Path> {
         if !self.mcp.is_empty() || !self.module.is_empty() || self.all {
+            let p = crate::invoked::program();
             anyhow::bail!(
-                "`pipeline {sub}` takes a spec file, not selection flags. For an ad-hoc run leave out `{sub}`: \
-                 `pipeline --module M --models oracle --k 3`; for a gated experiment write a spec first: \
-                 `pipeline freeze --module M --models oracle --out spec.toml`, then `pipeline {sub} spec.toml`"
+                "`{p} {sub}` takes a spec file, not selection flags. For an ad-hoc run leave out `{sub}`: \
+                 `{p} --module M --models oracle --k 3`; for a gated experiment write a spec first: \
+                 `{p} freeze --module M --models oracle --out spec.toml`, then `{p} {sub} spec.toml`"
             );
         }
-        self.spec.as_deref().with_context(|| format!("`pipeline {sub}` needs a spec file: `pipeline {sub} spec.toml` (write one with `pipeline freeze`)"))
+        self.spec.as_deref().with_context(|| {
+            let p = crate::invoked::program();
+            format!("`{p} {sub}` needs a spec file: `{p} {sub} spec.toml` (write one with `{p} freeze`)")
+        })
     }
 }
 

@@ -81,6 +81,7 @@ impl Experiment {
     /// when recorded sessions were made under another plan. Reads every record once.
     pub fn resume(&self, plan: &RunPlan, sessions: Vec<PlannedSession>) -> anyhow::Result<Resume> {
         let mut existing: BTreeMap<PathBuf, SessionRecord> = self.records()?.into_iter().collect();
+        refuse_self_contradictory(&self.dir, &existing)?;
         // One planned session per model stands for the plan's settings when other records are
         // checked below.
         let mut probes: BTreeMap<String, Fingerprint> = BTreeMap::new();
@@ -105,6 +106,12 @@ impl Experiment {
                 continue;
             }
             let attempt = record.attempt.unwrap_or(1) + 1;
+            // Marked superseded but still in place: a run stopped while moving it, after the
+            // rerun was decided and before its record was written. Finish what it started.
+            if let Some(marked) = &record.superseded {
+                resume.pending.push(Pending { session: s, attempt, supersede: Some(marked.reason.clone()) });
+                continue;
+            }
             match &record.validity {
                 Validity::Valid => resume.done += 1,
                 Validity::Invalid { reason, .. } if reason.rerun_on_resume() => {
@@ -210,6 +217,28 @@ impl Experiment {
     }
 }
 
+/// A record whose own fields disagree with its fingerprint is not data: skipping it as done (or
+/// comparing the plan with either half) would trust one half of a record that contradicts itself.
+/// Refuses, naming every such file, each field and both values.
+fn refuse_self_contradictory(dir: &Path, records: &BTreeMap<PathBuf, SessionRecord>) -> anyhow::Result<()> {
+    let bad: Vec<(&PathBuf, Vec<records::Contradiction>)> = records.iter().map(|(path, r)| (path, r.contradictions())).filter(|(_, c)| !c.is_empty()).collect();
+    if bad.is_empty() {
+        return Ok(());
+    }
+    let mut text = format!("experiment {} holds records that contradict their own fingerprints; nothing was started.\n", dir.display());
+    for (path, contradictions) in &bad {
+        text.push_str(&format!("  {}:\n", path.display()));
+        for c in contradictions {
+            text.push_str(&format!("    {c}\n"));
+        }
+    }
+    text.push_str(
+        "A record whose own fields and fingerprint disagree (a harness bug or an edited file) is not data. Restore each file as the run wrote it, \
+         or move it and its transcript out of the experiment folder: the resume then reruns that session.",
+    );
+    anyhow::bail!(text)
+}
+
 /// Records of the experiment that this plan does not run (other tasks or servers) must still
 /// have been made under the same settings (outside the treatment and the per-task fields), or
 /// the experiment would mix them. Records of models the plan does not run are other cells.
@@ -231,21 +260,36 @@ fn check_other_records(others: BTreeMap<PathBuf, SessionRecord>, probes: &BTreeM
 }
 
 /// Moves the record at `path` (and its transcript) under `superseded/`, marked with why, so the
-/// rerun's record can take its place. Never deletes a record: the copy is written before the
-/// original goes, so a crash in between leaves both (and the next resume supersedes again, to
-/// the same file).
+/// rerun's record can take its place. Never deletes a record, and never leaves two copies of one:
+/// the record is marked in place (an atomic rewrite), then moved by one rename. A crash between
+/// the steps leaves the session in exactly one place — at its own path marked superseded, which
+/// the report refuses by name and the next resume moves on — so no report counts it twice.
 pub fn supersede(path: &Path, reason: &str) -> anyhow::Result<()> {
+    supersede_observed(path, reason, &mut || {})
+}
+
+/// [`supersede`], calling `after_each_step` after every change it makes on disk: where a crash
+/// could stop it (tests look at the folder there).
+pub fn supersede_observed(path: &Path, reason: &str, after_each_step: &mut dyn FnMut()) -> anyhow::Result<()> {
     let Some(mut record) = read_record(path)? else { return Ok(()) };
     let attempt = record.attempt.unwrap_or(1);
-    record.superseded = Some(records::session::Superseded { at: chrono::Utc::now(), reason: reason.to_owned() });
     let dir = path.parent().unwrap_or(Path::new(".")).join(SUPERSEDED);
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("record");
-    write_atomically(&dir.join(format!("{stem}.attempt{attempt}.json")), &serde_json::to_vec_pretty(&record)?)?;
+    // A record already marked was left by a move that stopped: its mark (when, why) stands.
+    if record.superseded.is_none() {
+        record.superseded = Some(records::session::Superseded { at: chrono::Utc::now(), reason: reason.to_owned() });
+        write_atomically(path, &serde_json::to_vec_pretty(&record)?)?;
+        after_each_step();
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let transcript = path.with_extension("transcript.jsonl");
     if transcript.is_file() {
         std::fs::rename(&transcript, dir.join(format!("{stem}.attempt{attempt}.transcript.jsonl")))?;
+        after_each_step();
     }
-    std::fs::remove_file(path)?;
+    let target = dir.join(format!("{stem}.attempt{attempt}.json"));
+    std::fs::rename(path, &target).with_context(|| format!("moving {} to {}", path.display(), target.display()))?;
+    after_each_step();
     Ok(())
 }
 

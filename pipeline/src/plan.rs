@@ -186,17 +186,17 @@ impl RunPlan {
             tasks.push(ModuleTasks { module: module.to_owned(), tasks: ts.into_iter().map(Arc::new).collect() });
         }
         if tasks.iter().all(|m| m.tasks.is_empty()) {
-            bail!("no task matches --tasks {:?} (see `pipeline list`)", args.tasks);
+            bail!("no task matches --tasks {:?} (see `{} list`)", args.tasks, crate::invoked::program());
         }
         match args.size[..] {
             [] => {}
             [size] => keep_size(&mut tasks, size)?,
-            _ => bail!("--size {:?} names several levels; a series of sizes is a sweep: `pipeline sweep … --size …`", args.size),
+            _ => bail!("--size {:?} names several levels; a series of sizes is a sweep: `{} sweep … --size …`", args.size, crate::invoked::program()),
         }
         let scale_override = match args.scale[..] {
             [] => None,
             [one] => Some(one),
-            _ => bail!("--scale {:?} names several levels; a series of levels is a sweep: `pipeline sweep … --scale …`", args.scale),
+            _ => bail!("--scale {:?} names several levels; a series of levels is a sweep: `{} sweep … --scale …`", args.scale, crate::invoked::program()),
         };
         if let Some(scale) = scale_override {
             override_scale(&mut tasks, scale);
@@ -400,7 +400,7 @@ fn select_servers(args: &RunArgs) -> anyhow::Result<Vec<&'static ServerEntry>> {
     }
     check_runnable(&out)?;
     if out.is_empty() {
-        bail!("nothing to run: give --mcp SERVER[,SERVER], --module MODULE or --all (see `pipeline servers`)");
+        bail!("nothing to run: give --mcp SERVER[,SERVER], --module MODULE or --all (see `{} servers`)", crate::invoked::program());
     }
     Ok(out)
 }
@@ -429,7 +429,7 @@ fn keep_size(tasks: &mut [ModuleTasks], size: u32) -> anyhow::Result<()> {
     }
     if tasks.iter().all(|m| m.tasks.is_empty()) {
         if families.is_empty() {
-            bail!("--size {size}: the selected tasks hold no task family (a folder with a family.toml); see `pipeline list`");
+            bail!("--size {size}: the selected tasks hold no task family (a folder with a family.toml); see `{} list`", crate::invoked::program());
         }
         let have: Vec<String> = families.iter().map(|(f, sizes)| format!("{f} has sizes {sizes:?}")).collect();
         bail!("--size {size}: no selected task family has that size ({})", have.join("; "));

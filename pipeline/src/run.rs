@@ -485,7 +485,7 @@ pub fn print_summary(s: &RunSummary) {
         eprintln!("{} earlier record(s) replaced; they are kept under superseded/", s.replaced);
     }
     eprintln!("records: {}", s.exp_dir.display());
-    let command = shell_words(&s.command);
+    let command = crate::invoked::shell_words(&s.command);
     if let Some(h) = &s.halt {
         eprintln!("STOPPED EARLY ({}): {}", h.kind, h.detail);
         eprintln!("resume with: {command}");
@@ -494,14 +494,6 @@ pub fn print_summary(s: &RunSummary) {
         eprintln!("rerun the invalid sessions with: {again}");
     }
     if s.halt.is_none() && s.ran + s.skipped > 0 {
-        eprintln!("next: pipeline aggregate --result-dir {}", s.exp_dir.display());
+        eprintln!("next: {}", crate::invoked::command(&format!("aggregate --result-dir {}", crate::invoked::shell_words(&[s.exp_dir.display().to_string()]))));
     }
-}
-
-/// The command line as a user could paste it (header values stay redacted).
-fn shell_words(args: &[String]) -> String {
-    args.iter()
-        .map(|a| if a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@".contains(c)) { a.clone() } else { format!("'{}'", a.replace('\'', "'\\''")) })
-        .collect::<Vec<_>>()
-        .join(" ")
 }

@@ -33,6 +33,15 @@ pub struct ServeArgs {
     /// Where the backend API answers.
     #[arg(long, env = "BACKEND_URL", default_value = DEFAULT_BACKEND_URL)]
     pub backend_url: String,
+    /// For `--transport http`: a browser origin allowed besides loopback (`https://app.example:443`,
+    /// `http://host:*`); repeatable, added to `MCPBENCH_ALLOWED_ORIGINS`. Requests with any other
+    /// `Origin` get 403.
+    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    pub allowed_origins: Vec<String>,
+    /// For `--transport http`: a `Host` accepted besides loopback (behind a proxy or in a
+    /// container); repeatable, added to `MCPBENCH_ALLOWED_HOSTS`.
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    pub allowed_hosts: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -131,5 +140,9 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let Some(entry) = servers::registry::find(&args.name) else {
         bail!("no server named {:?}; known servers: {}", args.name, servers::registry::names().join(", "));
     };
-    servers::transport::serve(entry, args.transport, SocketAddr::new(args.host, args.port), &args.backend_url).await
+    // The same settings as `mcp-bench-server`: the environment's, plus the flags'.
+    let mut options = servers::launch::HttpOptions::from_env();
+    options.allowed_origins.extend(args.allowed_origins);
+    options.allowed_hosts.extend(args.allowed_hosts);
+    servers::transport::serve_with(entry, args.transport, SocketAddr::new(args.host, args.port), &args.backend_url, options).await
 }

@@ -73,3 +73,68 @@ fn bench_toolcall_times_any_server_s_tool_and_names_the_flags_when_it_cannot_cho
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("--tool NAME --args JSON") && err.contains("list_backends"), "{err}");
 }
+
+/// The status line's code of an MCP `initialize` POSTed to `url` with `headers` (plain HTTP/1.1,
+/// so the test needs no client library).
+fn initialize_status(url: &str, headers: &[(&str, &str)]) -> u16 {
+    use std::io::{Read, Write};
+    let authority = url.strip_prefix("http://").and_then(|r| r.split('/').next()).unwrap();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"cli-test","version":"0"}}}"#;
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        request.push_str(&format!("Host: {authority}\r\n"));
+    }
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    let mut stream = std::net::TcpStream::connect(authority).unwrap();
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).unwrap();
+    let line = String::from_utf8_lossy(&head);
+    line.strip_prefix("HTTP/1.1 ").and_then(|r| r[..3].parse().ok()).unwrap_or_else(|| panic!("not an HTTP answer: {line:?}"))
+}
+
+#[test]
+fn serve_over_http_takes_allowed_origins_and_hosts_from_its_flags_and_the_environment() {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pipeline"))
+        .args(["serve", "wrapper", "--transport", "http", "--port", "0", "--backend-url", servers::manifest::NO_BACKEND])
+        .args(["--allowed-origin", "https://flag.example:443", "--allowed-host", "proxy.example"])
+        .env(servers::launch::ORIGINS_ENV, "https://env.example:8443")
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    let url = loop {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).unwrap() == 0 {
+            let _ = child.kill();
+            panic!("pipeline serve exited before listening: {seen}");
+        }
+        seen.push_str(&line);
+        if let Some(at) = line.find("listening on ") {
+            break line[at + "listening on ".len()..].trim().to_owned();
+        }
+    };
+    for (headers, status) in [
+        (vec![("Origin", "https://flag.example")], 200),
+        (vec![("Origin", "https://env.example:8443")], 200),
+        (vec![("Origin", "http://evil.example")], 403),
+        (vec![("Host", "proxy.example")], 200),
+        (vec![("Host", "evil.example")], 403),
+    ] {
+        assert_eq!(initialize_status(&url, &headers), status, "{headers:?}");
+    }
+    assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
+    assert!(child.wait().unwrap().success(), "the server did not stop cleanly on SIGTERM");
+}

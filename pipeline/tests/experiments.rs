@@ -83,9 +83,53 @@ fn records_without_a_fingerprint_are_never_counted_as_done() {
     let t = text(&out);
     assert_eq!(out.status.code(), Some(1), "{t}");
     assert!(t.contains("before records carried a plan fingerprint") && t.contains("lena_goes_on_leave__rep1.json"), "{t}");
-    // The report refuses to pool it with the newer record, too.
+    // The report refuses to pool it with the newer record, too: by name, with the way out, and
+    // writing nothing.
     let report = pipeline().args(["aggregate", "--result-dir"]).arg(&exp).output().unwrap();
-    assert_eq!(report.status.code(), Some(1), "{}", text(&report));
+    let t = text(&report);
+    assert_eq!(report.status.code(), Some(1), "{t}");
+    let newer = exp.join("oracle__wrapper").join("lena_goes_on_leave__rep1.json");
+    assert!(
+        t.contains(&format!("{} has a fingerprint and {} has none", newer.display(), path.display())) && t.contains("never pooled") && t.contains("--exp-name"),
+        "the named refusal: {t}"
+    );
+    assert!(!exp.join("report.md").exists() && !exp.join("summary.json").exists(), "a refused report writes nothing");
+}
+
+#[test]
+fn a_record_that_contradicts_its_own_fingerprint_stops_a_resume_and_the_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    assert_eq!(oracle_run(tmp.path(), &[]).status.code(), Some(0));
+    let exp = tmp.path().join("x");
+    // The record's own fields edited; its fingerprint still says what the run did.
+    let path = exp.join("oracle__orchestrator").join("lena_goes_on_leave__rep1.json");
+    let mut r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let commit = r["fingerprint"]["build_commit"].as_str().unwrap().to_owned();
+    let task_sha = r["fingerprint"]["task_sha256"].as_str().unwrap().to_owned();
+    r["world_scale"] = 2.into();
+    r["task_sha256"] = "edited".into();
+    r["git_commit"] = serde_json::Value::Null;
+    std::fs::write(&path, serde_json::to_vec_pretty(&r).unwrap()).unwrap();
+    let before = file_bytes(&exp);
+
+    let out = oracle_run(tmp.path(), &[]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(t.contains("contradict their own fingerprints; nothing was started") && t.contains(&path.display().to_string()), "names the file: {t}");
+    for field in [
+        "world_scale: the record says 2, its fingerprint 1".to_string(),
+        format!("task_sha256: the record says edited, its fingerprint {task_sha}"),
+        format!("git_commit: the record says unset, its fingerprint's build_commit {commit}"),
+    ] {
+        assert!(t.contains(&field), "names {field:?}: {t}");
+    }
+    assert_eq!(file_bytes(&exp), before, "a refused resume leaves the experiment exactly as it was");
+
+    let report = pipeline().args(["aggregate", "--result-dir"]).arg(&exp).output().unwrap();
+    let t = text(&report);
+    assert_eq!(report.status.code(), Some(1), "{t}");
+    assert!(t.contains("contradicts its own fingerprint") && t.contains("world_scale: the record says 2, its fingerprint 1"), "{t}");
+    assert_eq!(file_bytes(&exp), before, "a refused report writes nothing");
 }
 
 #[test]
@@ -182,9 +226,30 @@ fn a_sweep_runs_each_level_as_its_own_experiment_and_reads_off_the_crossover() {
         let (p, c) = (l["pattern"]["floor_estimated_input_tokens"].as_f64().unwrap(), l["control"]["floor_estimated_input_tokens"].as_f64().unwrap());
         assert_eq!(l["cost_difference"].as_f64().unwrap(), p - c, "the oracle's cost is its floor");
     }
-    assert!(["at", "from_the_start", "none_in_range"].contains(&report["crossover"]["kind"].as_str().unwrap()), "{report}");
+    // The level data decide the one right crossover: the smallest level from which the pattern's
+    // floor stays below the control's.
+    let below: Vec<bool> = report["levels"].as_array().unwrap().iter().map(|l| l["cost_difference"].as_f64().unwrap() < 0.0).collect();
+    let (expected, sentence) = match below[..] {
+        [true, true] => (serde_json::json!({"kind": "from_the_start", "from": 1}), "is below the control's from scale 1, the smallest level run"),
+        [false, true] => (serde_json::json!({"kind": "at", "from": 2, "after": 1}), "falls below the control's between scale 1 and scale 2"),
+        _ => (serde_json::json!({"kind": "none_in_range"}), "no crossover in range"),
+    };
+    assert_eq!(report["crossover"], expected, "{report}");
     let md = std::fs::read_to_string(sweep.join("sweep.md")).unwrap();
-    assert!(md.contains("**Crossover:**") && md.contains("| 1 | pattern |") && md.contains("| 2 | control |"), "{md}");
+    let crossover_line = md.lines().find(|l| l.starts_with("**Crossover:**")).unwrap_or_else(|| panic!("{md}"));
+    assert!(crossover_line.contains(sentence), "{crossover_line}");
+    // Each level's rows carry that level's figures: the pattern row its difference per session,
+    // the control row none.
+    for l in report["levels"].as_array().unwrap() {
+        let level = l["scale"].as_u64().unwrap();
+        let row = |arm: &str, server: &str| {
+            let start = format!("| {level} | {arm} | {server} | {n} / {n} | 100%", n = common::task_count("tool_orchestrator"));
+            md.lines().find(|r| r.starts_with(&start)).unwrap_or_else(|| panic!("no row {start:?}: {md}")).to_owned()
+        };
+        let per = l["cost_difference_per_session"].as_f64().unwrap();
+        assert!(row("pattern", "orchestrator").ends_with(&format!("| {per:.1} |")), "{}", row("pattern", "orchestrator"));
+        assert!(row("control", "wrapper").ends_with("|  |"), "{}", row("control", "wrapper"));
+    }
     assert!(md.contains("![cost by scale](sweep.svg)"), "{md}");
     let svg = std::fs::read_to_string(sweep.join("sweep.svg")).unwrap();
     assert!(svg.contains("orchestrator (pattern)") && svg.contains("wrapper (control)") && svg.contains("world scale"), "the chart names its arms and axis");

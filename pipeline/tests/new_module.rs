@@ -322,7 +322,8 @@ fn the_scaffolded_module_compiles_and_passes_the_gates() {
     let manifests = run_test(&test_executable(&messages, "servers", "test", "manifest"), &ws.join("servers"), &[]).unwrap_or_else(|e| panic!("{e}"));
     assert!(manifests.contains("0 failed"), "{manifests}");
     let cli = run_test(&test_executable(&messages, "pipeline", "test", "cli"), &ws.join("pipeline"), &[]).unwrap_or_else(|e| panic!("{e}"));
-    assert!(cli.contains("3 passed; 0 failed"), "{cli}");
+    // Every listing test passes (their count changes as tests are added; none may fail).
+    assert!(cli.contains("test result: ok.") && cli.contains(" passed; 0 failed"), "{cli}");
 
     let bin = target.join(profile).join("pipeline");
     let list = Command::new(&bin).args(["list", "--json"]).current_dir(&ws).output().unwrap();

@@ -23,6 +23,11 @@ fn oracle_run_writes_paired_records_and_resume_skips_them() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let exp = tmp.path().join("e");
+    // The suggested next step names the binary as it was invoked (this test's path to it, as
+    // `cargo run` passes its own), never a bare `pipeline` that may not be on PATH.
+    let log = String::from_utf8_lossy(&out.stderr);
+    let next = log.lines().find_map(|l| l.strip_prefix("next: ")).unwrap_or_else(|| panic!("no next step: {log}")).to_owned();
+    assert_eq!(next, format!("{} aggregate --result-dir {}", env!("CARGO_BIN_EXE_pipeline"), exp.display()));
     let recs = records(&exp);
     // Every task of the module (its eight and its families' sizes) × 2 arms × k 2.
     let tasks = common::task_count("tool_orchestrator");
@@ -60,8 +65,9 @@ fn oracle_run_writes_paired_records_and_resume_skips_them() {
     assert!(log.contains(&format!("{} already recorded, 0 to run", tasks * 4)), "{log}");
     assert_eq!(records(&exp).len(), tasks * 4);
 
-    // The report reads only these records and puts attrition before anything else.
-    let report = pipeline().args(["aggregate", "--result-dir"]).arg(&exp).output().unwrap();
+    // The report reads only these records and puts attrition before anything else. It runs as
+    // the run printed it: pasted into a shell.
+    let report = Command::new("sh").arg("-c").arg(&next).env_remove("DATABASE_URL").current_dir(env!("CARGO_MANIFEST_DIR")).output().unwrap();
     assert!(report.status.success(), "{}", String::from_utf8_lossy(&report.stderr));
     let md = String::from_utf8_lossy(&report.stdout);
     let attrition = md.find("Attrition").expect("an attrition section");
@@ -87,20 +93,81 @@ fn resume_after_kill_9_completes_without_duplicates() {
     }
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
-    let partial = records(&exp).len();
+    // What the killed run recorded, byte for byte (records are written whole or not at all).
+    let before = record_files(&exp);
+    let partial = before.len();
+    assert_eq!(partial, records(&exp).len());
     // Both arms of every task of every module, one rep (80 for the five shipped modules).
     let expected = 2 * servers::registry::modules().iter().map(|m| tasks::load_module(&tasks::default_tasks_dir(), m).unwrap().len()).sum::<usize>();
     assert!(partial >= 10 && partial < expected, "{partial}");
 
     let out = pipeline().args(args).arg(tmp.path()).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    // The resume skipped exactly what was recorded before the kill and ran only the rest...
+    assert!(log.contains(&format!("{expected} sessions planned, {partial} already recorded, {} to run", expected - partial)), "{log}");
+    let after = record_files(&exp);
+    for (path, bytes) in &before {
+        assert_eq!(after.get(path), Some(bytes), "{} was rerun or rewritten by the resume", path.display());
+    }
+    // ...and no session ran twice: nothing was replaced, every record is its session's first attempt.
     let all = records(&exp);
     assert_eq!(all.len(), expected, "modules × 2 arms × tasks × 1 rep");
-    let mut keys: Vec<String> = all.iter().map(|r| format!("{}/{}/{}", r["server"], r["task"], r["rep"])).collect();
-    keys.sort();
-    keys.dedup();
-    assert_eq!(keys.len(), expected, "no session recorded twice");
+    assert!(common::all_files(&exp).iter().all(|(p, _)| !p.to_string_lossy().contains("/superseded/")), "a record was replaced");
+    assert!(all.iter().all(|r| r["attempt"] == 1), "a session ran twice");
     assert!(all.iter().all(|r| r["validity"]["class"] == "valid" && r["verifier"]["verdict"] == "passed"));
+}
+
+/// Every session record under `exp` (not transcripts, manifests or reports), with its bytes.
+fn record_files(exp: &std::path::Path) -> std::collections::BTreeMap<std::path::PathBuf, Vec<u8>> {
+    common::all_files(exp)
+        .into_iter()
+        .filter(|(p, _)| p.file_name().is_some_and(|n| n.to_string_lossy().contains("__rep") && n.to_string_lossy().ends_with(".json")))
+        .collect()
+}
+
+/// A run stopped at any step of replacing a record leaves the session in one place: the report
+/// counts it once or refuses the folder by name, never counts it twice; a resume finishes the move.
+#[test]
+fn a_replacement_stopped_at_any_step_never_counts_a_session_twice() {
+    let tmp = tempfile::tempdir().unwrap();
+    let args = ["--module", "tool_orchestrator", "--tasks", "lena_goes_on_leave", "--models", "oracle", "--exp-name", "s", "--results-dir"];
+    let run = || pipeline().args(args).arg(tmp.path()).output().unwrap();
+    assert!(run().status.success());
+    let exp = tmp.path().join("s");
+    let path = exp.join("oracle__orchestrator").join("lena_goes_on_leave__rep1.json");
+    let mut steps = 0;
+    let mut look = || {
+        steps += 1;
+        match aggregate::load_experiment(&exp).and_then(|e| aggregate::report_from(&e, None, &aggregate::Options::default())) {
+            Err(e) => assert!(e.to_string().contains("lena_goes_on_leave__rep1"), "after step {steps}, a refusal names the record: {e}"),
+            Ok(rep) => {
+                let row = rep.summary.attrition.iter().find(|r| r.server == "orchestrator").unwrap();
+                assert_eq!(row.attempts, 1, "after step {steps}, one session is counted {} times", row.attempts);
+            }
+        }
+    };
+    pipeline::experiment::supersede_observed(&path, "test", &mut look).unwrap();
+    assert!(steps >= 2, "{steps}");
+    assert!(!path.exists() && exp.join("oracle__orchestrator/superseded/lena_goes_on_leave__rep1.attempt1.json").is_file());
+
+    // Stopped right after marking the other arm's record in place: the resume reruns that
+    // session and completes the move; the report then counts one replaced attempt per arm.
+    let other = exp.join("oracle__wrapper").join("lena_goes_on_leave__rep1.json");
+    let mut r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&other).unwrap()).unwrap();
+    r["superseded"] = serde_json::json!({"at": "2026-12-01T00:00:00Z", "reason": "rerun on resume: the earlier attempt was interrupted"});
+    std::fs::write(&other, serde_json::to_vec_pretty(&r).unwrap()).unwrap();
+    let out = run();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && log.contains("0 already recorded, 2 to run"), "{log}");
+    let moved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(exp.join("oracle__wrapper/superseded/lena_goes_on_leave__rep1.attempt1.json")).unwrap()).unwrap();
+    assert_eq!(moved["superseded"]["reason"], "rerun on resume: the earlier attempt was interrupted", "the mark it was left with stands");
+    let fresh: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&other).unwrap()).unwrap();
+    assert!(fresh["superseded"].is_null() && fresh["attempt"] == 2, "{fresh}");
+    let rep = aggregate::report(&exp, None, &aggregate::Options::default()).unwrap();
+    assert_eq!(rep.summary.run.superseded, 2);
+    assert!(rep.summary.attrition.iter().all(|r| r.attempts == 2 && r.attempted == 1), "{:?}", rep.summary.attrition);
 }
 
 #[test]

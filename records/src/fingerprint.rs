@@ -81,6 +81,19 @@ impl Fingerprint {
         crate::sha256_hex(&serde_json::to_vec(self).expect("a fingerprint serialises"))
     }
 
+    /// Whether `sha` is this fingerprint's hash as some version of the harness wrote it: the
+    /// canonical form of [`Self::sha256`], or — for a fingerprint without a `--scale` choice —
+    /// the form written before `world_scale_override` existed, which left the field out (it
+    /// now serialises as `null`, so the same plan hashes differently today).
+    pub fn hashes_to(&self, sha: &str) -> bool {
+        let canonical = serde_json::to_string(self).expect("a fingerprint serialises");
+        if crate::sha256_hex(canonical.as_bytes()) == sha {
+            return true;
+        }
+        // Compact JSON escapes every quote inside a string, so this text is only ever the field.
+        self.world_scale_override.is_none() && crate::sha256_hex(canonical.replacen(",\"world_scale_override\":null", "", 1).as_bytes()) == sha
+    }
+
     /// Every field in which `self` and `other` differ, in declaration order.
     pub fn differences(&self, other: &Self) -> Vec<FieldDifference> {
         self.differences_outside(other, &[])
@@ -239,6 +252,21 @@ mod tests {
         let today = Fingerprint { dialect: Some(Dialect::Compatible), temperature: Some(Temperature::ProviderDefault), ..read.clone() };
         let fields: Vec<String> = read.differences(&today).iter().map(ToString::to_string).collect();
         assert_eq!(fields, ["temperature: 0.0 vs provider_default", "dialect: unset vs compatible"]);
+    }
+
+    #[test]
+    fn a_hash_matches_the_fingerprint_as_it_was_written_then_or_now() {
+        let f = sample();
+        assert!(f.hashes_to(&f.sha256()));
+        assert!(!f.hashes_to(&Fingerprint { world_scale: 2, ..sample() }.sha256()));
+        // A fingerprint written before `world_scale_override` existed, with the hash written then.
+        let old = r#"{"model_id":"m","provider":"openai_compatible","temperature":0.0,"max_tokens":null,"seed":7,"base_url":"http://127.0.0.1:1/v1","transport":"stdio","world_seed":42,"world_scale":1,"task_sha256":"t","turn_cap":12,"manifest_sha256":"m1","system_prompt_sha256":"p","build_commit":"c","build_dirty":false,"preflight_skipped":false}"#;
+        let read: Fingerprint = serde_json::from_str(old).unwrap();
+        assert_ne!(read.sha256(), crate::sha256_hex(old.as_bytes()), "today's canonical form writes the field");
+        assert!(read.hashes_to(&crate::sha256_hex(old.as_bytes())));
+        // That older form exists only for a fingerprint with no `--scale` choice.
+        let scaled = Fingerprint { world_scale_override: Some(1), ..read };
+        assert!(!scaled.hashes_to(&crate::sha256_hex(old.as_bytes())));
     }
 
     #[test]

@@ -21,7 +21,7 @@ pub use model::{Dialect, MaxTokensParam, Temperature};
 pub use outcome::{
     CallKind, FailedTurn, InvalidReason, Offered, OracleFloor, ProviderExtras, ToolCallRecord, TurnRecord, Usage, Validity, Verdict, VerifierOutcome,
 };
-pub use session::{Auth, ExternalArmRecord, HarnessTimings, ModelSpec, SCHEMA_VERSION, ServerInfo, SessionRecord, Totals};
+pub use session::{Auth, Contradiction, ExternalArmRecord, HarnessTimings, ModelSpec, SCHEMA_VERSION, ServerInfo, SessionRecord, Totals};
 
 use serde::{Deserialize, Serialize};
 

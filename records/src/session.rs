@@ -221,12 +221,99 @@ impl SessionRecord {
     pub fn passed(&self) -> bool {
         self.verifier.as_ref().is_some_and(|v| v.verdict == crate::Verdict::Passed)
     }
+
+    /// Where the record contradicts its own fingerprint: every field it holds twice (in its own
+    /// fields and in [`Self::fingerprint`]) whose two values differ, and a
+    /// [`Self::fingerprint_sha256`] that is not the fingerprint's hash. The harness writes both
+    /// from one plan, so any entry means a harness bug or an edited file: such a record is not
+    /// data, and is refused rather than compared by either half. Empty for a record written
+    /// before fingerprints (it holds nothing twice).
+    pub fn contradictions(&self) -> Vec<Contradiction> {
+        let Some(fp) = &self.fingerprint else { return Vec::new() };
+        let mut out = Vec::new();
+        let mut pair = |field: &'static str, in_fingerprint: &'static str, record: serde_json::Value, fingerprint: serde_json::Value| {
+            if record != fingerprint {
+                out.push(Contradiction { field, in_fingerprint, record: show(&record), fingerprint: show(&fingerprint) });
+            }
+        };
+        let m = &self.model;
+        pair("model.id", "model_id", j(&m.id), j(&fp.model_id));
+        pair("model.provider", "provider", j(&m.provider), j(&fp.provider));
+        pair("model.temperature", "temperature", j(&m.temperature), j(&fp.temperature));
+        pair("model.max_tokens", "max_tokens", j(&m.max_tokens), j(&fp.max_tokens));
+        pair("model.seed", "seed", j(&m.seed), j(&fp.seed));
+        pair("model.dialect", "dialect", j(&m.dialect), j(&fp.dialect));
+        pair("model.max_tokens_param", "max_tokens_param", j(&m.max_tokens_param), j(&fp.max_tokens_param));
+        pair("model.reasoning_effort", "reasoning_effort", j(&m.reasoning_effort), j(&fp.reasoning_effort));
+        pair("world_seed", "world_seed", j(&self.world_seed), j(&fp.world_seed));
+        pair("world_scale", "world_scale", j(&self.world_scale), j(&fp.world_scale));
+        pair("task_sha256", "task_sha256", j(&self.task_sha256), j(&fp.task_sha256));
+        pair("turn_cap", "turn_cap", j(&self.turn_cap), j(&fp.turn_cap));
+        pair("manifest_sha256", "manifest_sha256", j(&self.manifest_sha256), j(&fp.manifest_sha256));
+        pair("external_arm.sha256", "arm_sha256", j(&self.external_arm.as_ref().map(|a| &a.sha256)), j(&fp.arm_sha256));
+        pair("system_prompt_sha256", "system_prompt_sha256", j(&self.system_prompt_sha256), j(&fp.system_prompt_sha256));
+        pair("git_commit", "build_commit", j(&self.git_commit), j(&fp.build_commit));
+        pair("git_dirty", "build_dirty", j(&self.git_dirty), j(&fp.build_dirty));
+        // A fingerprinted record has always recorded its transport: null here is a contradiction too.
+        pair("transport", "transport", j(&self.transport), j(&Some(fp.transport)));
+        let hash_ok = self.fingerprint_sha256.as_deref().is_some_and(|sha| fp.hashes_to(sha));
+        if !hash_ok {
+            out.push(Contradiction {
+                field: "fingerprint_sha256",
+                in_fingerprint: SHA256_OF_FINGERPRINT,
+                record: self.fingerprint_sha256.clone().unwrap_or_else(|| "unset".into()),
+                fingerprint: fp.sha256(),
+            });
+        }
+        out
+    }
+}
+
+/// [`Contradiction::in_fingerprint`] for a `fingerprint_sha256` that is not the fingerprint's hash.
+pub const SHA256_OF_FINGERPRINT: &str = "(its sha256)";
+
+/// One field a record holds twice with two values (see [`SessionRecord::contradictions`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Contradiction {
+    /// The record's own field (`model.temperature`, `git_commit`, `fingerprint_sha256`).
+    pub field: &'static str,
+    /// The same field's name in the fingerprint (`temperature`, `build_commit`), or
+    /// [`SHA256_OF_FINGERPRINT`].
+    pub in_fingerprint: &'static str,
+    pub record: String,
+    pub fingerprint: String,
+}
+
+impl std::fmt::Display for Contradiction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.in_fingerprint == SHA256_OF_FINGERPRINT {
+            write!(f, "fingerprint_sha256: the record says {}, but its fingerprint hashes to {}", self.record, self.fingerprint)
+        } else if self.field == self.in_fingerprint {
+            write!(f, "{}: the record says {}, its fingerprint {}", self.field, self.record, self.fingerprint)
+        } else {
+            write!(f, "{}: the record says {}, its fingerprint's {} {}", self.field, self.record, self.in_fingerprint, self.fingerprint)
+        }
+    }
+}
+
+fn show(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Null => "unset".into(),
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A field as JSON, so both halves of a pair compare (and print) as the record file spells them.
+fn j<T: Serialize>(x: &T) -> serde_json::Value {
+    serde_json::to_value(x).expect("a record field serialises")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::Usage;
+    use crate::{Dialect, MaxTokensParam};
 
     fn turns(usages: Vec<Usage>) -> Vec<TurnRecord> {
         usages
@@ -242,6 +329,151 @@ mod tests {
                 extras: Default::default(),
             })
             .collect()
+    }
+
+    /// A record whose own fields agree with its fingerprint, as the harness writes one.
+    fn consistent() -> SessionRecord {
+        let t = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+        let model = ModelSpec {
+            id: "m".into(),
+            provider: Provider::OpenAiCompatible,
+            temperature: Some(Temperature::Value(0.0)),
+            max_tokens: Some(100),
+            seed: Some(7),
+            dialect: Some(Dialect::Openai),
+            max_tokens_param: Some(MaxTokensParam::MaxCompletionTokens),
+            reasoning_effort: Some("low".into()),
+        };
+        let fp = Fingerprint {
+            model_id: "m".into(),
+            provider: Provider::OpenAiCompatible,
+            temperature: model.temperature,
+            max_tokens: model.max_tokens,
+            seed: model.seed,
+            dialect: model.dialect,
+            max_tokens_param: model.max_tokens_param,
+            reasoning_effort: model.reasoning_effort.clone(),
+            base_url: Some("http://127.0.0.1:1/v1".into()),
+            transport: Transport::Stdio,
+            world_seed: 42,
+            world_scale: 1,
+            world_scale_override: None,
+            task_sha256: "t".into(),
+            turn_cap: 12,
+            manifest_sha256: "m1".into(),
+            arm_sha256: None,
+            system_prompt_sha256: Some("p".into()),
+            build_commit: Some("c".into()),
+            build_dirty: Some(false),
+            preflight_skipped: false,
+        };
+        SessionRecord {
+            schema_version: SCHEMA_VERSION,
+            experiment: "e".into(),
+            module: "mod".into(),
+            server: "s".into(),
+            role: Role::Pattern,
+            task: "t".into(),
+            task_sha256: "t".into(),
+            rep: 1,
+            arm_position: 1,
+            model,
+            auth: None,
+            manifest_sha256: "m1".into(),
+            system_prompt_sha256: Some("p".into()),
+            git_commit: Some("c".into()),
+            git_dirty: Some(false),
+            world_seed: 42,
+            world_scale: 1,
+            transport: Some(Transport::Stdio),
+            fingerprint_sha256: Some(fp.sha256()),
+            fingerprint: Some(fp),
+            attempt: Some(1),
+            started_at: t,
+            ended_at: t,
+            turn_cap: 12,
+            turn_cap_hit: false,
+            context_exceeded: false,
+            tool_call_as_text: false,
+            unparseable_output: false,
+            turns: 0,
+            turn_records: vec![],
+            totals: Totals::default(),
+            provider_retries: Some(0),
+            failed_turn: None,
+            tool_calls: vec![],
+            offered: Offered::default(),
+            final_answer: None,
+            verifier: None,
+            validity: Validity::Valid,
+            oracle: None,
+            cost_usd: None,
+            harness: HarnessTimings::default(),
+            server_info: None,
+            external_arm: None,
+            superseded: None,
+        }
+    }
+
+    #[test]
+    fn every_field_held_twice_is_compared_with_the_fingerprint() {
+        assert_eq!(consistent().contradictions(), vec![], "the harness's own record agrees with itself");
+        type Edit = fn(&mut SessionRecord);
+        let cases: Vec<(&str, Edit, &str)> = vec![
+            ("model.id", |r| r.model.id = "n".into(), "model.id: the record says n, its fingerprint's model_id m"),
+            ("model.provider", |r| r.model.provider = Provider::Oracle, "model.provider: the record says oracle, its fingerprint's provider openai_compatible"),
+            (
+                "model.temperature",
+                |r| r.model.temperature = Some(Temperature::ProviderDefault),
+                "model.temperature: the record says provider_default, its fingerprint's temperature 0.0",
+            ),
+            ("model.max_tokens", |r| r.model.max_tokens = None, "model.max_tokens: the record says unset, its fingerprint's max_tokens 100"),
+            ("model.seed", |r| r.model.seed = Some(8), "model.seed: the record says 8, its fingerprint's seed 7"),
+            ("model.dialect", |r| r.model.dialect = Some(Dialect::Azure), "model.dialect: the record says azure, its fingerprint's dialect openai"),
+            (
+                "model.max_tokens_param",
+                |r| r.model.max_tokens_param = Some(MaxTokensParam::MaxTokens),
+                "model.max_tokens_param: the record says max_tokens, its fingerprint's max_tokens_param max_completion_tokens",
+            ),
+            (
+                "model.reasoning_effort",
+                |r| r.model.reasoning_effort = None,
+                "model.reasoning_effort: the record says unset, its fingerprint's reasoning_effort low",
+            ),
+            ("world_seed", |r| r.world_seed = 1, "world_seed: the record says 1, its fingerprint 42"),
+            ("world_scale", |r| r.world_scale = 2, "world_scale: the record says 2, its fingerprint 1"),
+            ("task_sha256", |r| r.task_sha256 = "u".into(), "task_sha256: the record says u, its fingerprint t"),
+            ("turn_cap", |r| r.turn_cap = 3, "turn_cap: the record says 3, its fingerprint 12"),
+            ("manifest_sha256", |r| r.manifest_sha256 = "m2".into(), "manifest_sha256: the record says m2, its fingerprint m1"),
+            ("system_prompt_sha256", |r| r.system_prompt_sha256 = None, "system_prompt_sha256: the record says unset, its fingerprint p"),
+            ("git_commit", |r| r.git_commit = None, "git_commit: the record says unset, its fingerprint's build_commit c"),
+            ("git_dirty", |r| r.git_dirty = Some(true), "git_dirty: the record says true, its fingerprint's build_dirty false"),
+            ("transport", |r| r.transport = Some(Transport::Http), "transport: the record says http, its fingerprint stdio"),
+            ("transport", |r| r.transport = None, "transport: the record says unset, its fingerprint stdio"),
+        ];
+        for (field, edit, text) in cases {
+            let mut r = consistent();
+            edit(&mut r);
+            let c = r.contradictions();
+            assert_eq!(c.len(), 1, "{field}: {c:?}");
+            assert_eq!((c[0].field, c[0].to_string().as_str()), (field, text));
+        }
+        // The hash: edited, missing, or stale after the fingerprint itself was edited.
+        let mut r = consistent();
+        r.fingerprint_sha256 = Some("beef".into());
+        assert_eq!(
+            r.contradictions()[0].to_string(),
+            format!("fingerprint_sha256: the record says beef, but its fingerprint hashes to {}", r.fingerprint.as_ref().unwrap().sha256())
+        );
+        r.fingerprint_sha256 = None;
+        assert_eq!(r.contradictions()[0].record, "unset");
+        let mut r = consistent();
+        r.fingerprint.as_mut().unwrap().base_url = Some("http://elsewhere/v1".into());
+        assert_eq!(r.contradictions().iter().map(|c| c.field).collect::<Vec<_>>(), ["fingerprint_sha256"]);
+        // A record from before fingerprints holds nothing twice.
+        let mut old = consistent();
+        (old.fingerprint, old.fingerprint_sha256, old.world_scale) = (None, None, 9);
+        assert!(old.contradictions().is_empty());
     }
 
     #[test]

@@ -180,18 +180,36 @@ pub fn fingerprint_of(r: &SessionRecord) -> Fingerprint {
     }
 }
 
-/// `r` with its fingerprint (and the fingerprint's sha256) set.
-pub fn fingerprinted(mut r: SessionRecord) -> SessionRecord {
+/// `r` with its fingerprint (and the fingerprint's sha256) set, and the fields it holds twice
+/// made to agree with it, as the harness writes a record.
+pub fn fingerprinted(r: SessionRecord) -> SessionRecord {
     let fp = fingerprint_of(&r);
-    r.fingerprint_sha256 = Some(fp.sha256());
-    r.fingerprint = Some(fp);
-    r
+    under(r, fp)
 }
 
-/// `r` with its fingerprint changed by `f`.
+/// `r` under the plan `f` changes its fingerprint to: the record's own copies of the changed
+/// fields change with it, so it stays a record the harness could have written.
 pub fn with_fingerprint(r: SessionRecord, f: impl FnOnce(&mut Fingerprint)) -> SessionRecord {
-    let mut r = fingerprinted(r);
-    f(r.fingerprint.as_mut().unwrap());
+    let mut fp = fingerprint_of(&r);
+    f(&mut fp);
+    under(r, fp)
+}
+
+/// `r` carrying `fp`: every field the record holds twice copied from it, its hash set.
+fn under(mut r: SessionRecord, fp: Fingerprint) -> SessionRecord {
+    r.model.id = fp.model_id.clone();
+    r.model.provider = fp.provider;
+    r.model.temperature = fp.temperature;
+    r.model.max_tokens = fp.max_tokens;
+    r.model.seed = fp.seed;
+    r.model.dialect = fp.dialect;
+    r.model.max_tokens_param = fp.max_tokens_param;
+    r.model.reasoning_effort = fp.reasoning_effort.clone();
+    (r.world_seed, r.world_scale, r.task_sha256, r.turn_cap) = (fp.world_seed, fp.world_scale, fp.task_sha256.clone(), fp.turn_cap);
+    (r.manifest_sha256, r.system_prompt_sha256) = (fp.manifest_sha256.clone(), fp.system_prompt_sha256.clone());
+    (r.git_commit, r.git_dirty, r.transport) = (fp.build_commit.clone(), fp.build_dirty, Some(fp.transport));
+    r.fingerprint_sha256 = Some(fp.sha256());
+    r.fingerprint = Some(fp);
     r
 }
 
