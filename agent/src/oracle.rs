@@ -27,12 +27,27 @@ pub fn estimated_input_tokens(fixed_bytes: usize, calls: &[(usize, usize)]) -> u
     (((n + 1) * fixed_bytes + history) / 4) as u64
 }
 
+/// Connects and lists what the server offers; on failure, what went wrong and the server's stderr.
+async fn connect_and_list(
+    conn: &ServerConnection,
+) -> Result<(crate::mcp::Client, crate::mcp::ServerProcess, Option<records::ServerInfo>, Toolbox), (String, crate::mcp::StderrTail)> {
+    let (client, server) = crate::mcp::connect(conn).await.map_err(|e| (e.to_string(), crate::mcp::StderrTail::default()))?;
+    match Toolbox::from_server(&client).await {
+        Ok(toolbox) => {
+            let info = crate::mcp::server_info(&client);
+            Ok((client, server, info, toolbox))
+        }
+        Err(e) => {
+            let _ = client.cancel().await;
+            Err((e.to_string(), server.stderr.clone()))
+        }
+    }
+}
+
 /// Runs `plan` through the server at `conn` and reports it as a session.
 pub async fn run(conn: &ServerConnection, task_text: &str, plan: &tasks::OraclePlan) -> SessionOutcome {
     let started_at = Utc::now();
     let mut transcript = vec![json!({ "event": "start", "provider": PROVIDER, "task": task_text })];
-    let mut server_info = None;
-    let mut server = crate::mcp::ServerProcess::default();
     let finish =
         |validity: Validity, tool_calls: Vec<ToolCallRecord>, final_answer, offered, oracle, transcript, server_info, stderr: &crate::mcp::StderrTail| {
             SessionOutcome {
@@ -55,39 +70,10 @@ pub async fn run(conn: &ServerConnection, task_text: &str, plan: &tasks::OracleP
                 transcript,
             }
         };
-    let client = match crate::mcp::connect(conn).await {
-        Ok((c, process)) => {
-            server_info = crate::mcp::server_info(&c);
-            server = process;
-            c
-        }
-        Err(e) => {
-            return finish(
-                Validity::invalid(InvalidReason::McpTransport, e.to_string()),
-                vec![],
-                None,
-                Default::default(),
-                None,
-                transcript,
-                server_info.clone(),
-                &server.stderr,
-            );
-        }
-    };
-    let toolbox = match Toolbox::from_server(&client).await {
-        Ok(t) => t,
-        Err(e) => {
-            let _ = client.cancel().await;
-            return finish(
-                Validity::invalid(InvalidReason::McpTransport, e.to_string()),
-                vec![],
-                None,
-                Default::default(),
-                None,
-                transcript,
-                server_info.clone(),
-                &server.stderr,
-            );
+    let (client, server, server_info, toolbox) = match connect_and_list(conn).await {
+        Ok(connected) => connected,
+        Err((detail, stderr)) => {
+            return finish(Validity::invalid(InvalidReason::McpTransport, detail), vec![], None, Default::default(), None, transcript, None, &stderr);
         }
     };
     let report = tasks::replay(plan, &client).await;

@@ -44,32 +44,11 @@ pub struct RunArgs {
     /// Name of the environment variable holding the API key (the key itself is never written).
     #[arg(long, default_value = "OPENAI_API_KEY")]
     pub api_key_env: String,
-    /// Sampling temperature, pinned for the whole experiment: a number, or `default` to send
-    /// none and let the provider sample at its own default (reasoning models accept no other).
-    #[arg(long, default_value = "default", value_parser = Temperature::parse)]
-    pub temperature: Temperature,
-    /// Most tokens per model response (sent under the name the endpoint's dialect uses; nothing
-    /// is sent without it).
-    #[arg(long)]
-    pub max_tokens: Option<u32>,
+    #[command(flatten)]
+    pub asking: AskingFlags,
     /// Sampling seed, where the provider supports one.
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Reasoning effort, sent with every request as the endpoint's dialect expects it (e.g.
-    /// `low`, `medium`, `high`; the words are the provider's). Unset, none is sent and the
-    /// model's own default applies.
-    #[arg(long)]
-    pub reasoning_effort: Option<String>,
-    /// Whose rules the endpoint follows: how the key, the limit and the effort are sent.
-    /// Default: from the --base-url host (api.openai.com → openai, *.openai.azure.com → azure,
-    /// api.anthropic.com → anthropic, generativelanguage.googleapis.com → gemini,
-    /// openrouter.ai → openrouter; anything else → compatible).
-    #[arg(long, value_enum)]
-    pub dialect: Option<Dialect>,
-    /// The name under which --max-tokens goes out, when the dialect's choice is wrong for the
-    /// endpoint (a gateway in front of a reasoning model: max_completion_tokens).
-    #[arg(long, value_enum)]
-    pub max_tokens_param: Option<MaxTokensParam>,
     /// Seconds before one model request times out (it is then retried, bounded).
     #[arg(long, default_value_t = 120)]
     pub request_timeout_secs: u64,
@@ -95,6 +74,35 @@ pub struct RunArgs {
     /// Stop the run when this many sessions in a row are invalid for the same reason.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_consecutive_invalid: u32,
+}
+
+/// How a model is asked, beside its seed: shared by runs from flags and `freeze`, so both take
+/// the same words and defaults.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AskingFlags {
+    /// Sampling temperature, pinned for the whole experiment: a number, or `default` to send
+    /// none and let the provider sample at its own default (reasoning models accept no other).
+    #[arg(long, default_value = "default", value_parser = Temperature::parse)]
+    pub temperature: Temperature,
+    /// Most tokens per model response (sent under the name the endpoint's dialect uses; nothing
+    /// is sent without it).
+    #[arg(long)]
+    pub max_tokens: Option<u32>,
+    /// Reasoning effort, sent with every request as the endpoint's dialect expects it (e.g.
+    /// `low`, `medium`, `high`; the words are the provider's). Unset, none is sent and the
+    /// model's own default applies.
+    #[arg(long)]
+    pub reasoning_effort: Option<String>,
+    /// Whose rules the endpoint follows: how the key, the limit and the effort are sent.
+    /// Default: from the --base-url host (api.openai.com → openai, *.openai.azure.com → azure,
+    /// api.anthropic.com → anthropic, generativelanguage.googleapis.com → gemini,
+    /// openrouter.ai → openrouter; anything else → compatible).
+    #[arg(long, value_enum)]
+    pub dialect: Option<Dialect>,
+    /// The name under which --max-tokens goes out, when the dialect's choice is wrong for the
+    /// endpoint (a gateway in front of a reasoning model: max_completion_tokens).
+    #[arg(long, value_enum)]
+    pub max_tokens_param: Option<MaxTokensParam>,
 }
 
 pub fn parse_header(s: &str) -> Result<(String, String), String> {

@@ -474,12 +474,12 @@ fn models_from_flags(args: &RunArgs) -> anyhow::Result<Vec<ModelPlan>> {
         }
         let settings = ModelSettings {
             id: id.clone(),
-            temperature: args.temperature,
-            max_tokens: args.max_tokens,
+            temperature: args.asking.temperature,
+            max_tokens: args.asking.max_tokens,
             seed: args.seed,
-            reasoning_effort: args.reasoning_effort.clone(),
-            dialect: args.dialect,
-            max_tokens_param: args.max_tokens_param,
+            reasoning_effort: args.asking.reasoning_effort.clone(),
+            dialect: args.asking.dialect,
+            max_tokens_param: args.asking.max_tokens_param,
         };
         let endpoint = Endpoint {
             base_url: args.base_url.clone().unwrap_or_default(),

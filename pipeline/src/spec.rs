@@ -272,22 +272,12 @@ pub struct FreezeArgs {
     /// Name of the environment variable holding the API key (model runs only).
     #[arg(long, default_value = "OPENAI_API_KEY")]
     pub api_key_env: String,
-    /// A number, or `default` (nothing sent; the spec says `"provider_default"`).
-    #[arg(long, default_value = "default", value_parser = Temperature::parse)]
-    pub temperature: Temperature,
-    #[arg(long)]
-    pub max_tokens: Option<u32>,
+    /// Model runs only; `--temperature default` is written `"provider_default"`, the dialect
+    /// resolved.
+    #[command(flatten)]
+    pub asking: crate::flags::AskingFlags,
     #[arg(long)]
     pub seed: Option<i64>,
-    /// Reasoning effort sent with every request (model runs only).
-    #[arg(long)]
-    pub reasoning_effort: Option<String>,
-    /// Whose rules the endpoint follows. Default: from the base URL's host; written resolved.
-    #[arg(long, value_enum)]
-    pub dialect: Option<Dialect>,
-    /// The name `--max-tokens` goes out under, when not the dialect's.
-    #[arg(long, value_enum)]
-    pub max_tokens_param: Option<MaxTokensParam>,
     /// Let a dirty build pass G2 (recorded loudly).
     #[arg(long)]
     pub allow_dirty: bool,
@@ -394,14 +384,14 @@ pub async fn freeze(args: &FreezeArgs) -> anyhow::Result<Spec> {
         let base_url = args.base_url.clone().unwrap_or_else(|| "https://api.openai.com/v1".into());
         let params = ModelParams {
             id: args.models.clone(),
-            dialect: Some(args.dialect.unwrap_or_else(|| Dialect::of_base_url(&base_url))),
+            dialect: Some(args.asking.dialect.unwrap_or_else(|| Dialect::of_base_url(&base_url))),
             base_url: Some(base_url),
             api_key_env: Some(args.api_key_env.clone()),
-            temperature: Some(args.temperature),
-            max_tokens: args.max_tokens,
+            temperature: Some(args.asking.temperature),
+            max_tokens: args.asking.max_tokens,
             seed: args.seed,
-            reasoning_effort: args.reasoning_effort.clone(),
-            max_tokens_param: args.max_tokens_param,
+            reasoning_effort: args.asking.reasoning_effort.clone(),
+            max_tokens_param: args.asking.max_tokens_param,
         };
         // Refuses what the endpoint would ignore before a spec that pins it exists.
         model_plan(&params, std::time::Duration::from_secs(120), vec![])?;

@@ -23,8 +23,9 @@ pub struct ArmClient {
 
 enum Keep {
     InProcess(tokio::task::JoinHandle<anyhow::Result<()>>),
-    /// The child lives inside the client's transport; its group is killed when this goes.
-    Child(StderrTail, Option<external::GroupGuard>),
+    /// The child lives inside the client's transport; the guard, held for its `Drop`, kills its
+    /// group when this goes.
+    Child(StderrTail, #[allow(dead_code)] Option<external::GroupGuard>),
     Http(HttpProcess),
 }
 
