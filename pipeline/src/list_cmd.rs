@@ -44,18 +44,18 @@ pub fn run(args: ListArgs) -> anyhow::Result<()> {
     }
     for module in servers::registry::modules() {
         let (pattern, control) = servers::registry::arms(module).context("registry")?;
+        let external: Vec<&str> = servers::registry::external().filter(|e| e.module == module).map(|e| e.name).collect();
         let mine: Vec<_> = all.iter().filter(|t| t.module == module).collect();
-        println!("{module}: pattern {} · control {} · {} tasks", pattern.name, control.name, mine.len());
-        println!(
-            "  {:<42} {:>4} {:>9} {:>9}  tags",
-            "task",
-            "cap",
-            pattern.name.chars().take(9).collect::<String>(),
-            control.name.chars().take(9).collect::<String>()
-        );
+        let beside = external.iter().map(|e| format!(" · external {e}")).collect::<String>();
+        println!("{module}: pattern {} · control {}{beside} · {} tasks", pattern.name, control.name, mine.len());
+        let arms: Vec<&str> = [pattern.name, control.name].into_iter().chain(external.iter().copied()).collect();
+        // A column per arm, as wide as its name: the oracle plan's length through that arm.
+        let header: String = arms.iter().map(|a| format!(" {a:>9}")).collect();
+        println!("  {:<42} {:>4}{header}  tags", "task", "cap");
         for t in mine {
-            let calls = |s: &str| t.plan_for(s).map_or("-".to_owned(), |p| p.len().to_string());
-            println!("  {:<42} {:>4} {:>9} {:>9}  {}", t.id, t.meta.turn_cap, calls(pattern.name), calls(control.name), t.meta.tags.join(", "));
+            let calls: String =
+                arms.iter().map(|a| format!(" {:>w$}", t.plan_for(a).map_or("-".to_owned(), |p| p.len().to_string()), w = a.len().max(9))).collect();
+            println!("  {:<42} {:>4}{calls}  {}", t.id, t.meta.turn_cap, t.meta.tags.join(", "));
         }
         println!();
     }
