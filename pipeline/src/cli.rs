@@ -15,7 +15,8 @@ struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
     /// Folder of external arms: each subfolder with an `arm.toml` is an MCP server the bench can
-    /// run (`--mcp NAME`). Default: ./arms, else this checkout's arms/.
+    /// run (`--mcp NAME`). Default: ./arms, else this checkout's arms/. With a subcommand, give it
+    /// after the subcommand (`pipeline servers --arms-dir DIR`).
     #[arg(long, global = true, env = "MCPBENCH_ARMS_DIR")]
     arms_dir: Option<std::path::PathBuf>,
     /// Without a subcommand: run an experiment (e.g. `pipeline --mcp orchestrator --k 3`).
@@ -78,8 +79,13 @@ fn arms_dir(given: Option<std::path::PathBuf>) -> std::path::PathBuf {
 }
 
 async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
-    let dir = arms_dir(cli.arms_dir);
-    servers::registry::register_external(servers::external::discover(&dir)?)?;
+    // Reading the arms hashes their folders: the child that serves a built-in server for one
+    // session (`serve NAME`, spawned for every stdio session) and the backend need none of it.
+    let builtin_serve = matches!(&cli.command, Some(Command::Serve(a)) if servers::registry::find(&a.name).is_some());
+    if !builtin_serve && !matches!(&cli.command, Some(Command::Backend(_))) {
+        let dir = arms_dir(cli.arms_dir);
+        servers::registry::register_external(servers::external::discover(&dir)?)?;
+    }
     let Some(command) = cli.command else {
         let plan = crate::plan::RunPlan::from_flags(&cli.run).await?;
         let summary = crate::run::run(plan, |_| Ok(())).await?;

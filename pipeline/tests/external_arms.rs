@@ -126,6 +126,22 @@ fn refused(root: &Path, args: &[&str], says: &[&str]) {
 }
 
 #[test]
+fn an_arms_folder_elsewhere_is_listed_by_servers_and_list() {
+    let tmp = tempfile::tempdir().unwrap();
+    arm_dir(tmp.path(), "elsewhere", &arm_toml("elsewhere", "domain_adapter", "stdio", r#"["no-such-program-31337"]"#));
+    let dir = tmp.path().display().to_string();
+    let out = pipeline().args(["servers", "--json", "--arms-dir", &dir]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let rows: Vec<Value> = String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let row = rows.iter().find(|r| r["name"] == "elsewhere").expect("the arm is listed");
+    assert_eq!(row["kind"], "external");
+    assert!(row["error"].as_str().unwrap().contains("not found on PATH"), "a server that cannot start is listed with the reason: {row}");
+    assert!(!rows.iter().any(|r| r["name"] == "domain_adapter_py"), "only the folder given is read");
+    let out = pipeline().args(["list", "--arms-dir", &dir]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("external elsewhere"), "{}", text(&out));
+}
+
+#[test]
 fn broken_arm_folders_are_refused_by_file_and_field_with_nothing_written() {
     let run = ["--models", "oracle", "--tasks", "which_wen"];
     let cases: Vec<(&str, String, Vec<&str>, Vec<&str>)> = vec![
