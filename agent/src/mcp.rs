@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use rmcp::model::Tool;
 use rmcp::service::RunningService;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServiceExt};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -63,14 +63,6 @@ impl ServerConnection {
 /// How long a server may take to answer the MCP handshake, unless its connection says.
 pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// A server process the client spawned: the tail of its stderr, and its process group, killed
-/// whole when this is dropped (hold it as long as the client).
-#[derive(Debug, Default)]
-pub struct ServerProcess {
-    pub stderr: StderrTail,
-    _group: Option<servers::external::GroupGuard>,
-}
-
 /// Connects to the server; over stdio, spawns it (in its own process group) and keeps its
 /// stderr tail. Over HTTP the process, if any, is the caller's.
 pub async fn connect(conn: &ServerConnection) -> Result<(Client, ServerProcess), ConnectError> {
@@ -85,28 +77,11 @@ pub async fn connect(conn: &ServerConnection) -> Result<(Client, ServerProcess),
             if let Some(cwd) = cwd {
                 cmd.current_dir(cwd);
             }
-            let mut wrapped = process_wrap::tokio::CommandWrap::from(cmd);
-            wrapped.wrap(process_wrap::tokio::ProcessGroup::leader()).wrap(process_wrap::tokio::KillOnDrop);
-            let (transport, stderr) = TokioChildProcess::builder(wrapped)
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .map_err(|source| ConnectError::Spawn { command: argv.join(" "), source })?;
-            let process =
-                ServerProcess { stderr: stderr.map(StderrTail::follow).unwrap_or_default(), _group: transport.id().map(servers::external::GroupGuard::track) };
             let within = handshake_timeout_secs.map_or(HANDSHAKE_TIMEOUT, std::time::Duration::from_secs);
-            let answered = tokio::time::timeout(within, ().serve(transport)).await;
-            match answered {
-                Ok(Ok(client)) => Ok((client, process)),
-                failed => {
-                    let e = match failed {
-                        Ok(Err(e)) => e.to_string(),
-                        _ => format!("no answer to the MCP handshake within {} s", within.as_secs()),
-                    };
-                    // Let the reader catch what the process wrote before it went.
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                    Err(ConnectError::Handshake(format!("{e}{}", servers::client::stderr_note(&process.stderr.text()))))
-                }
-            }
+            servers::client::spawn_stdio(cmd, within).await.map_err(|e| match e {
+                servers::client::StdioError::Spawn(source) => ConnectError::Spawn { command: argv.join(" "), source },
+                servers::client::StdioError::Handshake(text) => ConnectError::Handshake(text),
+            })
         }
         ServerConnection::Http { url } => {
             let client = tokio::time::timeout(HANDSHAKE_TIMEOUT, ().serve(StreamableHttpClientTransport::from_uri(url.clone())))
@@ -118,6 +93,7 @@ pub async fn connect(conn: &ServerConnection) -> Result<(Client, ServerProcess),
     }
 }
 
+pub use servers::client::ServerProcess;
 pub use servers::external::StderrTail;
 
 /// The `serverInfo` the server gave in its handshake.

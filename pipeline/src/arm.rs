@@ -43,7 +43,7 @@ pub async fn connect(server: &ServerEntry, transport: Transport, backend_url: &s
         return match arm.transport {
             Transport::Stdio => {
                 let cmd = arm.command(backend_url, None)?;
-                let std = cmd.command().as_std();
+                let std = cmd.as_std();
                 let argv = std::iter::once(std.get_program()).chain(std.get_args()).map(|a| a.to_string_lossy().into_owned()).collect();
                 let env = std.get_envs().filter_map(|(k, v)| Some((k.to_string_lossy().into_owned(), v?.to_string_lossy().into_owned()))).collect();
                 let handshake_timeout_secs = Some(arm.startup_timeout.as_secs());

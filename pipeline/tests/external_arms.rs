@@ -279,3 +279,48 @@ fn a_server_that_dies_is_an_invalid_session_with_its_stderr_and_leaves_no_proces
         assert_eq!(running(marker), Vec::<String>::new(), "no process of a dead arm survives the run");
     }
 }
+
+/// Ctrl-C while an external server hangs in its handshake: the run stops, and neither the
+/// server nor a child of its own survives it (the group is killed on the way out, not only when
+/// a session ends normally).
+#[test]
+fn an_interrupted_run_leaves_no_external_server_behind() {
+    installed("domain_adapter_py", ".venv/bin/python");
+    let tmp = tempfile::tempdir().unwrap();
+    let py = std::fs::canonicalize(arms_root().join("domain_adapter_py")).unwrap();
+    let count = tmp.path().join("hang.starts").display().to_string();
+    let command = format!(
+        "[\"sh\", \"-c\", \"n=$(cat {count} 2>/dev/null || echo 0); echo $((n+1)) > {count}; if [ $n -ge 1 ]; then sleep 3611 & exec sleep 3612; fi; exec {p}/.venv/bin/python {p}/server.py\"]",
+        p = py.display()
+    );
+    let dir = arm_dir(tmp.path(), "hang", &arm_toml("hang", "domain_adapter", "stdio", &command).replace("[serve]\n", "[serve]\nstartup_timeout_secs = 120\n"));
+    common::copy_dir(&py.join("oracle"), &dir.join("oracle"));
+    let mut child = pipeline()
+        .arg("--arms-dir")
+        .arg(tmp.path())
+        .args(["--mcp", "hang,domain_wrapper", "--models", "oracle", "--tasks", "which_wen", "--exp-name", "int", "--results-dir"])
+        .arg(tmp.path().join("results"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while running("sleep 3612").is_empty() {
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "the hanging server never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "the run did not stop on SIGINT");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(4), "stopped early");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    for marker in ["sleep 3611", "sleep 3612"] {
+        assert_eq!(running(marker), Vec::<String>::new(), "no process of the arm survives the interrupt");
+    }
+}

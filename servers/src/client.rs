@@ -1,19 +1,55 @@
-//! An MCP client session with any registered server, for listings and gates: a built-in server
-//! in-process over a duplex pipe, an external arm as its own process (stdio, or streamable HTTP
-//! on a free loopback port), killed with its process group when the session ends.
+//! An MCP client session with any server the bench starts. [`spawn_stdio`] is the one way a
+//! server process is spawned over stdio — by the agent's sessions and by listings and gates alike:
+//! in its own process group (killed whole when its [`ServerProcess`] goes), its stderr tail kept,
+//! its handshake bounded. [`ArmClient`] opens a session with any registered server: a built-in one
+//! in-process over a duplex pipe, an external arm as its own process (stdio, or streamable HTTP on
+//! a free loopback port).
 
 use std::process::Stdio;
+use std::time::Duration;
 
-use anyhow::Context;
 use rmcp::service::RunningService;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 
 use crate::backend_client::BackendClient;
-use crate::external::{self, ExternalArm, HttpProcess, StderrTail};
+use crate::external::{self, ExternalArm, GroupGuard, HttpProcess, StderrTail, stderr_note};
 use crate::registry::{Serve, ServerEntry};
 
 pub type Client = RunningService<RoleClient, ()>;
+
+/// A server process a client spawned: the tail of its stderr, and its process group, killed
+/// whole when this is dropped (hold it as long as the client).
+#[derive(Debug, Default)]
+pub struct ServerProcess {
+    pub stderr: StderrTail,
+    _group: Option<GroupGuard>,
+}
+
+/// Why a stdio server gave no session.
+#[derive(Debug, thiserror::Error)]
+pub enum StdioError {
+    #[error("{0}")]
+    Spawn(std::io::Error),
+    /// The handshake failed or timed out; the text ends with the server's stderr tail.
+    #[error("{0}")]
+    Handshake(String),
+}
+
+/// Spawns `cmd` as an MCP server over stdio, in its own process group, and completes the
+/// handshake within `within`.
+pub async fn spawn_stdio(cmd: tokio::process::Command, within: Duration) -> Result<(Client, ServerProcess), StdioError> {
+    let (transport, stderr) = TokioChildProcess::builder(external::own_group(cmd)).stderr(Stdio::piped()).spawn().map_err(StdioError::Spawn)?;
+    let process = ServerProcess { stderr: stderr.map(StderrTail::follow).unwrap_or_default(), _group: transport.id().map(GroupGuard::track) };
+    let e = match tokio::time::timeout(within, ().serve(transport)).await {
+        Ok(Ok(client)) => return Ok((client, process)),
+        Ok(Err(e)) => e.to_string(),
+        Err(_) => format!("no answer to the MCP handshake within {} s", within.as_secs()),
+    };
+    // Let the reader catch what the process wrote before it went.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    Err(StdioError::Handshake(format!("{e}{}", stderr_note(&process.stderr.text()))))
+}
 
 /// A client session with a server, and what keeps that server alive.
 pub struct ArmClient {
@@ -23,9 +59,8 @@ pub struct ArmClient {
 
 enum Keep {
     InProcess(tokio::task::JoinHandle<anyhow::Result<()>>),
-    /// The child lives inside the client's transport; the guard, held for its `Drop`, kills its
-    /// group when this goes.
-    Child(StderrTail, #[allow(dead_code)] Option<external::GroupGuard>),
+    /// The child lives inside the client's transport; its group goes with the process.
+    Child(ServerProcess),
     Http(HttpProcess),
 }
 
@@ -48,7 +83,7 @@ impl ArmClient {
         let _ = self.client.cancel().await;
         match self.keep {
             Keep::InProcess(server) => server.await??,
-            Keep::Child(..) => {}
+            Keep::Child(_) => {}
             Keep::Http(process) => process.stop().await,
         }
         Ok(())
@@ -57,7 +92,7 @@ impl ArmClient {
     /// What the server wrote to stderr (external arms; empty otherwise).
     pub fn stderr(&self) -> String {
         match &self.keep {
-            Keep::Child(tail, _) => tail.text(),
+            Keep::Child(process) => process.stderr.text(),
             Keep::Http(p) => p.stderr.text(),
             Keep::InProcess(_) => String::new(),
         }
@@ -66,44 +101,21 @@ impl ArmClient {
 
 async fn open_external(arm: &ExternalArm, backend_url: &str) -> anyhow::Result<ArmClient> {
     match arm.transport {
-        records::Transport::Stdio => {
-            let cmd = arm.command(backend_url, None)?;
-            let (transport, stderr) =
-                TokioChildProcess::builder(cmd).stderr(Stdio::piped()).spawn().with_context(|| format!("starting {} ({})", arm.name, arm.command.join(" ")))?;
-            let tail = stderr.map(StderrTail::follow).unwrap_or_default();
-            let group = transport.id().map(external::GroupGuard::track);
-            match tokio::time::timeout(arm.startup_timeout, ().serve(transport)).await.unwrap_or_else(|_| Err(handshake_timeout(arm.startup_timeout))) {
-                Ok(client) => Ok(ArmClient { client, keep: Keep::Child(tail, group) }),
-                Err(e) => {
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                    anyhow::bail!("{}: no MCP handshake over stdio ({e}){}", arm.name, stderr_note(&tail.text()))
-                }
-            }
-        }
+        records::Transport::Stdio => match spawn_stdio(arm.command(backend_url, None)?, arm.startup_timeout).await {
+            Ok((client, process)) => Ok(ArmClient { client, keep: Keep::Child(process) }),
+            Err(StdioError::Spawn(e)) => anyhow::bail!("starting {} ({}): {e}", arm.name, arm.command.join(" ")),
+            Err(StdioError::Handshake(e)) => anyhow::bail!("{}: no MCP handshake over stdio ({e})", arm.name),
+        },
         records::Transport::Http => {
             let process = external::start_http(arm, backend_url).await?;
-            match ().serve(StreamableHttpClientTransport::from_uri(process.url.clone())).await {
-                Ok(client) => Ok(ArmClient { client, keep: Keep::Http(process) }),
-                Err(e) => {
-                    let tail = process.stderr.text();
-                    let url = process.url.clone();
-                    process.stop().await;
-                    anyhow::bail!("{}: no MCP handshake at {url} ({e}){}", arm.name, stderr_note(&tail))
-                }
-            }
+            let e = match tokio::time::timeout(arm.startup_timeout, ().serve(StreamableHttpClientTransport::from_uri(process.url.clone()))).await {
+                Ok(Ok(client)) => return Ok(ArmClient { client, keep: Keep::Http(process) }),
+                Ok(Err(e)) => e.to_string(),
+                Err(_) => format!("no answer within {} s", arm.startup_timeout.as_secs()),
+            };
+            let (tail, url) = (process.stderr.text(), process.url.clone());
+            process.stop().await;
+            anyhow::bail!("{}: no MCP handshake at {url} ({e}){}", arm.name, stderr_note(&tail))
         }
     }
-}
-
-/// The error of a handshake that did not complete in time.
-fn handshake_timeout(after: std::time::Duration) -> rmcp::service::ClientInitializeError {
-    rmcp::service::ClientInitializeError::transport::<rmcp::transport::TokioChildProcess>(
-        std::io::Error::new(std::io::ErrorKind::TimedOut, format!("no answer to the MCP handshake within {} s", after.as_secs())),
-        "initialize",
-    )
-}
-
-/// `; its stderr ends: …` when there is a tail to show.
-pub fn stderr_note(tail: &str) -> String {
-    if tail.is_empty() { String::new() } else { format!("; its stderr ends: {tail}") }
 }

@@ -235,9 +235,9 @@ impl ExternalArm {
         names
     }
 
-    /// The command that starts one server process: its own process group (killed whole on
-    /// drop), the folder as working directory, and exactly the declared environment.
-    pub fn command(&self, backend_url: &str, port: Option<u16>) -> Result<CommandWrap, ArmError> {
+    /// The command that starts one server process: the folder as working directory, and exactly
+    /// the declared environment. Spawn it in its own group ([`own_group`]).
+    pub fn command(&self, backend_url: &str, port: Option<u16>) -> Result<tokio::process::Command, ArmError> {
         let program = self.program()?;
         let expand = |v: &str| expand(v, backend_url, port, &self.dir);
         let mut cmd = tokio::process::Command::new(&program);
@@ -250,15 +250,27 @@ impl ExternalArm {
                 cmd.env(name, value);
             }
         }
-        let mut wrapped = CommandWrap::from(cmd);
-        wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
-        Ok(wrapped)
+        Ok(cmd)
     }
 
     /// The oracle plan file of `task_id`.
     pub fn plan_path(&self, task_id: &str) -> PathBuf {
         self.dir.join(ORACLE_DIR).join(format!("{task_id}.toml"))
     }
+}
+
+/// `cmd` as the leader of its own process group, killed whole on drop: how every server process
+/// the bench starts is spawned, so nothing it starts can outlive its session.
+pub fn own_group(cmd: tokio::process::Command) -> CommandWrap {
+    let mut wrapped = CommandWrap::from(cmd);
+    wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
+    wrapped
+}
+
+/// `; its stderr ends: …` when there is a tail to show (the ending of every error about a
+/// server process).
+pub fn stderr_note(tail: &str) -> String {
+    if tail.is_empty() { String::new() } else { format!("; its stderr ends: {tail}") }
 }
 
 fn expand(value: &str, backend_url: &str, port: Option<u16>, dir: &Path) -> String {
@@ -272,7 +284,7 @@ fn expand(value: &str, backend_url: &str, port: Option<u16>, dir: &Path) -> Stri
 fn unknown_placeholder(value: &str) -> Option<String> {
     let mut rest = value;
     while let Some(start) = rest.find('{') {
-        let Some(len) = rest[start..].find('}') else { return None };
+        let len = rest[start..].find('}')?;
         let candidate = &rest[start..start + len + 1];
         if !PLACEHOLDERS.contains(&candidate) {
             return Some(candidate.to_owned());
@@ -424,20 +436,16 @@ pub enum StartError {
     Arm(#[from] ArmError),
     #[error("could not start {name}: {source}")]
     Spawn { name: String, source: std::io::Error },
-    #[error("{name} exited before serving ({status}){}", tail_note(.stderr))]
+    #[error("{name} exited before serving ({status}){}", stderr_note(.stderr))]
     Exited { name: String, status: String, stderr: String },
-    #[error("{name} did not open port {port} within {secs} s{}", tail_note(.stderr))]
+    #[error("{name} did not open port {port} within {secs} s{}", stderr_note(.stderr))]
     NoPort { name: String, port: u16, secs: u64, stderr: String },
-}
-
-fn tail_note(stderr: &str) -> String {
-    if stderr.is_empty() { String::new() } else { format!("; its stderr ends: {stderr}") }
 }
 
 /// Starts an HTTP arm on a free loopback port and waits until the port accepts connections.
 pub async fn start_http(arm: &ExternalArm, backend_url: &str) -> Result<HttpProcess, StartError> {
     let port = free_port().map_err(|source| StartError::Spawn { name: arm.name.clone(), source })?;
-    let mut cmd = arm.command(backend_url, Some(port))?;
+    let mut cmd = own_group(arm.command(backend_url, Some(port))?);
     cmd.command_mut().stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
     let mut child = cmd.spawn().map_err(|source| StartError::Spawn { name: arm.name.clone(), source })?;
     let group = child.id().map(GroupGuard::track);
@@ -548,7 +556,7 @@ command = ["sh", "-c", "env; pwd"]
 BACKEND_URL = "{backend_url}"
 "#;
         let a = arm(tmp.path(), text).unwrap();
-        let mut cmd = a.command("http://127.0.0.1:1", None).unwrap();
+        let mut cmd = own_group(a.command("http://127.0.0.1:1", None).unwrap());
         cmd.command_mut().stdout(Stdio::piped());
         let child = cmd.spawn().unwrap();
         let out = Box::into_pin(child.wait_with_output()).await.unwrap();

@@ -50,7 +50,7 @@ async fn serve_external(arm: &crate::external::ExternalArm, transport: Transport
         arm.transport.as_str()
     );
     let port = (transport == Transport::Http).then_some(addr.port());
-    let mut child = arm.command(backend_url, port)?.spawn().with_context(|| format!("starting {}", arm.name))?;
+    let mut child = crate::external::own_group(arm.command(backend_url, port)?).spawn().with_context(|| format!("starting {}", arm.name))?;
     if let Some(port) = port {
         eprintln!("{} listening on http://127.0.0.1:{port}{}", arm.name, arm.path);
     }

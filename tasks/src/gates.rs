@@ -96,7 +96,7 @@ pub async fn ground_truth(task: &Task, arm: &ServerEntry, world: &backend::World
         let report = replay(plan, &session.client).await;
         let stderr = session.stderr();
         let _ = session.close().await;
-        report.map_err(|e| format!("oracle replay through {server}: {e}{}", servers::client::stderr_note(&stderr)))?
+        report.map_err(|e| format!("oracle replay through {server}: {e}{}", servers::external::stderr_note(&stderr)))?
     } else {
         let (program, prefix) = command.split_first().ok_or("empty server command")?;
         let mut cmd = tokio::process::Command::new(program);
