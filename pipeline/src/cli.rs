@@ -82,6 +82,11 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
     // Reading the arms hashes their folders: the child that serves a built-in server for one
     // session (`serve NAME`, spawned for every stdio session) and the backend need none of it.
     let builtin_serve = matches!(&cli.command, Some(Command::Serve(a)) if servers::registry::find(&a.name).is_some());
+    if !matches!(&cli.command, Some(Command::Backend(_) | Command::Serve(_))) {
+        // Those two stop gracefully on a signal of their own; everything else may start an
+        // external server and must kill it on the way out, however early.
+        crate::signals::install();
+    }
     if !builtin_serve && !matches!(&cli.command, Some(Command::Backend(_))) {
         let dir = arms_dir(cli.arms_dir);
         servers::registry::register_external(servers::external::discover(&dir)?)?;

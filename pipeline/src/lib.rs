@@ -26,5 +26,6 @@ pub mod redact;
 pub mod run;
 pub mod servers_cmd;
 pub mod session;
+pub mod signals;
 pub mod spec;
 pub mod sweep;

@@ -166,8 +166,7 @@ pub async fn run(plan: RunPlan, accepted: impl FnOnce(&Experiment) -> anyhow::Re
         return Ok(summary);
     }
 
-    let (interrupt_tx, interrupt) = tokio::sync::watch::channel(None);
-    let signals = tokio::spawn(watch_signals(interrupt_tx));
+    let (signals, interrupt) = crate::signals::RunSignals::claim();
     let started = Instant::now();
     let plan = Arc::new(plan);
     let ctx = Arc::new(RunContext {
@@ -208,7 +207,7 @@ pub async fn run(plan: RunPlan, accepted: impl FnOnce(&Experiment) -> anyhow::Re
     if let Err(e) = main.shutdown().await {
         eprintln!("warning: stopping the backend: {e:#}");
     }
-    signals.abort();
+    drop(signals);
     if let Some(bar) = &ctx.progress {
         bar.finish();
     }
@@ -412,28 +411,6 @@ fn breaker(ctx: &RunContext, record: &SessionRecord) {
         }
         Validity::Invalid { .. } => {}
         Validity::Valid => *streak = Streak::default(),
-    }
-}
-
-/// First SIGINT/SIGTERM: stop starting sessions, record those in flight as interrupted. Second:
-/// exit at once.
-async fn watch_signals(tx: tokio::sync::watch::Sender<Option<&'static str>>) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else { return };
-    let mut count = 0;
-    loop {
-        let name = tokio::select! {
-            _ = int.recv() => "SIGINT",
-            _ = term.recv() => "SIGTERM",
-        };
-        count += 1;
-        if count > 1 {
-            eprintln!("{name} again: exiting at once (the session in flight is not recorded)");
-            servers::external::kill_all_groups();
-            std::process::exit(130);
-        }
-        eprintln!("{name}: stopping — no further session starts; sessions in flight are recorded invalid (interrupted). Press Ctrl-C again to exit at once.");
-        let _ = tx.send(Some(name));
     }
 }
 

@@ -211,8 +211,10 @@ fn broken_arm_folders_are_refused_by_file_and_field_with_nothing_written() {
 }
 
 /// Processes whose command line contains `marker`.
+/// Processes whose command line starts with `marker` (a shell whose script merely mentions it
+/// is not one of them).
 fn running(marker: &str) -> Vec<String> {
-    let out = Command::new("pgrep").args(["-af", marker]).output().unwrap();
+    let out = Command::new("pgrep").args(["-af", &format!("^{marker}")]).output().unwrap();
     String::from_utf8_lossy(&out.stdout).lines().filter(|l| !l.contains("pgrep")).map(str::to_owned).collect()
 }
 
@@ -321,6 +323,43 @@ fn an_interrupted_run_leaves_no_external_server_behind() {
     assert_eq!(status.code(), Some(4), "stopped early");
     std::thread::sleep(std::time::Duration::from_millis(200));
     for marker in ["sleep 3611", "sleep 3612"] {
+        assert_eq!(running(marker), Vec::<String>::new(), "no process of the arm survives the interrupt");
+    }
+}
+
+/// Ctrl-C before any session, while the run still lists an external server's tools (its
+/// handshake hangs): the process stops at once with "stopped early", writes no record, and the
+/// server and its child are gone — they run in a group of their own, which the terminal's
+/// Ctrl-C never reaches.
+#[test]
+fn an_interrupt_before_any_session_leaves_no_external_server_behind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let py = std::fs::canonicalize(arms_root().join("domain_adapter_py")).unwrap();
+    let command = "[\"sh\", \"-c\", \"sleep 3613 & exec sleep 3614\"]";
+    let dir = arm_dir(tmp.path(), "mute", &arm_toml("mute", "domain_adapter", "stdio", command).replace("[serve]\n", "[serve]\nstartup_timeout_secs = 120\n"));
+    common::copy_dir(&py.join("oracle"), &dir.join("oracle"));
+    let results = tmp.path().join("results");
+    let child = pipeline()
+        .arg("--arms-dir")
+        .arg(tmp.path())
+        .args(["--mcp", "mute,domain_wrapper", "--models", "oracle", "--tasks", "which_wen", "--exp-name", "early", "--results-dir"])
+        .arg(&results)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while running("sleep 3614").is_empty() {
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "the mute server never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "stopped early: {stderr}");
+    assert!(stderr.contains("SIGINT: exiting — no session was in flight"), "{stderr}");
+    assert!(records(&results.join("early")).is_empty(), "no session ran, so none is recorded");
+    for marker in ["sleep 3613", "sleep 3614"] {
         assert_eq!(running(marker), Vec::<String>::new(), "no process of the arm survives the interrupt");
     }
 }
