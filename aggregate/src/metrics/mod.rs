@@ -1,0 +1,324 @@
+//! Records → per-cell metrics, paired differences, verdicts, power (rules: `docs/honesty-rules.md` §7).
+//!
+//! Rules kept here, all of which the report restates:
+//! - Attrition first: every cell says attempted vs valid sessions and why the rest are invalid.
+//! - Nulls are never defaulted: a distribution says how many sessions had no value.
+//! - Success rate = passed / valid sessions (a "could not score" counts as not passed but is
+//!   counted apart from "failed"), with a Wilson 95% interval.
+//! - Paired differences (pattern − control) use only (task, rep) pairs valid in both arms, with a
+//!   percentile bootstrap 95% interval of the mean difference (fixed seed, SplitMix64).
+//! - Oracle sessions are structural floors, never mixed with model results; model ids are never
+//!   pooled.
+//! - With a manifest, k is the planned k: a task whose planned reps are not all recorded and
+//!   valid has an unknown pass^k, never a true one. Without one, k is the most reps any task of
+//!   the arm has, and a task with fewer is unknown the same way.
+//! - Replaced attempts (superseded) are counted per cell, never scored and never silent.
+
+mod arms;
+mod attrition;
+mod oracle;
+mod paired;
+mod select;
+mod verdict;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use records::{Provider, SessionRecord};
+use serde::{Deserialize, Serialize};
+
+pub use arms::{ArmMetrics, Dist, Rate, TaskArm, TaskRow};
+pub use attrition::{AttritionRow, HarnessShare};
+pub use oracle::{OracleModule, OraclePerSession, OracleRow};
+pub use paired::{BothPassed, Diff, DroppedPair, ModuleReport, POWER_METHOD, PairOutcomes, Paired, Power};
+pub use select::Comparison;
+pub use verdict::{Verdict, decide, few_passes, verdict_rules};
+
+use attrition::{attrition_row, harness_share};
+use oracle::oracle_module;
+use paired::module_report;
+use select::{CellKey, cell, comparisons, invalid_reason, is_oracle, module_plan, superseded_reason};
+
+use crate::check::{self, Fingerprints};
+use crate::error::Result;
+use crate::load::{Experiment, PriceTable};
+use crate::stats;
+
+/// Version 2: counts are integers (oracle medians were floats) and seeds are strings; the shape
+/// is `summary.schema.json` beside this crate. Fields added within a version are optional
+/// there (`method.definitions`, `oracle_floors[].per_session`): scripts reading older summaries
+/// keep working, and no field is renamed or removed without a new version.
+pub const SUMMARY_SCHEMA: &str = "mcp-pattern-bench/aggregate-summary/v2";
+
+/// Knobs of the analysis; the defaults are the published method.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Options {
+    pub resamples: usize,
+    pub seed: u64,
+    /// Relative input-token difference the power estimate targets (0.10 = 10%).
+    pub power_relative_difference: f64,
+    /// Fewer valid pairs than this → "inconclusive" whatever the intervals say (a percentile
+    /// bootstrap over a handful of pairs is too optimistic to support a verdict).
+    pub min_pairs_for_verdict: usize,
+    /// An arm that passed in fewer of the used pairs than this (while failing in at least as
+    /// many) passes too little to compare: its turns and tokens are mostly spent failing. The
+    /// default, 5, is the usual success–failure condition for comparing two proportions
+    /// (n·p ≥ 5); below it a difference in cost says how the arms fail, not what success costs.
+    /// The same number of pairs where both arms passed is what a "confirmed" needs.
+    #[serde(default = "default_min_passes")]
+    pub min_passes_for_verdict: usize,
+}
+
+fn default_min_passes() -> usize {
+    5
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            resamples: stats::BOOTSTRAP_RESAMPLES,
+            seed: stats::BOOTSTRAP_SEED,
+            power_relative_difference: 0.10,
+            min_pairs_for_verdict: 10,
+            min_passes_for_verdict: default_min_passes(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub schema: String,
+    /// Experiment name(s) found in the records.
+    pub experiments: Vec<String>,
+    pub method: Method,
+    pub prices_loaded: bool,
+    /// How the run went and how far the records could be checked; the report starts with it.
+    #[serde(default)]
+    pub run: RunInfo,
+    /// Experiment-level notices, shown before the results.
+    #[serde(default)]
+    pub notices: Vec<String>,
+    /// One row per (model, module, server), model sessions and oracle sessions alike.
+    pub attrition: Vec<AttritionRow>,
+    /// One entry per model (id + provider); never pooled. Oracle excluded.
+    pub models: Vec<ModelReport>,
+    /// Oracle structural floors per module; empty when no oracle sessions.
+    pub oracle_floors: Vec<OracleModule>,
+    /// Where the numbers come from: command, build, dates, k, seeds, model parameters, spec,
+    /// preflight, and what wrote the report.
+    #[serde(default)]
+    pub provenance: crate::provenance::Provenance,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Method {
+    pub success_interval: String,
+    pub difference_interval: String,
+    /// How the interval of a relative difference ("−13.4% [−16.0%, −9.1%]") is computed.
+    #[serde(default)]
+    pub relative_interval: String,
+    pub bootstrap_resamples: usize,
+    /// A string: the seed is above 2^53, where a JSON number would be read as another value by
+    /// JavaScript and most JSON libraries that parse numbers as doubles.
+    #[serde(with = "crate::u64_string")]
+    pub bootstrap_seed: u64,
+    pub min_pairs_for_verdict: usize,
+    /// See [`Options::min_passes_for_verdict`].
+    #[serde(default = "default_min_passes")]
+    pub min_passes_for_verdict: usize,
+    /// What "all pairs" and "both passed" differences are computed over.
+    #[serde(default)]
+    pub pair_sets: String,
+    pub verdict_rules: String,
+    pub power_method: String,
+    /// What every header and row label of the report's tables means, and whether its figure is
+    /// per session, per task or summed (and over what).
+    #[serde(default)]
+    pub definitions: Vec<crate::definitions::Definition>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// A manifest.json was read: the plan (k, tasks, arms) is known.
+    pub manifest: bool,
+    /// Planned repetitions per task and arm; null without a manifest (k is then the most reps any
+    /// task of an arm has).
+    pub planned_k: Option<u32>,
+    /// The run stopped before every planned session had run (quota, circuit breaker, interrupt).
+    pub stopped: Option<records::manifest::RunStop>,
+    /// The endpoint preflight was skipped (said by the manifest or by a record's fingerprint).
+    pub preflight_skipped: bool,
+    /// `checked`: every record has a fingerprint and they agree where they must; `unknown`: no
+    /// record has one.
+    pub fingerprints: Fingerprints,
+    /// Attempts a rerun replaced (kept under `superseded/`, not scored), and why.
+    pub superseded: usize,
+    pub superseded_reasons: BTreeMap<String, usize>,
+    /// Entries of the folder outside the experiment layout, left unread.
+    pub ignored: Vec<String>,
+    /// The harness's own time per model session, and its share of the session.
+    pub harness: HarnessShare,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelReport {
+    pub model: String,
+    pub provider: Provider,
+    pub modules: Vec<ModuleReport>,
+}
+
+/// Builds the whole summary, after [`check::check`] has refused anything that cannot be pooled.
+pub fn summarise(exp: &Experiment, prices: Option<&PriceTable>, opts: &Options) -> Result<Summary> {
+    summarise_with(exp, prices, opts, &crate::provenance::Invocation::default())
+}
+
+/// [`summarise`], with what wrote the report recorded in its provenance.
+pub fn summarise_with(exp: &Experiment, prices: Option<&PriceTable>, opts: &Options, invocation: &crate::provenance::Invocation) -> Result<Summary> {
+    let fingerprints = check::check(exp)?;
+    let manifest = exp.manifest.as_ref();
+    let sessions = &exp.sessions;
+    let experiments: BTreeSet<String> = sessions.iter().map(|s| s.record.experiment.clone()).collect();
+
+    let mut attr: BTreeMap<CellKey, AttritionRow> = BTreeMap::new();
+    if let Some(m) = manifest {
+        for model in &m.models {
+            for server in &m.servers {
+                let key = (model.id.clone(), model.provider, server.module.clone(), server.name.clone(), server.role);
+                attr.entry(key.clone()).or_insert_with(|| attrition_row(&key)).planned = Some(m.k as usize * module_plan(m, &server.module).tasks.len());
+            }
+        }
+    }
+    for s in sessions {
+        let r = &s.record;
+        let key = cell(r);
+        let row = attr.entry(key.clone()).or_insert_with(|| attrition_row(&key));
+        row.attempts += 1;
+        row.attempted += 1;
+        match invalid_reason(r) {
+            None => {
+                row.valid += 1;
+                row.turn_cap_hits += r.turn_cap_hit as usize;
+                row.context_exceeded += r.context_exceeded as usize;
+                row.tool_call_as_text += r.tool_call_as_text as usize;
+                row.unparseable_output += r.unparseable_output as usize;
+            }
+            Some(reason) => *row.invalid.entry(reason).or_default() += 1,
+        }
+    }
+    let mut superseded_reasons: BTreeMap<String, usize> = BTreeMap::new();
+    for s in &exp.superseded {
+        let key = cell(&s.record);
+        let row = attr.entry(key.clone()).or_insert_with(|| attrition_row(&key));
+        row.attempts += 1;
+        row.replaced += 1;
+        *superseded_reasons.entry(superseded_reason(&s.record)).or_default() += 1;
+    }
+
+    // Model sessions: (model id, provider) → module → records. A planned module without a record
+    // still gets its report, which then says it has no sessions.
+    let mut by_model: BTreeMap<(String, Provider), BTreeMap<String, Vec<&SessionRecord>>> = BTreeMap::new();
+    if let Some(m) = manifest {
+        for model in m.models.iter().filter(|x| !x.is_oracle()) {
+            for server in &m.servers {
+                by_model.entry((model.id.clone(), model.provider)).or_default().entry(server.module.clone()).or_default();
+            }
+        }
+    }
+    let mut oracle: BTreeMap<String, Vec<&SessionRecord>> = BTreeMap::new();
+    for s in sessions {
+        let r = &s.record;
+        if is_oracle(r) {
+            oracle.entry(r.module.clone()).or_default().push(r);
+        } else {
+            by_model.entry((r.model.id.clone(), r.model.provider)).or_default().entry(r.module.clone()).or_default().push(r);
+        }
+    }
+
+    let models = by_model
+        .into_iter()
+        .map(|((model, provider), modules)| {
+            let modules = modules
+                .into_iter()
+                .flat_map(|(module, recs)| {
+                    let plan = manifest.map(|m| module_plan(m, &module));
+                    comparisons(&recs)
+                        .into_iter()
+                        .map(|(comparison, cell)| ModuleReport { comparison, ..module_report(&model, &module, &cell, plan.as_ref(), prices, opts) })
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            ModelReport { model, provider, modules }
+        })
+        .collect();
+
+    let oracle_floors = oracle
+        .into_iter()
+        .flat_map(|(module, recs)| {
+            comparisons(&recs).into_iter().map(|(comparison, cell)| OracleModule { comparison, ..oracle_module(module.clone(), &cell) }).collect::<Vec<_>>()
+        })
+        .collect();
+
+    let preflight_skipped =
+        manifest.is_some_and(|m| m.preflight_skipped) || sessions.iter().any(|s| s.record.fingerprint.as_ref().is_some_and(|f| f.preflight_skipped));
+    let ignored: Vec<String> = exp.ignored.iter().map(|p| p.strip_prefix(&exp.dir).unwrap_or(p).display().to_string()).collect();
+    let mut notices = Vec::new();
+    if manifest.is_none() {
+        notices.push(
+            "No manifest.json: the planned k is unknown, so k is taken as the most reps any task of an arm has in the records; a task with fewer has an unknown pass^k, but a rep missing from every task of an arm cannot be seen."
+                .to_string(),
+        );
+    }
+    if fingerprints == Fingerprints::Unknown {
+        notices.push("No record has a fingerprint (they were written before fingerprints existed): whether all sessions ran under the same model parameters, world, task definitions and build could not be checked.".to_string());
+    }
+    if !exp.superseded.is_empty() {
+        let why: Vec<String> = superseded_reasons.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+        notices.push(format!(
+            "{} session{} rerun; the replaced attempts are kept under superseded/, counted in the attrition table and not scored. Why: {}.",
+            exp.superseded.len(),
+            if exp.superseded.len() == 1 { " was" } else { "s were" },
+            why.join("; ")
+        ));
+    }
+    if !ignored.is_empty() {
+        notices.push(format!("Not part of the experiment layout, left unread: {}.", ignored.join(", ")));
+    }
+
+    Ok(Summary {
+        schema: SUMMARY_SCHEMA.into(),
+        experiments: experiments.into_iter().collect(),
+        method: Method {
+            success_interval: "Wilson score 95% interval over valid sessions".into(),
+            difference_interval: "percentile bootstrap 95% interval of the mean paired difference (pattern − control) over (task, rep) pairs valid in both arms; SplitMix64 resampling".into(),
+            relative_interval: RELATIVE_INTERVAL.into(),
+            bootstrap_resamples: opts.resamples,
+            bootstrap_seed: opts.seed,
+            min_pairs_for_verdict: opts.min_pairs_for_verdict,
+            min_passes_for_verdict: opts.min_passes_for_verdict,
+            pair_sets: PAIR_SETS.into(),
+            verdict_rules: verdict_rules(opts),
+            power_method: POWER_METHOD.into(),
+            definitions: crate::definitions::all(),
+        },
+        prices_loaded: prices.is_some(),
+        run: RunInfo {
+            manifest: manifest.is_some(),
+            planned_k: manifest.map(|m| m.k),
+            stopped: manifest.and_then(|m| m.stopped.clone()),
+            preflight_skipped,
+            fingerprints,
+            superseded: exp.superseded.len(),
+            superseded_reasons,
+            ignored,
+            harness: harness_share(exp.sessions.iter().map(|l| &l.record)),
+        },
+        notices,
+        attrition: attr.into_values().collect(),
+        models,
+        oracle_floors,
+        provenance: crate::provenance::of(exp, opts.seed, invocation),
+    })
+}
+
+pub const PAIR_SETS: &str = "\"all pairs\": every (task, rep) pair valid in both arms, whatever the outcome — what each arm costs as used, failures included. \"both passed\": only the pairs where both arms passed — what success costs in each arm. A saving over all pairs that the both-passed pairs do not show was made by failing differently, and is no saving.";
+
+pub const RELATIVE_INTERVAL: &str = "percentile bootstrap 95% interval of Σpattern / Σcontrol − 1 over the same pairs, resampled with the same seed as the difference interval (the ratio is recomputed in every resample, so the control mean's own uncertainty is included)";

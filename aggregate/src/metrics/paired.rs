@@ -1,0 +1,340 @@
+//! One module's report: the (task, rep) pairs valid in both arms, their differences with
+//! intervals, the notices and verdict, and the power estimate.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use records::{Role, SessionRecord};
+use serde::{Deserialize, Serialize};
+
+use super::arms::{arm_metrics, task_arm};
+use super::select::{ModulePlan, index_by_pair, invalid_reason, of_task, passed};
+use super::{ArmMetrics, Comparison, Options, TaskRow, Verdict, decide, few_passes};
+use crate::load::PriceTable;
+use crate::stats::{self, Interval};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModuleReport {
+    pub module: String,
+    /// Set when the module's records hold more than one server on a side (an external arm
+    /// beside the built-in one): this report compares exactly these two, and the module has
+    /// one report per (pattern, control) pair. Absent for an ordinary two-arm module.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<Comparison>,
+    pub pattern: Option<ArmMetrics>,
+    pub control: Option<ArmMetrics>,
+    pub paired: Paired,
+    pub verdict: Verdict,
+    pub verdict_reason: String,
+    pub model_too_strong: bool,
+    /// The control passed too little to compare (see [`Options::min_passes_for_verdict`]): the
+    /// mirror of [`Self::model_too_strong`], except that it withholds the verdict.
+    #[serde(default)]
+    pub model_too_weak: bool,
+    /// Arms that passed in fewer than the minimum of the used pairs while failing in at least as
+    /// many: their turn and token differences over all pairs are mostly failures, never savings.
+    #[serde(default)]
+    pub few_passes: Vec<Role>,
+    pub power: Option<Power>,
+    pub notices: Vec<String>,
+    pub tasks: Vec<TaskRow>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Paired {
+    /// Distinct (task, rep) keys seen in either arm.
+    pub pairs_seen: usize,
+    /// Valid in both arms.
+    pub pairs_used: usize,
+    /// k × tasks from the manifest; null without one.
+    #[serde(default)]
+    pub pairs_planned: Option<usize>,
+    /// Reason → count of pairs left out.
+    pub dropped: BTreeMap<String, usize>,
+    pub dropped_pairs: Vec<DroppedPair>,
+    pub success: Option<Diff>,
+    /// Over all used pairs, whatever their outcome (see [`Self::both_passed`] for the cost of
+    /// success).
+    pub turns: Option<Diff>,
+    pub input_tokens: Option<Diff>,
+    pub output_tokens: Option<Diff>,
+    /// How the used pairs ended.
+    #[serde(default)]
+    pub outcomes: PairOutcomes,
+    /// The same differences over the pairs where both arms passed: what success costs in each
+    /// arm. A design that saves tokens by failing faster shows a saving over all pairs only.
+    #[serde(default)]
+    pub both_passed: BothPassed,
+}
+
+/// Used pairs by outcome; "passed" is the verifier's pass (a could-not-score is not one).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PairOutcomes {
+    pub both_passed: usize,
+    pub pattern_only: usize,
+    pub control_only: usize,
+    pub neither: usize,
+}
+
+impl PairOutcomes {
+    pub fn passes(&self, role: Role) -> usize {
+        self.both_passed
+            + match role {
+                Role::Pattern => self.pattern_only,
+                Role::Control => self.control_only,
+            }
+    }
+
+    pub fn total(&self) -> usize {
+        self.both_passed + self.pattern_only + self.control_only + self.neither
+    }
+}
+
+/// Paired differences over the pairs where both arms passed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BothPassed {
+    pub pairs: usize,
+    pub turns: Option<Diff>,
+    pub input_tokens: Option<Diff>,
+    pub output_tokens: Option<Diff>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DroppedPair {
+    pub task: String,
+    pub rep: u32,
+    pub reason: String,
+}
+
+/// Mean paired difference pattern − control.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Diff {
+    /// Pairs with a value in both arms.
+    pub n: usize,
+    /// Used pairs where either arm's value is null (left out of this metric only).
+    pub missing: usize,
+    pub mean: f64,
+    pub ci95: Option<Interval>,
+    /// Control mean over the same pairs.
+    pub control_mean: f64,
+    /// mean / control_mean = Σpattern / Σcontrol − 1 (null when the control mean is 0).
+    pub relative: Option<f64>,
+    /// Paired percentile bootstrap of Σpattern / Σcontrol − 1 itself (same resamples and seed as
+    /// `ci95`), not `ci95` divided by the observed control mean.
+    pub relative_ci95: Option<Interval>,
+    pub sd: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Power {
+    pub relative_difference: f64,
+    /// The absolute input-token difference that corresponds to.
+    pub delta_tokens: f64,
+    pub paired_sd: f64,
+    pub pairs_needed: u64,
+    pub tasks: usize,
+    pub reps_per_task_needed: u64,
+    pub method: String,
+}
+
+pub const POWER_METHOD: &str = "normal approximation for a two-sided paired test, α = 0.05, power 0.80: pairs = ((z0.975 + z0.80) · SD of paired input-token differences / (relative difference · control mean))², reps per task = ceil(pairs / tasks). An approximation from the observed SD, for pre-registering a follow-up.";
+
+fn diff(pairs: &[(&SessionRecord, &SessionRecord)], f: impl Fn(&SessionRecord) -> Option<f64>, opts: &Options) -> Option<Diff> {
+    let mut d = Vec::new();
+    let mut p = Vec::new();
+    let mut c = Vec::new();
+    let mut missing = 0;
+    for (pat, ctl) in pairs {
+        match (f(pat), f(ctl)) {
+            (Some(a), Some(b)) => {
+                d.push(a - b);
+                p.push(a);
+                c.push(b);
+            }
+            _ => missing += 1,
+        }
+    }
+    let mean = stats::mean(&d)?;
+    let control_mean = stats::mean(&c)?;
+    let ci95 = stats::bootstrap_mean_ci(&d, opts.resamples, opts.seed);
+    let relative = (control_mean != 0.0).then(|| mean / control_mean);
+    Some(Diff {
+        n: d.len(),
+        missing,
+        mean,
+        ci95,
+        control_mean,
+        relative,
+        relative_ci95: relative.and_then(|_| stats::bootstrap_ratio_ci(&p, &c, opts.resamples, opts.seed)),
+        sd: stats::sd(&d),
+    })
+}
+
+pub(super) fn module_report(
+    model: &str,
+    module: &str,
+    recs: &[&SessionRecord],
+    plan: Option<&ModulePlan>,
+    prices: Option<&PriceTable>,
+    opts: &Options,
+) -> ModuleReport {
+    let mut notices = Vec::new();
+    let mut by_role: BTreeMap<Role, BTreeMap<&str, Vec<&SessionRecord>>> = BTreeMap::new();
+    for r in recs {
+        by_role.entry(r.role).or_default().entry(r.server.as_str()).or_default().push(r);
+    }
+    for (role, servers) in &by_role {
+        if servers.len() > 1 {
+            notices.push(format!("{} servers share role {role}; only {} is compared", servers.len(), servers.keys().next().unwrap()));
+        }
+    }
+    let arm = |role: Role| -> Vec<&SessionRecord> { by_role.get(&role).and_then(|s| s.values().next()).cloned().unwrap_or_default() };
+    let (pat, ctl) = (arm(Role::Pattern), arm(Role::Control));
+
+    // Index by (task, rep); the duplicate check has made the keys unique.
+    let pi = index_by_pair(&pat);
+    let ci = index_by_pair(&ctl);
+    let keys: BTreeSet<(String, u32)> = pi.keys().chain(ci.keys()).cloned().collect();
+    let mut pairs = Vec::new();
+    let mut dropped_pairs = Vec::new();
+    for key in &keys {
+        let describe = |r: Option<&&SessionRecord>| match r {
+            None => Some("missing".to_string()),
+            Some(r) => invalid_reason(r).map(|x| format!("invalid ({x})")),
+        };
+        let (p, c) = (pi.get(key), ci.get(key));
+        match (describe(p), describe(c)) {
+            (None, None) => pairs.push((*p.unwrap(), *c.unwrap())),
+            (a, b) => {
+                let reason = match (a, b) {
+                    (Some(a), None) => format!("pattern {a}"),
+                    (None, Some(b)) => format!("control {b}"),
+                    (Some(a), Some(b)) => format!("pattern {a}, control {b}"),
+                    (None, None) => unreachable!(),
+                };
+                dropped_pairs.push(DroppedPair { task: key.0.clone(), rep: key.1, reason });
+            }
+        }
+    }
+    let mut dropped = BTreeMap::new();
+    for d in &dropped_pairs {
+        *dropped.entry(d.reason.clone()).or_insert(0) += 1;
+    }
+    let mut outcomes = PairOutcomes::default();
+    for (p, c) in &pairs {
+        match (passed(p), passed(c)) {
+            (true, true) => outcomes.both_passed += 1,
+            (true, false) => outcomes.pattern_only += 1,
+            (false, true) => outcomes.control_only += 1,
+            (false, false) => outcomes.neither += 1,
+        }
+    }
+    let succeeded: Vec<(&SessionRecord, &SessionRecord)> = pairs.iter().copied().filter(|(p, c)| passed(p) && passed(c)).collect();
+    let turns = |r: &SessionRecord| Some(r.turns as f64);
+    let input = |r: &SessionRecord| r.totals.input_tokens.map(|x| x as f64);
+    let output = |r: &SessionRecord| r.totals.output_tokens.map(|x| x as f64);
+    let paired = Paired {
+        pairs_seen: keys.len(),
+        pairs_used: pairs.len(),
+        pairs_planned: plan.map(|p| p.k as usize * p.tasks.len()),
+        dropped,
+        dropped_pairs,
+        success: diff(&pairs, |r| Some(if passed(r) { 1.0 } else { 0.0 }), opts),
+        turns: diff(&pairs, turns, opts),
+        input_tokens: diff(&pairs, input, opts),
+        output_tokens: diff(&pairs, output, opts),
+        outcomes,
+        both_passed: BothPassed {
+            pairs: succeeded.len(),
+            turns: diff(&succeeded, turns, opts),
+            input_tokens: diff(&succeeded, input, opts),
+            output_tokens: diff(&succeeded, output, opts),
+        },
+    };
+
+    let pattern = (!pat.is_empty()).then(|| arm_metrics(&pat, model, prices, opts));
+    let control = (!ctl.is_empty()).then(|| arm_metrics(&ctl, model, prices, opts));
+
+    // "Every time" needs every planned session: a missing one might have failed.
+    let all_planned = |c: &ArmMetrics| plan.is_none_or(|p| c.attempted == p.k as usize * p.tasks.len());
+    let model_too_strong = control.as_ref().is_some_and(|c| c.valid > 0 && c.passed == c.valid && c.valid == c.attempted && all_planned(c));
+    if model_too_strong {
+        notices.push("The control passed every task every time: the model may be too strong for these tasks to show a success difference.".into());
+    }
+    let few_passes = few_passes(&paired.outcomes, opts);
+    let model_too_weak = few_passes.contains(&Role::Control);
+    let (n, m) = (paired.pairs_used, opts.min_passes_for_verdict);
+    for role in &few_passes {
+        let passes = paired.outcomes.passes(*role);
+        notices.push(match role {
+            Role::Control => format!(
+                "Model too weak to show a difference: the control passed in {passes} of {n} valid pairs (fewer than {m}). The turn and token differences over all pairs are computed over failures, not savings."
+            ),
+            Role::Pattern => format!(
+                "The pattern passed in {passes} of {n} valid pairs (fewer than {m}): its turn and token differences over all pairs are mostly over failures, not savings."
+            ),
+        });
+    }
+
+    let (mut verdict, mut verdict_reason) = decide(&paired, pattern.is_some() && control.is_some(), opts);
+    let as_text: Vec<&ArmMetrics> = [&pattern, &control].into_iter().flatten().filter(|a| a.valid > 0 && 2 * a.tool_call_as_text > a.valid).collect();
+    if !as_text.is_empty() {
+        for a in &as_text {
+            notices.push(format!(
+                "{} arm: the endpoint is probably not parsing tool calls ({} of {} sessions wrote their calls as text); see the preflight",
+                a.role, a.tool_call_as_text, a.valid
+            ));
+        }
+        let arms: Vec<&str> = as_text.iter().map(|a| a.role.as_str()).collect();
+        verdict = Verdict::Withheld;
+        verdict_reason = format!("verdict withheld: more than half of the valid sessions of the {} arm wrote their tool calls as text", arms.join(" and "));
+    }
+
+    // Power from paired input-token differences.
+    let mut task_set: BTreeSet<&str> = keys.iter().map(|k| k.0.as_str()).collect();
+    task_set.extend(plan.iter().flat_map(|p| p.tasks.iter().map(String::as_str)));
+    let power = paired.input_tokens.as_ref().and_then(|d| {
+        let sd = d.sd?;
+        let delta = opts.power_relative_difference * d.control_mean;
+        let needed = stats::pairs_needed(sd, delta)?;
+        let tasks = task_set.len().max(1);
+        Some(Power {
+            relative_difference: opts.power_relative_difference,
+            delta_tokens: delta,
+            paired_sd: sd,
+            pairs_needed: needed,
+            tasks,
+            reps_per_task_needed: needed.div_ceil(tasks as u64),
+            method: POWER_METHOD.into(),
+        })
+    });
+
+    let planned_k = plan.map(|p| p.k);
+    // Without a plan, k is the most reps any task of the arm has: a task with fewer is missing
+    // some, and the report already says the planned k is unknown, so it must not claim them.
+    let k_of = |arm: &[&SessionRecord]| planned_k.map_or_else(|| task_set.iter().map(|t| of_task(arm, t).len()).max().unwrap_or(0), |k| k as usize);
+    let (pattern_k, control_k) = (k_of(&pat), k_of(&ctl));
+    let tasks = task_set
+        .iter()
+        .map(|t| TaskRow {
+            task: t.to_string(),
+            pattern: task_arm(&of_task(&pat, t), planned_k, pattern_k),
+            control: task_arm(&of_task(&ctl, t), planned_k, control_k),
+        })
+        .collect();
+
+    ModuleReport {
+        module: module.into(),
+        comparison: None,
+        pattern,
+        control,
+        paired,
+        verdict,
+        verdict_reason,
+        model_too_strong,
+        model_too_weak,
+        few_passes,
+        power,
+        notices,
+        tasks,
+    }
+}
