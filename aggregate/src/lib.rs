@@ -1,26 +1,36 @@
 //! Session records to metrics, intervals, verdicts and reports (rules: `docs/honesty-rules.md`).
 //!
 //! [`report`] reads one experiment folder ([`load::load_experiment`]), refuses what it cannot
-//! stand behind ([`check`]), computes the [`metrics::Summary`] and renders it as Markdown, JSON
-//! (its shape: `summary.schema.json` beside this crate), a chart (PNG + SVG) and a
-//! self-contained HTML page with every session as a conversation ([`html`], [`transcript`]).
-//! [`compare`] sets two experiments' cells side by side.
+//! stand behind ([`check`]), computes the [`metrics::Summary`], builds the report's typed
+//! [`document::Document`] from it once, and renders that as Markdown and as a self-contained
+//! HTML page with every session as a conversation ([`render`]); the summary itself is
+//! `summary.json` (its shape: `summary.schema.json` beside this crate) and the chart (PNG +
+//! SVG). [`compare`] sets two experiments' cells side by side.
+//!
+//! The layers import downward only:
+//!
+//! | layer | modules |
+//! | --- | --- |
+//! | read and refuse | [`load`], [`merge`], [`check`], [`transcript`] |
+//! | numbers | [`stats`], [`metrics`], [`provenance`], [`definitions`], [`compare`] |
+//! | the document | [`document`] (with [`document::format`], how numbers are spelled) |
+//! | writers | [`render`]: [`markdown`], [`html`], [`chart`], [`sweep_chart`] |
 
-pub mod chart;
 pub mod check;
 pub mod compare;
 pub mod definitions;
+pub mod document;
 pub mod error;
-pub mod html;
 pub mod load;
-pub mod markdown;
 pub mod merge;
 pub mod metrics;
 pub mod provenance;
+pub mod render;
 pub mod stats;
-pub mod sweep_chart;
 pub mod transcript;
 pub mod u64_string;
+
+pub use render::{chart, html, markdown, sweep_chart};
 
 use std::path::{Path, PathBuf};
 
@@ -38,6 +48,8 @@ pub struct Report {
     pub json: String,
     pub svg: String,
     pub html: String,
+    /// The document both writers rendered.
+    pub document: document::Document,
     /// Conversations past the HTML page's inline budget: (file name under
     /// [`html::SESSION_DIR`], page).
     pub session_pages: Vec<(String, String)>,
@@ -69,12 +81,12 @@ pub fn report_from(exp: &Experiment, prices: Option<&PriceTable>, opts: &Options
 /// [`report_from`], saying in the provenance what wrote the report.
 pub fn report_with(exp: &Experiment, prices: Option<&PriceTable>, opts: &Options, invocation: &Invocation) -> Result<Report> {
     let summary = metrics::summarise_with(exp, prices, opts, invocation)?;
-    let sections = markdown::sections(&summary);
-    let markdown = markdown::render(&summary);
+    let document = document::of_summary(&summary);
+    let markdown = markdown::render(&document);
     let json = serde_json::to_string_pretty(&summary)? + "\n";
     let svg = chart::render_svg(&summary)?;
-    let rendered = html::render(&summary, &sections, &svg, exp, invocation.report_dir.as_deref().unwrap_or(&exp.dir));
-    Ok(Report { summary, markdown, json, svg, html: rendered.page, session_pages: rendered.session_pages })
+    let rendered = html::render(&summary, &document, &svg, exp, invocation.report_dir.as_deref().unwrap_or(&exp.dir));
+    Ok(Report { summary, markdown, json, svg, html: rendered.page, document, session_pages: rendered.session_pages })
 }
 
 impl Report {

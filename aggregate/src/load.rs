@@ -45,8 +45,11 @@ pub struct Experiment {
     pub ignored: Vec<PathBuf>,
 }
 
+/// The folder (beside report.html) of the sessions' own pages: the report's, never records.
+pub const SESSION_DIR: &str = "report-sessions";
+
 /// The report's own outputs, written into the experiment folder (and its sessions' pages, in
-/// [`crate::html::SESSION_DIR`]).
+/// [`SESSION_DIR`]).
 const OUTPUTS: &[&str] = &["summary.json", "report.md", "report.html", "chart.png", "chart.svg"];
 const SUPERSEDED: &str = "superseded";
 
@@ -59,7 +62,7 @@ pub fn load_experiment(dir: &Path) -> Result<Experiment> {
     let mut experiments = Vec::new();
     let mut ignored = Vec::new();
     for (name, path, is_dir) in entries(dir)? {
-        if is_dir && name == crate::html::SESSION_DIR {
+        if is_dir && name == SESSION_DIR {
             continue;
         }
         if is_dir {

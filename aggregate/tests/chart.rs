@@ -31,9 +31,9 @@ fn arm_index(role: Role) -> usize {
 /// "median / mean [CI]" cell.
 fn model_cell(rep: &Report, p: &Plotted) -> String {
     let m = rep.summary.models.iter().find(|m| p.row == format!("model {} ({})", m.model, m.provider)).unwrap();
-    let t = tables(&rep.markdown)
+    let t = tables(&rep.document)
         .into_iter()
-        .find(|t| t.h2 == format!("Model `{}` ({})", m.model, m.provider) && t.h3.starts_with(&format!("{} — verdict", p.module)) && t.header[0] == "metric")
+        .find(|t| t.h2 == format!("Model {} ({})", m.model, m.provider) && t.h3.starts_with(&format!("{} — verdict", p.module)) && t.header[0] == "metric")
         .unwrap_or_else(|| panic!("no table for {p:?}"));
     let row = t.rows.iter().find(|r| r[0] == p.figure).unwrap_or_else(|| panic!("no row {:?} in {}'s table", p.figure, p.module));
     let cell = &row[1 + arm_index(p.role)];
@@ -43,9 +43,20 @@ fn model_cell(rep: &Report, p: &Plotted) -> String {
     }
 }
 
+/// The typed cell behind [`model_cell`]: its value, unit and definition.
+fn typed_cell(rep: &Report, p: &Plotted) -> aggregate::document::Cell {
+    let m = rep.summary.models.iter().find(|m| p.row == format!("model {} ({})", m.model, m.provider)).unwrap();
+    let t = tables(&rep.document)
+        .into_iter()
+        .find(|t| t.h2 == format!("Model {} ({})", m.model, m.provider) && t.h3.starts_with(&format!("{} — verdict", p.module)) && t.header[0] == "metric")
+        .unwrap();
+    let i = t.rows.iter().position(|r| r[0] == p.figure).unwrap();
+    t.typed.rows[i][1 + arm_index(p.role)].clone()
+}
+
 /// The oracle table's "pattern / control" cell of `figure` for `module`, one arm's half.
 fn oracle_cell(rep: &Report, module: &str, figure: &str, role: Role) -> String {
-    let t = tables(&rep.markdown).into_iter().find(|t| t.h2 == "Oracle structural floors" && t.header[0] == "module").expect("the oracle table");
+    let t = tables(&rep.document).into_iter().find(|t| t.h2 == "Oracle structural floors" && t.header[0] == "module").expect("the oracle table");
     let col = t.header.iter().position(|h| h == figure).unwrap_or_else(|| panic!("no column {figure:?}"));
     let row = t.rows.iter().find(|r| r[0] == module).unwrap();
     let halves: Vec<&str> = row[col].split(" / ").collect();
@@ -70,6 +81,9 @@ fn check(rep: &Report) -> usize {
             agree(&what, p.value, &oracle_cell(rep, &p.module, p.figure, p.role));
         } else {
             agree(&what, p.value, &model_cell(rep, p));
+            // The typed cell carries the very value the bar plots (a rate as a share).
+            let typed = typed_cell(rep, p).value.map(|v| if p.figure == "success rate [Wilson 95%]" { v * 100.0 } else { v });
+            assert_eq!(typed.map(|v| (v * 1e9).round()), p.value.map(|v| (v * 1e9).round()), "{what}: the document's value");
             let estimate = p.figure == "input tokens / session (median / mean [CI]), all pairs";
             if estimate || p.estimate.is_some() {
                 agree(&format!("{what} (oracle estimate)"), p.estimate, &oracle_cell(rep, &p.module, "est. input tokens / session: pattern / control", p.role));

@@ -69,7 +69,7 @@ fn shown_terms(rep: &Report) -> BTreeSet<String> {
         h.to_string()
     };
     let mut shown = BTreeSet::new();
-    for t in tables(&rep.markdown) {
+    for t in tables(&rep.document) {
         shown.extend(t.header.iter().map(|h| generic(h)));
         if t.header[0] == "metric" {
             shown.extend(t.rows.iter().map(|r| r[0].clone()));
@@ -139,5 +139,29 @@ fn every_definition_names_summary_fields_that_exist() {
             let parts: Vec<&str> = f.split('.').collect();
             assert!(json.iter().any(|j| reaches(j, &parts)), "{:?} names {f}, which no summary.json has", d.terms);
         }
+    }
+}
+
+/// The typed document carries each header's and metric row label's definition, the one the
+/// Method section prints, so the page can show it beside the term (the `title` of the cell).
+#[test]
+fn the_document_carries_each_terms_definition_to_its_cell() {
+    for (_dir, rep) in reports() {
+        let defined = defined_terms(&rep.markdown);
+        for t in tables(&rep.document).iter().filter(|t| t.typed.kind == aggregate::document::TableKind::Grid) {
+            let labels = t.typed.header.iter().chain(t.typed.rows.iter().filter(|_| t.header[0] == "metric").map(|r| &r[0]));
+            for cell in labels {
+                let shown = cell.text.to_plain();
+                let definition = cell.definition.as_deref().unwrap_or_else(|| panic!("{shown:?} in {} / {} carries no definition", t.h2, t.h3));
+                let all = aggregate::definitions::all();
+                let exact = all.iter().find(|d| d.terms.contains(&shown));
+                let server = || all.iter().find(|d| d.terms.iter().any(|term| term.strip_suffix("‹server›").is_some_and(|role| shown.starts_with(role))));
+                let meaning = exact.or_else(server).map(|d| d.meaning.clone());
+                assert!(meaning.is_some_and(|m| definition.starts_with(&m)), "{shown:?}: {definition}");
+                assert!(defined.iter().any(|d| d == &shown) || shown.contains(": "), "{shown:?} is in the Method's list too");
+            }
+        }
+        // The page shows it as the cell's title.
+        assert!(rep.html.contains("<th title=\"the model id the sessions ran"), "a header's definition on the page");
     }
 }

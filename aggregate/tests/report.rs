@@ -180,7 +180,7 @@ fn html_is_self_contained() {
     assert!(!script.contains("fetch(") && !script.contains("XMLHttpRequest") && !script.contains("import("), "{script}");
     assert!(script.len() < 4096, "small: {} bytes", script.len());
     assert!(h.contains("<svg") && h.contains("<table>"));
-    assert!(h.contains("&lt;do the task&gt; &amp; report"), "transcripts inline and escaped");
+    assert!(h.contains("&#60;do the task&#62; &#38; report"), "transcripts inline and escaped");
     assert_eq!(h.matches("<details class=\"session\"").count(), 21, "one conversation per session of the fixture");
     assert!(rep.session_pages.is_empty(), "a small experiment keeps every conversation inline");
 }

@@ -314,43 +314,42 @@ pub fn fixture(dir: &Path) {
 /// Prices for model-a only (model-b is unpriced).
 pub const PRICES: &str = "[models.\"model-a\"]\ninput = 1.0\ncached_input = 0.5\noutput = 2.0\n";
 
-/// One Markdown table of a report, with the headings it sits under.
+/// One table of a report's document, with the headings it sits under, its cells as a reader
+/// sees them (the text without markup).
 #[derive(Debug, Clone)]
 pub struct Table {
-    /// The last `## ` and `### ` headings above it ("" when none).
+    /// The last level-2 and level-3 headings above it ("" when none).
     pub h2: String,
     pub h3: String,
     pub header: Vec<String>,
     pub rows: Vec<Vec<String>>,
+    /// The typed table itself (values, units, definitions).
+    pub typed: aggregate::document::Table,
 }
 
-/// A table row's cells, split as the HTML page splits them (`aggregate::html::cells`).
-pub fn cells(line: &str) -> Vec<String> {
-    let row = line.trim();
-    assert!(row.starts_with('|') && row.ends_with('|') && row.len() > 1, "not a table row: {line}");
-    aggregate::html::cells(row)
-}
-
-/// Every table of a Markdown report, in order.
-pub fn tables(md: &str) -> Vec<Table> {
+/// Every table of a report's document, in order: read from the typed document, not from any
+/// writer's output.
+pub fn tables(doc: &aggregate::document::Document) -> Vec<Table> {
+    use aggregate::document::Block;
     let (mut h2, mut h3) = (String::new(), String::new());
-    let mut out: Vec<Table> = Vec::new();
-    let mut in_table = false;
-    for line in md.lines() {
-        if let Some(h) = line.strip_prefix("## ") {
-            (h2, h3) = (h.to_string(), String::new());
-        } else if let Some(h) = line.strip_prefix("### ") {
-            h3 = h.to_string();
+    let mut out = Vec::new();
+    for section in &doc.sections {
+        if let Some(h) = &section.heading {
+            (h2, h3) = (h.to_plain(), String::new());
         }
-        if !line.starts_with('|') {
-            in_table = false;
-            continue;
-        }
-        if !in_table {
-            out.push(Table { h2: h2.clone(), h3: h3.clone(), header: cells(line), rows: Vec::new() });
-            in_table = true;
-        } else if !line.starts_with("| ---") {
-            out.last_mut().unwrap().rows.push(cells(line));
+        for block in &section.blocks {
+            match block {
+                Block::Heading { level: 2, text } => (h2, h3) = (text.to_plain(), String::new()),
+                Block::Heading { text, .. } => h3 = text.to_plain(),
+                Block::Table(t) => out.push(Table {
+                    h2: h2.clone(),
+                    h3: h3.clone(),
+                    header: t.header.iter().map(|c| c.text.to_plain()).collect(),
+                    rows: t.rows.iter().map(|r| r.iter().map(|c| c.text.to_plain()).collect()).collect(),
+                    typed: t.clone(),
+                }),
+                _ => {}
+            }
         }
     }
     out

@@ -23,7 +23,7 @@ use crate::error::{AggregateError, Result};
 use crate::metrics::{ArmMetrics, Summary};
 use crate::stats::Interval;
 
-const FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
+const FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
 pub(crate) const PATTERN: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
 pub(crate) const CONTROL: RGBColor = RGBColor(0xe0, 0x6c, 0x00);
 pub(crate) const GREY: RGBColor = RGBColor(0x55, 0x55, 0x55);
@@ -96,24 +96,7 @@ struct Row {
     panels: Vec<Panel>,
 }
 
-/// "12,345" for big numbers, "4.2" for small ones: ticks and labels read as numbers, not floats.
-pub fn readable(x: f64) -> String {
-    if x.abs() >= 1000.0 {
-        let digits = format!("{:.0}", x.abs());
-        let mut out = String::new();
-        for (i, c) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i) % 3 == 0 {
-                out.push(',');
-            }
-            out.push(c);
-        }
-        if x < 0.0 { format!("-{out}") } else { out }
-    } else if x.fract() == 0.0 || x.abs() >= 100.0 {
-        format!("{x:.0}")
-    } else {
-        format!("{x:.1}")
-    }
-}
+pub use crate::document::format::readable;
 
 fn missing(a: &Option<ArmMetrics>) -> &'static str {
     match a {

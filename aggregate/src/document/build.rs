@@ -1,0 +1,56 @@
+//! The report's document, section by section, in the order a reader needs it: how the run went,
+//! what was found, the chart, attrition, the detailed tables, the oracle's floors, provenance and
+//! method.
+
+use super::tables::Terms;
+use super::{Block, Document, Section, SectionKind, Span, Text};
+use crate::metrics::Summary;
+
+/// The document of one experiment's (or a merge's) summary.
+pub fn of_summary(s: &Summary) -> Document {
+    let exp = if s.experiments.is_empty() { "(none)".to_string() } else { s.experiments.join(", ") };
+    let terms = Terms::new(&s.method.definitions);
+    let mut sections = vec![notices(s), super::headline::section(s), chart(), super::tables::attrition(s, &terms), super::tables::models(s, &terms)];
+    sections.extend(super::tables::oracle(s, &terms));
+    sections.push(super::method::provenance(s, &terms));
+    sections.push(super::method::method(s));
+    Document { title: format!("mcp-pattern-bench report — {exp}"), sections }
+}
+
+/// How the run went comes before any number: a stopped run is missing sessions, and a skipped
+/// preflight means nothing checked the endpoint could call tools.
+fn notices(s: &Summary) -> Section {
+    let mut blocks = Vec::new();
+    if let Some(stop) = &s.run.stopped {
+        blocks.push(Block::Notice(Text::default().strong("The run stopped early").and(format!(
+            " ({}, at {}): {}. Sessions it never reached are missing, not failed; resume the run to complete it.",
+            stop.kind,
+            stop.at.to_rfc3339(),
+            stop.detail
+        ))));
+    }
+    if s.run.preflight_skipped {
+        blocks.push(Block::Notice(Text::default().strong("The endpoint preflight was skipped").and(" (--skip-preflight): nothing checked before the sessions that the endpoint answers, serves the model id and returns tool calls natively; a broken setup can look like valid failures.")));
+    }
+    blocks.extend(s.notices.iter().map(|n| Block::Notice(n.as_str().into())));
+    Section { kind: SectionKind::Notices, heading: None, blocks }
+}
+
+/// The chart's values are per session, as the tables' are (see `render::chart`).
+fn chart() -> Section {
+    let link = |text: &str, href: &str| Span::Link { text: text.into(), href: href.into() };
+    Section {
+        kind: SectionKind::Chart,
+        heading: Some("Chart".into()),
+        blocks: vec![
+            Block::Chart { alt: "Success rate, turns and input tokens per module and arm".into(), src: "chart.svg".into(), png: "chart.png".into() },
+            Block::Paragraph(
+                Text::plain("Every value is per session, as in the tables: the success rate and the means over the arm's valid sessions (the mean columns of the model tables), and the oracle's estimate per session (mean over tasks, the oracle table's est. input tokens / session); nothing is summed over tasks. The same chart as ")
+                    .push(link("SVG", "chart.svg"))
+                    .and(" and ")
+                    .push(link("PNG", "chart.png"))
+                    .and(", beside this file."),
+            ),
+        ],
+    }
+}

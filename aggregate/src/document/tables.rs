@@ -1,0 +1,400 @@
+//! The detailed tables: attrition, per model and module the side-by-side table with the paired
+//! differences and the per-task table, and the oracle's structural floors.
+
+use std::collections::BTreeMap;
+
+use records::{Provider, Role};
+
+use super::format::{cost_cell, diff_cell, dist_cell, invalid_list, num, opt_int, pct, readable, signed_pct, signed_readable, tri};
+use super::{Align, Block, Cell, Section, SectionKind, Table, TableKind, Text, Unit};
+use crate::definitions::{Aggregation, Definition};
+use crate::metrics::{ArmMetrics, Comparison, Diff, ModuleReport, OracleModule, OraclePerSession, PairOutcomes, Summary, TaskArm, TaskRow};
+
+/// Every term of [`crate::definitions`], looked up by the text a header or row label shows.
+pub(super) struct Terms(BTreeMap<String, String>);
+
+impl Terms {
+    pub(super) fn new(list: &[Definition]) -> Self {
+        let mut map = BTreeMap::new();
+        for d in list {
+            let how = match d.aggregation {
+                Aggregation::Label => String::new(),
+                a => format!(" ({}: {})", a.as_str(), d.over),
+            };
+            for t in &d.terms {
+                map.insert(t.clone(), format!("{}{how}", d.meaning));
+            }
+        }
+        Self(map)
+    }
+
+    /// The definition of a header or row label; a column headed with a server's name is looked
+    /// up as `pattern: ‹server›`.
+    pub(super) fn of(&self, shown: &str) -> Option<String> {
+        self.0.get(shown).cloned().or_else(|| {
+            let role = ["pattern", "control"].into_iter().find(|r| shown.starts_with(&format!("{r}: ")))?;
+            self.0.get(&format!("{role}: ‹server›")).cloned()
+        })
+    }
+
+    /// A header or row-label cell with its definition.
+    pub(super) fn label(&self, shown: impl Into<String>) -> Cell {
+        let shown = shown.into();
+        let definition = self.of(&shown);
+        Cell::text(shown).defined(definition)
+    }
+
+    /// A grid whose header cells carry their definitions.
+    pub(super) fn grid(&self, header: &[&str], align: &[Align], rows: Vec<Vec<Cell>>) -> Table {
+        Table { kind: TableKind::Grid, header: header.iter().map(|h| self.label(*h)).collect(), align: align.to_vec(), rows }
+    }
+}
+
+use Align::{Left as L, Right as R};
+
+fn count(n: usize, unit: Unit) -> Cell {
+    Cell::figure(n.to_string(), Some(n as f64), unit)
+}
+
+pub(super) fn attrition(s: &Summary, terms: &Terms) -> Section {
+    let header = [
+        "model",
+        "module",
+        "server",
+        "role",
+        "planned",
+        "attempts",
+        "replaced",
+        "recorded",
+        "valid",
+        "invalid (reason: count)",
+        "turn-cap hits",
+        "context overflows",
+        "tool calls as text",
+        "unparseable output",
+    ];
+    let rows = s
+        .attrition
+        .iter()
+        .map(|r| {
+            let model = if r.provider == Provider::Oracle { format!("{} (oracle floor)", r.model) } else { r.model.clone() };
+            let sessions = |n: usize| count(n, Unit::Sessions);
+            vec![
+                Cell::text(model),
+                Cell::text(r.module.clone()),
+                Cell::text(r.server.clone()),
+                Cell::text(r.role.to_string()),
+                Cell::figure(r.planned.map_or_else(|| "—".into(), |p| p.to_string()), r.planned.map(|p| p as f64), Unit::Sessions),
+                sessions(r.attempts),
+                sessions(r.replaced),
+                sessions(r.attempted),
+                sessions(r.valid),
+                Cell::figure(invalid_list(&r.invalid), Some(r.invalid.values().sum::<usize>() as f64), Unit::Sessions),
+                sessions(r.turn_cap_hits),
+                sessions(r.context_exceeded),
+                sessions(r.tool_call_as_text),
+                sessions(r.unparseable_output),
+            ]
+        })
+        .collect();
+    Section {
+        kind: SectionKind::Attrition,
+        heading: Some("Attrition (planned, attempted and valid sessions)".into()),
+        blocks: vec![
+            Block::Table(terms.grid(&header, &[L, L, L, L, R, R, R, R, R, L, R, R, R, R], rows)),
+            Block::Paragraph("Counts of sessions, summed over the cell's tasks and reps (a cell: one model, module and server); the last four count valid sessions, each a valid failure. Each column is defined under Method.".into()),
+        ],
+    }
+}
+
+pub(super) fn models(s: &Summary, terms: &Terms) -> Section {
+    let mut blocks = Vec::new();
+    if s.models.is_empty() {
+        blocks.push(Block::Paragraph("No model sessions: nothing to compare (oracle floors below are structural, not model results).".into()));
+    }
+    for m in &s.models {
+        blocks.push(Block::Heading { level: 2, text: Text::plain("Model ").and_code(&m.model).and(format!(" ({})", m.provider)) });
+        for module in &m.modules {
+            module_blocks(&mut blocks, module, s.prices_loaded, terms);
+        }
+    }
+    Section { kind: SectionKind::Models, heading: None, blocks }
+}
+
+/// "3 both passed · 1 pattern only · 0 control only · 8 neither".
+fn pair_outcomes(o: &PairOutcomes) -> String {
+    format!("{} both passed · {} pattern only · {} control only · {} neither", o.both_passed, o.pattern_only, o.control_only, o.neither)
+}
+
+/// An arm's mean over the both-passed pairs (the control's mean plus the mean difference).
+fn both_mean(d: &Option<Diff>, role: Role, unit: Unit) -> Cell {
+    let v = d.as_ref().map(|d| match role {
+        Role::Pattern => d.control_mean + d.mean,
+        Role::Control => d.control_mean,
+    });
+    Cell::figure(v.map(num).unwrap_or_else(|| "—".into()), v, unit)
+}
+
+fn diff(d: &Option<Diff>, rate: bool, suffix: &str, unit: Unit) -> Cell {
+    Cell::figure(format!("{}{suffix}", diff_cell(d, rate)), d.as_ref().map(|d| d.mean), unit)
+}
+
+fn module_blocks(o: &mut Vec<Block>, m: &ModuleReport, prices_loaded: bool, terms: &Terms) {
+    o.push(Block::Heading {
+        level: 3,
+        text: Text::plain(format!("{} — verdict: ", Comparison::label(&m.module, m.comparison.as_ref()))).strong(m.verdict.as_str()),
+    });
+    o.push(Block::Paragraph(format!("{}.", m.verdict_reason).into()));
+    o.extend(m.notices.iter().map(|n| Block::Notice(n.as_str().into())));
+    let (p, c) = (&m.pattern, &m.control);
+    // An arm's cell, or "no sessions" when it has none.
+    let arm = |a: &Option<ArmMetrics>, f: &dyn Fn(&ArmMetrics) -> Cell| a.as_ref().map(f).unwrap_or_else(|| Cell::text("no sessions"));
+    let title = |a: &Option<ArmMetrics>, r: &str| a.as_ref().map(|a| format!("{r}: {}", a.server)).unwrap_or_else(|| r.into());
+    let header = [title(p, "pattern"), title(c, "control")];
+    let header = ["metric", header[0].as_str(), header[1].as_str(), "paired difference (pattern − control) [95% CI]"];
+    let mut rows: Vec<Vec<Cell>> = Vec::new();
+    let mut row = |label: &str, pattern: Cell, control: Cell, difference: Cell| rows.push(vec![terms.label(label), pattern, control, difference]);
+    let empty = Cell::default;
+    let planned = m.paired.pairs_planned.map(|n| format!(" ({n} planned)")).unwrap_or_default();
+    let valid = |a: &ArmMetrics| Cell::figure(format!("{}/{}", a.valid, a.attempted), Some(a.valid as f64), Unit::Sessions);
+    row(
+        "sessions, valid / attempted",
+        arm(p, &valid),
+        arm(c, &valid),
+        Cell::figure(format!("{} pairs used of {}{planned}", m.paired.pairs_used, m.paired.pairs_seen), Some(m.paired.pairs_used as f64), Unit::Pairs),
+    );
+    row("pair outcomes", empty(), empty(), Cell::text(pair_outcomes(&m.paired.outcomes)));
+    let success = |a: &ArmMetrics| match a.success.rate {
+        Some(r) => {
+            Cell::figure(format!("{} ({}/{}){}", pct(r), a.success.successes, a.success.n, super::format::ci(a.success.wilson95, pct)), Some(r), Unit::Rate)
+        }
+        None => Cell::figure("—", None, Unit::Rate),
+    };
+    row("success rate [Wilson 95%]", arm(p, &success), arm(c, &success), diff(&m.paired.success, true, "", Unit::Rate));
+    let outcomes = |a: &ArmMetrics| Cell::figure(format!("{} / {} / {}", a.passed, a.failed, a.could_not_score), Some(a.passed as f64), Unit::Sessions);
+    row("passed / failed / could not score", arm(p, &outcomes), arm(c, &outcomes), empty());
+    let failures = super::headline::over_failures(m).map(|n| format!(" — {n}")).unwrap_or_default();
+    let both = &m.paired.both_passed;
+    let dist = |pick: fn(&ArmMetrics) -> &crate::metrics::Dist, unit: Unit| move |a: &ArmMetrics| Cell::figure(dist_cell(pick(a)), pick(a).mean, unit);
+    let turns = dist(|a| &a.turns, Unit::Turns);
+    let input = dist(|a| &a.input_tokens, Unit::Tokens);
+    row("turns / session (median / mean [CI]), all pairs", arm(p, &turns), arm(c, &turns), diff(&m.paired.turns, false, &failures, Unit::Turns));
+    row(
+        "turns / session (mean), both passed",
+        both_mean(&both.turns, Role::Pattern, Unit::Turns),
+        both_mean(&both.turns, Role::Control, Unit::Turns),
+        diff(&both.turns, false, "", Unit::Turns),
+    );
+    row("input tokens / session (median / mean [CI]), all pairs", arm(p, &input), arm(c, &input), diff(&m.paired.input_tokens, false, &failures, Unit::Tokens));
+    row(
+        "input tokens / session (mean), both passed",
+        both_mean(&both.input_tokens, Role::Pattern, Unit::Tokens),
+        both_mean(&both.input_tokens, Role::Control, Unit::Tokens),
+        diff(&both.input_tokens, false, "", Unit::Tokens),
+    );
+    let cached = dist(|a| &a.cached_input_tokens, Unit::Tokens);
+    row("cached input tokens / session (median / mean [CI])", arm(p, &cached), arm(c, &cached), empty());
+    let output = dist(|a| &a.output_tokens, Unit::Tokens);
+    row(
+        "output tokens / session (median / mean [CI]), all pairs",
+        arm(p, &output),
+        arm(c, &output),
+        diff(&m.paired.output_tokens, false, &failures, Unit::Tokens),
+    );
+    let reasoning = dist(|a| &a.reasoning_tokens, Unit::Tokens);
+    row("reasoning tokens / session (median / mean [CI]), part of output", arm(p, &reasoning), arm(c, &reasoning), empty());
+    let calls = |a: &ArmMetrics| Cell::figure(format!("{} ({})", a.tool_calls, a.tool_call_errors), Some(a.tool_calls as f64), Unit::Calls);
+    row("tool calls Σ over valid sessions (errors)", arm(p, &calls), arm(c, &calls), empty());
+    for (label, pick) in [
+        ("turn-cap hits (valid failures)", (|a: &ArmMetrics| a.turn_cap_hits) as fn(&ArmMetrics) -> usize),
+        ("context-window overflows (valid failures)", |a| a.context_exceeded),
+        ("tool calls written as text (valid failures)", |a| a.tool_call_as_text),
+        ("unparseable output (valid failures)", |a| a.unparseable_output),
+    ] {
+        let n = |a: &ArmMetrics| count(pick(a), Unit::Sessions);
+        row(label, arm(p, &n), arm(c, &n), empty());
+    }
+    if prices_loaded {
+        let cost = |a: &ArmMetrics| Cell::figure(cost_cell(&a.cost_usd), a.cost_usd.mean, Unit::Usd);
+        row("cost per session, USD (median / mean)", arm(p, &cost), arm(c, &cost), empty());
+    }
+    o.push(Block::Table(terms.grid(&header, &[L, L, L, L], rows)));
+    o.push(Block::Paragraph(if m.paired.dropped.is_empty() {
+        "Pairs dropped: none.".into()
+    } else {
+        let list: Vec<String> = m.paired.dropped.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+        format!("Pairs dropped: {} ({}).", m.paired.dropped_pairs.len(), list.join("; ")).into()
+    }));
+    o.push(Block::Paragraph(match &m.power {
+        Some(pw) => format!(
+            "Power (normal approximation): detecting a {:.0}% input-token difference ({} tokens) with 80% power at α = 0.05 needs ≈ {} pairs, i.e. {} reps per task over {} tasks (observed paired SD {}).",
+            pw.relative_difference * 100.0,
+            num(pw.delta_tokens),
+            pw.pairs_needed,
+            pw.reps_per_task_needed,
+            pw.tasks,
+            num(pw.paired_sd)
+        )
+        .into(),
+        None => "Power: not estimable (needs ≥ 2 pairs with input tokens in both arms and a non-zero control mean).".into(),
+    }));
+    o.push(Block::Table(task_table(m, terms)));
+    let unknown = m.tasks.iter().flat_map(|t| [&t.pattern, &t.control]).any(|a| a.pass_at_k.is_none() || a.pass_all_k.is_none());
+    if unknown {
+        o.push(Block::Paragraph(
+            "unknown: some of the k reps are invalid or missing, so the answer is not known (a pass^k of \"unknown\" is never counted as a pass).".into(),
+        ));
+    }
+}
+
+fn task_table(m: &ModuleReport, terms: &Terms) -> Table {
+    let header = ["task", "pattern: outcome", "pattern pass@k", "pattern pass^k", "control: outcome", "control pass@k", "control pass^k"];
+    // The k each arm's answers are over: as metrics computes it.
+    let found = |arm: fn(&TaskRow) -> &TaskArm| m.tasks.iter().map(|t| arm(t).k).max().unwrap_or(0);
+    let (pattern_k, control_k) = (found(|t| &t.pattern), found(|t| &t.control));
+    let rows = m
+        .tasks
+        .iter()
+        .map(|t| {
+            let (k, pk, ck) = match t.pattern.planned_k.or(t.control.planned_k) {
+                Some(k) => (format!("k={k} planned"), k as usize, k as usize),
+                None => (format!("k={}", pattern_k.max(control_k)), pattern_k, control_k),
+            };
+            let mut row = vec![Cell::text(format!("{} ({k})", t.task))];
+            row.extend(task_arm(&t.pattern, pk));
+            row.extend(task_arm(&t.control, ck));
+            row
+        })
+        .collect();
+    terms.grid(&header, &[L; 7], rows)
+}
+
+/// One arm's cells of a task row; `expected` is the k its pass@k and pass^k were computed over
+/// (the planned k, or without a manifest the most reps any task of the arm has).
+fn task_arm(a: &TaskArm, expected: usize) -> [Cell; 3] {
+    let missing = expected.saturating_sub(a.k);
+    let answer = |b: Option<bool>| Cell::text(tri(b));
+    if a.k == 0 {
+        let outcome = match (missing, a.planned_k) {
+            (0, _) => return [Cell::text("—"), Cell::text("—"), Cell::text("—")],
+            (_, Some(_)) => format!("none of {missing} planned recorded"),
+            (_, None) => "none recorded".into(),
+        };
+        return [Cell::text(outcome), answer(None), answer(None)];
+    }
+    let mut s = format!("{}/{} valid passed", a.passed, a.valid);
+    if a.could_not_score > 0 {
+        s.push_str(&format!(", {} could not score", a.could_not_score));
+    }
+    let mut gaps = Vec::new();
+    if a.valid < a.k {
+        gaps.push(format!("{} invalid", a.k - a.valid));
+    }
+    if missing > 0 {
+        gaps.push(format!("{missing} missing"));
+    }
+    if !gaps.is_empty() {
+        s.push_str(&format!(" ({})", gaps.join(", ")));
+    }
+    [Cell::figure(s, Some(a.passed as f64), Unit::Sessions), answer(a.pass_at_k), answer(a.pass_all_k)]
+}
+
+pub(super) fn oracle(s: &Summary, terms: &Terms) -> Option<Section> {
+    if s.oracle_floors.is_empty() {
+        return None;
+    }
+    let header = [
+        "module",
+        "pattern server",
+        "control server",
+        "tasks",
+        "calls / session: pattern / control",
+        "est. input tokens / session: pattern / control",
+        "est. input tokens / session: pattern − control",
+    ];
+    let mut blocks = vec![
+        Block::Paragraph(
+            Text::plain("Scripted oracle plans, no model: the minimum calls and bytes each arm needs. Tokens are an ")
+                .strong("estimate")
+                .and(" (bytes / 4), never a measurement, and are never mixed into model results. Input tokens assume one call per turn plus an answer turn, each turn resending the system prompt, task, definitions and all earlier calls and results, as a model session is billed. Every figure is per session: in a module's row the mean over its tasks (as the chart shows it), in a task's row the median over that task's sessions."),
+        ),
+        Block::Table(terms.grid(&header, &[L, L, L, R, R, R, R], s.oracle_floors.iter().map(oracle_summary_row).collect())),
+    ];
+    for f in &s.oracle_floors {
+        oracle_tasks(&mut blocks, f, terms);
+    }
+    Some(Section { kind: SectionKind::Oracle, heading: Some("Oracle structural floors".into()), blocks })
+}
+
+fn oracle_summary_row(f: &OracleModule) -> Vec<Cell> {
+    let show = |role: Role, pick: fn(&OraclePerSession) -> Option<f64>| match f.per_session_of(role, pick) {
+        Ok(v) => readable(v),
+        Err(why) => format!("— ({why})"),
+    };
+    let tokens = |m: &OraclePerSession| m.estimated_input_tokens;
+    let (tp, tc) = (f.per_session_of(Role::Pattern, tokens), f.per_session_of(Role::Control, tokens));
+    let delta = match (&tp, &tc) {
+        (Ok(p), Ok(c)) if *c > 0.0 => Cell::figure(format!("{} ({})", signed_readable(p - c), signed_pct(p / c - 1.0)), Some(p - c), Unit::EstimatedTokens),
+        _ => Cell::figure("—", None, Unit::EstimatedTokens),
+    };
+    let tasks: std::collections::BTreeSet<&str> = f.rows.iter().map(|r| r.task.as_str()).collect();
+    vec![
+        Cell::text(Comparison::label(&f.module, f.comparison.as_ref())),
+        Cell::text(f.server(Role::Pattern)),
+        Cell::text(f.server(Role::Control)),
+        count(tasks.len(), Unit::Tasks),
+        Cell::text(format!("{} / {}", show(Role::Pattern, |m| m.calls), show(Role::Control, |m| m.calls))),
+        Cell::text(format!("{} / {}", show(Role::Pattern, tokens), show(Role::Control, tokens))),
+        delta,
+    ]
+}
+
+fn oracle_tasks(o: &mut Vec<Block>, f: &OracleModule, terms: &Terms) {
+    o.push(Block::Heading { level: 3, text: Comparison::label(&f.module, f.comparison.as_ref()).into() });
+    let header = [
+        "task",
+        "role",
+        "server",
+        "valid/sessions",
+        "passed",
+        "calls / session",
+        "schema bytes / session",
+        "args bytes / session",
+        "result bytes / session",
+        "est. final context tokens / session",
+        "est. input tokens / session",
+    ];
+    let int = |v: Option<u64>, unit: Unit| Cell::figure(opt_int(v), v.map(|v| v as f64), unit);
+    let rows = f
+        .rows
+        .iter()
+        .map(|r| {
+            vec![
+                Cell::text(r.task.clone()),
+                Cell::text(r.role.to_string()),
+                Cell::text(r.server.clone()),
+                Cell::figure(format!("{}/{}", r.valid, r.sessions), Some(r.valid as f64), Unit::Sessions),
+                count(r.passed, Unit::Sessions),
+                int(r.calls, Unit::Calls),
+                int(r.schema_bytes, Unit::Bytes),
+                int(r.args_bytes, Unit::Bytes),
+                int(r.result_bytes, Unit::Bytes),
+                int(r.estimated_tokens, Unit::EstimatedTokens),
+                int(r.estimated_input_tokens, Unit::EstimatedTokens),
+            ]
+        })
+        .collect();
+    o.push(Block::Table(terms.grid(&header, &[L, L, L, R, R, R, R, R, R, R, R], rows)));
+    // The sum sweep reports compare; said apart from the table, whose figures are per session.
+    let totals: Vec<String> = f
+        .per_session
+        .keys()
+        .map(|role| match f.total_estimated_input_tokens.get(role) {
+            Some(t) => format!("{role} {t}"),
+            None => format!("{role} — (not every task has the figure)"),
+        })
+        .collect();
+    o.push(Block::Paragraph(
+        format!("est. input tokens Σ over tasks (summed, not per session): {}.", if totals.is_empty() { "—".into() } else { totals.join(", ") }).into(),
+    ));
+}
