@@ -355,6 +355,13 @@ fn oracle_tables() -> Vec<Definition> {
             &["oracle_floors[].rows[].estimated_input_tokens", "oracle_floors[].per_session.<role>.estimated_input_tokens"],
         ),
         def(
+            &["est. output tokens / session", "est. output tokens / session: pattern / control"],
+            PerSession,
+            ORACLE_OVER,
+            "an estimate, not a measurement, of the output tokens a model following the plan would write: every call's arguments (where an arm runs a program, the whole program) and the answer, (args bytes + answer bytes) / 4, rounded down. Comparable with a model session's output tokens (reasoning tokens aside); a design that moves work into what the model writes shows it here, not in the input tokens",
+            &["oracle_floors[].rows[].estimated_output_tokens", "oracle_floors[].per_session.<role>.estimated_output_tokens"],
+        ),
+        def(
             &["est. input tokens Σ over tasks"],
             Summed,
             "the module's tasks (each task's median over its valid oracle sessions); absent when a task lacks the figure",

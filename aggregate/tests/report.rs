@@ -90,6 +90,8 @@ fn metrics_have_the_known_answers() {
     assert_eq!(s.oracle_floors[0].total_estimated_tokens.get(&Role::Pattern), Some(&320));
     assert_eq!(s.oracle_floors[0].total_estimated_input_tokens.get(&Role::Control), Some(&1800));
     assert_eq!(s.oracle_floors[0].total_estimated_input_tokens.get(&Role::Pattern), None, "a partial sum is no total");
+    assert!(s.oracle_floors[0].rows.iter().all(|r| r.estimated_output_tokens == Some(10)), "(40 argument bytes + no answer) / 4");
+    assert_eq!(s.oracle_floors[0].per_session[&Role::Control].estimated_output_tokens, Some(10.0));
     assert!(s.models.iter().all(|m| m.provider != records::Provider::Oracle));
 }
 

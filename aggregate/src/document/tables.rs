@@ -311,14 +311,15 @@ pub(super) fn oracle(s: &Summary, terms: &Terms) -> Option<Section> {
         "calls / session: pattern / control",
         "est. input tokens / session: pattern / control",
         "est. input tokens / session: pattern − control",
+        "est. output tokens / session: pattern / control",
     ];
     let mut blocks = vec![
         Block::Paragraph(
             Text::plain("Scripted oracle plans, no model: the minimum calls and bytes each arm needs. Tokens are an ")
                 .strong("estimate")
-                .and(" (bytes / 4), never a measurement, and are never mixed into model results. Input tokens assume one call per turn plus an answer turn, each turn resending the system prompt, task, definitions and all earlier calls and results, as a model session is billed. Every figure is per session: in a module's row the mean over its tasks (as the chart shows it), in a task's row the median over that task's sessions."),
+                .and(" (bytes / 4), never a measurement, and are never mixed into model results. Input tokens assume one call per turn plus an answer turn, each turn resending the system prompt, task, definitions and all earlier calls and results, as a model session is billed; output tokens are what the model would write: every call's arguments (a whole program, where an arm runs one) and the answer. Every figure is per session: in a module's row the mean over its tasks (as the chart shows it), in a task's row the median over that task's sessions."),
         ),
-        Block::Table(terms.grid(&header, &[L, L, L, R, R, R, R], s.oracle_floors.iter().map(oracle_summary_row).collect())),
+        Block::Table(terms.grid(&header, &[L, L, L, R, R, R, R, R], s.oracle_floors.iter().map(oracle_summary_row).collect())),
     ];
     for f in &s.oracle_floors {
         oracle_tasks(&mut blocks, f, terms);
@@ -346,6 +347,7 @@ fn oracle_summary_row(f: &OracleModule) -> Vec<Cell> {
         Cell::text(format!("{} / {}", show(Role::Pattern, |m| m.calls), show(Role::Control, |m| m.calls))),
         Cell::text(format!("{} / {}", show(Role::Pattern, tokens), show(Role::Control, tokens))),
         delta,
+        Cell::text(format!("{} / {}", show(Role::Pattern, |m| m.estimated_output_tokens), show(Role::Control, |m| m.estimated_output_tokens))),
     ]
 }
 
@@ -363,6 +365,7 @@ fn oracle_tasks(o: &mut Vec<Block>, f: &OracleModule, terms: &Terms) {
         "result bytes / session",
         "est. final context tokens / session",
         "est. input tokens / session",
+        "est. output tokens / session",
     ];
     let int = |v: Option<u64>, unit: Unit| Cell::figure(opt_int(v), v.map(|v| v as f64), unit);
     let rows = f
@@ -381,10 +384,11 @@ fn oracle_tasks(o: &mut Vec<Block>, f: &OracleModule, terms: &Terms) {
                 int(r.result_bytes, Unit::Bytes),
                 int(r.estimated_tokens, Unit::EstimatedTokens),
                 int(r.estimated_input_tokens, Unit::EstimatedTokens),
+                int(r.estimated_output_tokens, Unit::EstimatedTokens),
             ]
         })
         .collect();
-    o.push(Block::Table(terms.grid(&header, &[L, L, L, R, R, R, R, R, R, R, R], rows)));
+    o.push(Block::Table(terms.grid(&header, &[L, L, L, R, R, R, R, R, R, R, R, R], rows)));
     // The sum sweep reports compare; said apart from the table, whose figures are per session.
     let totals: Vec<String> = f
         .per_session

@@ -59,6 +59,9 @@ pub struct OraclePerSession {
     pub estimated_tokens: Option<f64>,
     /// An estimate: input tokens over the plan's turns, one call per turn.
     pub estimated_input_tokens: Option<f64>,
+    /// An estimate: what the model writes — the calls' arguments and the answer.
+    #[serde(default)]
+    pub estimated_output_tokens: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -83,6 +86,11 @@ pub struct OracleRow {
     pub estimated_input_tokens: Option<u64>,
     #[serde(default)]
     pub input_estimate_method: Option<String>,
+    /// An estimate, never a measurement: what a model would write to follow the plan — every
+    /// call's arguments (a program, where the pattern runs one) and the answer — as
+    /// (argument bytes + answer bytes) / 4.
+    #[serde(default)]
+    pub estimated_output_tokens: Option<u64>,
 }
 
 pub(super) fn oracle_module(module: String, recs: &[&SessionRecord]) -> OracleModule {
@@ -111,6 +119,9 @@ pub(super) fn oracle_module(module: String, recs: &[&SessionRecord]) -> OracleMo
                 estimate_method: floors.first().map(|f| f.estimate_method.clone()),
                 estimated_input_tokens: lower_median(floors.iter().filter_map(|f| f.estimated_input_tokens).collect()),
                 input_estimate_method: floors.iter().find_map(|f| f.input_estimate_method.clone()),
+                estimated_output_tokens: lower_median(
+                    valid.iter().filter_map(|r| Some((r.oracle.as_ref()?.args_bytes + r.final_answer.as_deref().map_or(0, str::len)) as u64 / 4)).collect(),
+                ),
             }
         })
         .collect();
@@ -146,6 +157,7 @@ fn per_session(rows: &[OracleRow]) -> BTreeMap<Role, OraclePerSession> {
                 calls: mean(|r| r.calls),
                 estimated_tokens: mean(|r| r.estimated_tokens),
                 estimated_input_tokens: mean(|r| r.estimated_input_tokens),
+                estimated_output_tokens: mean(|r| r.estimated_output_tokens),
             };
             (role, means)
         })
