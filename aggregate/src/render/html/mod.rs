@@ -241,9 +241,3 @@ impl Table {
         self.align.get(*i.borrow()) == Some(&Align::Right)
     }
 }
-
-/// Escapes text for the HTML page through askama's own escaper (for the session list, which
-/// builds its markup in code).
-pub(crate) fn escape(s: &str) -> String {
-    askama::filters::escape(s, askama::filters::Html).map(|e| e.to_string()).unwrap_or_default()
-}

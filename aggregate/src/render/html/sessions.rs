@@ -2,12 +2,18 @@
 //! call with its arguments and result, errors in red, usage per turn, the verifier's verdict and
 //! reasons), with the controls the page's script filters and sorts by. Past
 //! [`super::INLINE_BUDGET`] bytes, a session gets a page of its own under [`super::SESSION_DIR`].
+//!
+//! The markup is in `templates/sessions.html` (the list) and `templates/session.html` (one
+//! conversation); this file only gathers what they show — texts, numbers, labels, pretty-printed
+//! JSON and percent-encoded links — and askama escapes every value it writes.
 
-use std::fmt::Write;
+use std::borrow::Cow;
 
-use records::{Provider, SessionRecord, Validity};
+use askama::Template;
+use records::{OracleFloor, Provider, Role, SessionRecord, Validity};
 
-use super::{INLINE_BUDGET, SESSION_DIR, escape};
+use super::{INLINE_BUDGET, SESSION_DIR};
+use crate::document::format::readable;
 use crate::load::{Experiment, Loaded};
 use crate::transcript::{self, CallResult, Item};
 
@@ -15,30 +21,16 @@ use crate::transcript::{self, CallResult, Item};
 /// whole).
 const BLOCK_CAP: usize = 16 * 1024;
 
+const RENDER: &str = "rendering to a String cannot fail";
+
 /// The session list's section; sessions past the budget go to `pages` (file name, page).
 pub(super) fn render(exp: &Experiment, report_dir: &std::path::Path, pages: &mut Vec<(String, String)>) -> String {
-    let mut o = String::new();
-    sessions(&mut o, &Base { exp, report_dir }, pages);
-    o
-}
-
-/// The outcome a session's filter and badge use.
-fn outcome(r: &SessionRecord) -> &'static str {
-    match (&r.validity, r.verifier.as_ref().map(|v| v.verdict)) {
-        (Validity::Invalid { .. }, _) => "invalid",
-        (_, Some(records::Verdict::Passed)) => "passed",
-        (_, Some(records::Verdict::Failed)) => "failed",
-        _ => "could_not_score",
-    }
-}
-
-fn outcome_label(o: &str) -> &'static str {
-    match o {
-        "passed" => "passed",
-        "failed" => "failed",
-        "could_not_score" => "could not score",
-        _ => "invalid",
-    }
+    let base = Base { exp, report_dir };
+    let mut budget = INLINE_BUDGET;
+    let all = &exp.sessions;
+    let sessions = all.iter().enumerate().map(|(i, s)| session(&base, s, i, &mut budget, pages, false)).collect();
+    let replaced = exp.superseded.iter().enumerate().map(|(i, s)| session(&base, s, all.len() + i, &mut budget, pages, true)).collect();
+    SessionList { filters: filters(all), sessions, replaced }.render().expect(RENDER)
 }
 
 /// The experiment and where its report is written.
@@ -47,48 +39,258 @@ struct Base<'a> {
     report_dir: &'a std::path::Path,
 }
 
-fn sessions(o: &mut String, base: &Base, pages: &mut Vec<(String, String)>) {
-    let exp = base.exp;
-    let all = &exp.sessions;
-    writeln!(o, "<section id=\"sessions\">\n<h2>Sessions ({})</h2>", all.len()).unwrap();
-    o.push_str("<p>Every recorded session, as the model (or the oracle) saw it: messages, each tool call with its arguments and result, errors in red, usage per turn, and the verifier's verdict and reasons beside it.</p>\n");
-    o.push_str("<noscript><p>Filters and sorting need JavaScript; every session is listed below.</p></noscript>\n");
-    let distinct = |f: fn(&SessionRecord) -> String| {
-        let set: std::collections::BTreeSet<String> = all.iter().map(|s| f(&s.record)).collect();
-        set.into_iter().collect::<Vec<_>>()
-    };
-    o.push_str("<div id=\"session-controls\" hidden>\n");
-    let select = |o: &mut String, key: &str, label: &str, values: Vec<(String, String)>| {
-        writeln!(o, "<label>{label} <select data-filter=\"{key}\"><option value=\"\">all</option>").unwrap();
-        for (v, text) in values {
-            writeln!(o, "<option value=\"{}\">{}</option>", escape(&v), escape(&text)).unwrap();
+#[derive(Template)]
+#[template(path = "sessions.html")]
+struct SessionList<'a> {
+    filters: Vec<Filter<'a>>,
+    sessions: Vec<SessionView<'a>>,
+    /// Attempts a rerun replaced: listed apart, not scored.
+    replaced: Vec<SessionView<'a>>,
+}
+
+/// A `<select>` the script filters by: the `data-*` attribute it compares and its options
+/// (value, text).
+struct Filter<'a> {
+    key: &'static str,
+    label: &'static str,
+    options: Vec<(&'a str, &'a str)>,
+}
+
+/// A session's outcome, as its filter and badge name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Passed,
+    Failed,
+    CouldNotScore,
+    Invalid,
+}
+
+impl Outcome {
+    const ALL: [Self; 4] = [Self::Passed, Self::Failed, Self::CouldNotScore, Self::Invalid];
+
+    fn of(r: &SessionRecord) -> Self {
+        match (&r.validity, r.verifier.as_ref().map(|v| v.verdict)) {
+            (Validity::Invalid { .. }, _) => Self::Invalid,
+            (_, Some(records::Verdict::Passed)) => Self::Passed,
+            (_, Some(records::Verdict::Failed)) => Self::Failed,
+            _ => Self::CouldNotScore,
         }
-        o.push_str("</select></label>\n");
-    };
-    let same = |v: Vec<String>| v.into_iter().map(|x| (x.clone(), x)).collect::<Vec<_>>();
-    select(o, "model", "model", same(distinct(|r| r.model.id.clone())));
-    select(o, "module", "module", same(distinct(|r| r.module.clone())));
-    select(o, "arm", "arm", same(distinct(|r| r.role.as_str().to_string())));
-    select(o, "task", "task", same(distinct(|r| r.task.clone())));
-    select(o, "outcome", "outcome", ["passed", "failed", "could_not_score", "invalid"].iter().map(|x| (x.to_string(), outcome_label(x).to_string())).collect());
-    o.push_str("<span>sort: ");
-    for (key, label) in [("order", "as recorded"), ("tokens", "input tokens"), ("turns", "turns"), ("calls", "tool calls")] {
-        write!(o, "<button type=\"button\" data-sort=\"{key}\" data-label=\"{label}\" aria-pressed=\"{}\">{label}</button> ", key == "order").unwrap();
     }
-    o.push_str("</span>\n<span id=\"session-count\"></span>\n</div>\n<div id=\"session-list\">\n");
-    let mut budget = INLINE_BUDGET;
-    for (i, s) in all.iter().enumerate() {
-        session(o, base, s, i, &mut budget, pages, false);
-    }
-    o.push_str("</div>\n");
-    if !exp.superseded.is_empty() {
-        writeln!(o, "<h2>Replaced attempts ({}), not scored</h2>\n<div>", exp.superseded.len()).unwrap();
-        for (i, s) in exp.superseded.iter().enumerate() {
-            session(o, base, s, all.len() + i, &mut budget, pages, true);
+
+    /// The value of `data-outcome` and of the filter's option.
+    fn key(self) -> &'static str {
+        match self {
+            Self::Passed => "passed",
+            Self::Failed => "failed",
+            Self::CouldNotScore => "could_not_score",
+            Self::Invalid => "invalid",
         }
-        o.push_str("</div>\n");
     }
-    o.push_str("</section>\n");
+
+    fn label(self) -> &'static str {
+        match self {
+            Self::CouldNotScore => "could not score",
+            other => other.key(),
+        }
+    }
+}
+
+/// One `<details class="session">`: the attributes the script reads, the summary line, and the
+/// conversation or a link to its page.
+struct SessionView<'a> {
+    index: usize,
+    model: &'a str,
+    module: &'a str,
+    arm: Role,
+    server: &'a str,
+    task: &'a str,
+    rep: u32,
+    outcome: Outcome,
+    /// The outcome's label, or "replaced".
+    badge: &'static str,
+    /// What the session is sorted by: a model's input tokens, an oracle's estimate.
+    tokens: Option<u64>,
+    /// None for an oracle session, which has no turns.
+    turns: Option<usize>,
+    calls: usize,
+    turns_text: String,
+    tokens_text: String,
+    calls_text: String,
+    errors_text: Option<String>,
+    body: Placement,
+}
+
+enum Placement {
+    /// The conversation, rendered from `session.html`.
+    Inline(String),
+    /// Past the budget: a link (percent-encoded) to its page.
+    OwnPage { href: String, inline_mb: usize },
+}
+
+/// A session's conversation and metadata; with `page`, the body of a page of its own.
+#[derive(Template)]
+#[template(path = "session.html")]
+struct SessionBody<'a> {
+    page: Option<PageHead<'a>>,
+    /// What the links to the record and the transcript start with: `../` on a page of its own.
+    up: &'static str,
+    /// None when there is no transcript beside the record.
+    conversation: Option<ConversationView<'a>>,
+    meta: MetaView<'a>,
+}
+
+/// The heading of a session's own page, with its way back to the report.
+struct PageHead<'a> {
+    index: usize,
+    model: &'a str,
+    server: &'a str,
+    arm: Role,
+    task: &'a str,
+    rep: u32,
+}
+
+struct ConversationView<'a> {
+    oracle: bool,
+    items: Vec<ItemView<'a>>,
+    failed_turn: Option<FailedTurnView<'a>>,
+    /// Lines of the transcript that were not JSON.
+    unreadable: usize,
+}
+
+enum ItemView<'a> {
+    System {
+        first: &'a str,
+        text: Capped<'a>,
+    },
+    /// `who` is "task" in an oracle session.
+    User {
+        who: &'static str,
+        text: Capped<'a>,
+    },
+    /// `definitions`: the readable size of the definitions, which stay in the transcript file.
+    Offered {
+        functions: &'a [String],
+        definitions: String,
+    },
+    Assistant {
+        turn: u32,
+        usage: String,
+        text: Option<Capped<'a>>,
+        calls: Vec<AskedView<'a>>,
+    },
+    Result(ResultView<'a>),
+    Answer(Capped<'a>),
+    Problem {
+        turn: Option<u32>,
+        title: &'a str,
+        detail: Capped<'a>,
+    },
+    Other {
+        event: &'a str,
+        body: Capped<'a>,
+    },
+}
+
+/// A call as the model asked for it: its arguments pretty-printed, and whether they are a JSON
+/// object.
+struct AskedView<'a> {
+    name: &'a str,
+    valid: bool,
+    arguments: Capped<'a>,
+}
+
+/// A call's result, or an oracle's call with its arguments.
+struct ResultView<'a> {
+    oracle: bool,
+    name: &'a str,
+    /// Milliseconds, rounded.
+    latency: Option<String>,
+    error: bool,
+    /// Why the call failed, shown in red.
+    flag: Option<&'static str>,
+    arguments: Option<Capped<'a>>,
+    transport_error: Option<Capped<'a>>,
+    result: Option<Capped<'a>>,
+}
+
+struct FailedTurnView<'a> {
+    index: u32,
+    retries: u32,
+    detail: Capped<'a>,
+}
+
+/// A text cut at [`BLOCK_CAP`] bytes, and how many bytes were left out.
+struct Capped<'a> {
+    text: Cow<'a, str>,
+    more: Option<usize>,
+}
+
+struct MetaView<'a> {
+    verdict: Verdict<'a>,
+    reasons: &'a [String],
+    flags: Vec<&'static str>,
+    /// None for an oracle session without a recorded floor.
+    usage: Option<UsageView<'a>>,
+    /// RFC 3339, to the second.
+    started: String,
+    seconds: String,
+    attempt: Option<u32>,
+    /// When a rerun replaced this attempt (RFC 3339), and why.
+    replaced: Option<(String, &'a str)>,
+    final_answer: Option<Capped<'a>>,
+    /// Percent-encoded links, relative to the report.
+    record: String,
+    transcript: String,
+}
+
+enum Verdict<'a> {
+    Invalid {
+        reason: String,
+        detail: &'a str,
+    },
+    /// `ms`: the verifier's time, rounded.
+    Scored {
+        outcome: Outcome,
+        ms: String,
+    },
+    NotScored,
+}
+
+enum UsageView<'a> {
+    Oracle(OracleView<'a>),
+    /// Token counts readable, "not reported" where the provider reported none.
+    Model {
+        turns: usize,
+        turn_cap: u32,
+        input: String,
+        cached: String,
+        output: String,
+        reasoning: String,
+        retries: Option<u32>,
+    },
+}
+
+struct OracleView<'a> {
+    calls: usize,
+    schema_bytes: usize,
+    args_bytes: usize,
+    result_bytes: usize,
+    estimate: String,
+    method: &'a str,
+}
+
+fn filters(all: &[Loaded]) -> Vec<Filter<'_>> {
+    let distinct = |f: fn(&SessionRecord) -> &str| {
+        let set: std::collections::BTreeSet<&str> = all.iter().map(|s| f(&s.record)).collect();
+        set.into_iter().map(|x| (x, x)).collect()
+    };
+    vec![
+        Filter { key: "model", label: "model", options: distinct(|r| &r.model.id) },
+        Filter { key: "module", label: "module", options: distinct(|r| &r.module) },
+        Filter { key: "arm", label: "arm", options: distinct(|r| r.role.as_str()) },
+        Filter { key: "task", label: "task", options: distinct(|r| &r.task) },
+        Filter { key: "outcome", label: "outcome", options: Outcome::ALL.iter().map(|o| (o.key(), o.label())).collect() },
+    ]
 }
 
 /// `path` relative to `dir` with `/` separators (for links and file names); absolute when it is
@@ -103,6 +305,7 @@ fn relative(dir: &std::path::Path, path: &std::path::Path) -> String {
 
 /// A percent-encoded relative link to a file beside the report.
 fn href(rel: &str) -> String {
+    use std::fmt::Write;
     let mut out = String::new();
     for b in rel.bytes() {
         if b.is_ascii_alphanumeric() || b"-_./~".contains(&b) {
@@ -114,78 +317,64 @@ fn href(rel: &str) -> String {
     out
 }
 
-fn session(o: &mut String, base: &Base, s: &Loaded, index: usize, budget: &mut usize, pages: &mut Vec<(String, String)>, replaced: bool) {
+fn session<'a>(base: &Base, s: &'a Loaded, index: usize, budget: &mut usize, pages: &mut Vec<(String, String)>, replaced: bool) -> SessionView<'a> {
     let r = &s.record;
     let oracle = r.model.provider == Provider::Oracle;
-    let out = outcome(r);
+    let outcome = Outcome::of(r);
     let calls = r.tool_calls.len();
     let errors = r.tool_calls.iter().filter(|c| c.is_error || c.invalid_arguments || c.unknown_tool).count();
     // An oracle session has no usage: it is sorted and shown by its labelled estimate.
     let (tokens, tokens_text) = if oracle {
         match r.oracle.as_ref().and_then(|f| f.estimated_input_tokens) {
-            Some(t) => (t.to_string(), format!("≈{} input tokens (estimate)", crate::document::format::readable(t as f64))),
-            None => (String::new(), "input tokens: none (oracle, no estimate recorded)".into()),
+            Some(t) => (Some(t), format!("≈{} input tokens (estimate)", readable(t as f64))),
+            None => (None, "input tokens: none (oracle, no estimate recorded)".into()),
         }
     } else {
         match r.totals.input_tokens {
-            Some(t) => (t.to_string(), format!("{} input tokens", crate::document::format::readable(t as f64))),
-            None => (String::new(), "input tokens: not reported".into()),
+            Some(t) => (Some(t), format!("{} input tokens", readable(t as f64))),
+            None => (None, "input tokens: not reported".into()),
         }
     };
     let turns_text = if oracle { format!("oracle plan, {}", plural(calls, "call")) } else { plural(r.turns, "turn") };
-    let turns = if oracle { String::new() } else { r.turns.to_string() };
-    writeln!(
-        o,
-        "<details class=\"session\" id=\"s{index}\" data-order=\"{index}\" data-model=\"{}\" data-module=\"{}\" data-arm=\"{}\" data-task=\"{}\" data-outcome=\"{out}\" data-tokens=\"{tokens}\" data-turns=\"{turns}\" data-calls=\"{calls}\">",
-        escape(&r.model.id),
-        escape(&r.module),
-        r.role,
-        escape(&r.task)
-    )
-    .unwrap();
-    writeln!(
-        o,
-        "<summary><span class=\"o o-{out}\">{}</span><span>{} · {} ({})</span><span><code>{}</code> rep {}</span><span>{}</span><span>{}</span><span>{}{}</span><span>{}</span></summary>",
-        if replaced { "replaced" } else { outcome_label(out) },
-        escape(&r.module),
-        r.role,
-        escape(&r.server),
-        escape(&r.task),
-        r.rep,
-        escape(&turns_text),
-        escape(&tokens_text),
-        plural(calls, "call"),
-        if errors > 0 { format!(", <span class=\"err\">{}</span>", plural(errors, "error")) } else { String::new() },
-        escape(&r.model.id)
-    )
-    .unwrap();
-    let body = session_body(base, s);
-    if body.len() <= *budget {
-        *budget -= body.len();
-        o.push_str(&body);
+
+    let conversation = std::fs::read_to_string(s.transcript_path()).ok().map(|t| transcript::parse(&t));
+    let mut body = SessionBody { page: None, up: "", conversation: conversation.as_ref().map(|c| conversation_view(r, c)), meta: meta(base, s) };
+    let inline = body.render().expect(RENDER);
+    let placement = if inline.len() <= *budget {
+        *budget -= inline.len();
+        Placement::Inline(inline)
     } else {
         // Past the budget the conversation gets a page of its own, beside the report.
         *budget = 0;
         let file = format!("{}.html", relative(&base.exp.dir, &s.path).trim_end_matches(".json").replace('/', "--"));
         let file: String = file.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();
-        writeln!(o, "<div class=\"sbody\"><p>This conversation is on a page of its own (the report keeps {} MB of conversations inline): <a href=\"{SESSION_DIR}/{}\">open it</a>.</p></div>", INLINE_BUDGET / (1024 * 1024), href(&file)).unwrap();
+        body.page = Some(PageHead { index, model: &r.model.id, server: &r.server, arm: r.role, task: &r.task, rep: r.rep });
+        body.up = "../";
         let title = format!("{} · {} · {} rep {}", r.model.id, r.server, r.task, r.rep);
-        let mut body_html = String::new();
-        writeln!(
-            body_html,
-            "<p><a href=\"../report.html#s{index}\">back to the report</a></p><h1>{} · {} ({}) · {} rep {}</h1>",
-            escape(&r.model.id),
-            escape(&r.server),
-            r.role,
-            escape(&r.task),
-            r.rep
-        )
-        .unwrap();
-        body_html.push_str(&body.replace("href=\"", "href=\"../"));
-        let page = super::page(&title, &body_html);
+        let page = super::page(&title, &body.render().expect(RENDER));
+        let link = format!("{SESSION_DIR}/{}", href(&file));
         pages.push((file, page));
+        Placement::OwnPage { href: link, inline_mb: INLINE_BUDGET / (1024 * 1024) }
+    };
+    SessionView {
+        index,
+        model: &r.model.id,
+        module: &r.module,
+        arm: r.role,
+        server: &r.server,
+        task: &r.task,
+        rep: r.rep,
+        outcome,
+        badge: if replaced { "replaced" } else { outcome.label() },
+        tokens,
+        turns: (!oracle).then_some(r.turns),
+        calls,
+        turns_text,
+        tokens_text,
+        calls_text: plural(calls, "call"),
+        errors_text: (errors > 0).then(|| plural(errors, "error")),
+        body: placement,
     }
-    o.push_str("</details>\n");
 }
 
 /// "1 call", "2 calls".
@@ -193,160 +382,100 @@ fn plural(n: usize, what: &str) -> String {
     if n == 1 { format!("1 {what}") } else { format!("{n} {what}s") }
 }
 
-/// What cuts a long text, and says how much was left out.
-fn capped(s: &str) -> String {
-    if s.len() <= BLOCK_CAP {
-        return escape(s);
+/// `s`, cut at [`BLOCK_CAP`] bytes (on a character boundary) when it is longer.
+fn capped<'a>(s: impl Into<Cow<'a, str>>) -> Capped<'a> {
+    let mut text = s.into();
+    let len = text.len();
+    if len <= BLOCK_CAP {
+        return Capped { text, more: None };
     }
     let mut end = BLOCK_CAP;
-    while !s.is_char_boundary(end) {
+    while !text.is_char_boundary(end) {
         end -= 1;
     }
-    format!("{}\n<em>… {} more bytes in the transcript file</em>", escape(&s[..end]), s.len() - end)
-}
-
-fn session_body(base: &Base, s: &Loaded) -> String {
-    let r = &s.record;
-    let mut o = String::from("<div class=\"sbody\"><div class=\"conversation\">\n");
-    match std::fs::read_to_string(s.transcript_path()) {
-        Ok(t) => conversation(&mut o, r, &transcript::parse(&t)),
-        Err(_) => o.push_str("<p>No transcript beside this record.</p>\n"),
+    match &mut text {
+        Cow::Borrowed(b) => *b = &b[..end],
+        Cow::Owned(o) => o.truncate(end),
     }
-    o.push_str("</div>\n");
-    meta(&mut o, base, s);
-    o.push_str("</div>\n");
-    o
+    Capped { text, more: Some(len - end) }
 }
 
+/// A turn's usage, latency and retries, as its message's heading shows them.
 fn usage_of(r: &SessionRecord, turn: u32) -> String {
     let Some(t) = r.turn_records.iter().find(|t| t.index == turn) else { return String::new() };
-    let n = |x: Option<u64>| x.map(|v| crate::document::format::readable(v as f64)).unwrap_or_else(|| "not reported".into());
+    let n = |x: Option<u64>| x.map(|v| readable(v as f64)).unwrap_or_else(|| "not reported".into());
     let mut s = format!("input {} (cached {}) · output {}", n(t.usage.prompt_tokens), n(t.usage.cached_prompt_tokens), n(t.usage.completion_tokens));
-    write!(s, " · {:.0} ms", t.latency_ms).unwrap();
+    s += &format!(" · {:.0} ms", t.latency_ms);
     if t.retries > 0 {
-        write!(s, " · {}", plural(t.retries as usize, "retry").replace("retrys", "retries")).unwrap();
+        s += &format!(" · {}", plural(t.retries as usize, "retry").replace("retrys", "retries"));
     }
     s
 }
 
-fn conversation(o: &mut String, r: &SessionRecord, c: &transcript::Conversation) {
+fn conversation_view<'a>(r: &'a SessionRecord, c: &'a transcript::Conversation) -> ConversationView<'a> {
     let oracle = r.model.provider == Provider::Oracle;
-    if oracle {
-        o.push_str("<p class=\"note\">An oracle session: the task's scripted plan replayed through this arm, no model. It has no turns and no usage; its token figure is an estimate (bytes / 4).</p>\n");
-    }
-    for item in &c.items {
-        match item {
-            Item::System(t) => {
-                let first = t.lines().next().unwrap_or("");
-                writeln!(o, "<div class=\"msg system\"><div class=\"who\">system</div><details><summary>{}</summary><div class=\"text\">{}</div></details></div>", escape(first), capped(t)).unwrap();
-            }
-            Item::User(t) => writeln!(o, "<div class=\"msg user\"><div class=\"who\">{}</div><div class=\"text\">{}</div></div>", if oracle { "task" } else { "user" }, capped(t)).unwrap(),
-            Item::Offered { functions, definitions_bytes } => writeln!(
-                o,
-                "<div class=\"msg system\"><div class=\"who\">functions offered</div><div class=\"text\">{} functions, {} bytes of definitions (in the transcript file): {}</div></div>",
-                functions.len(),
-                crate::document::format::readable(*definitions_bytes as f64),
-                functions.iter().map(|f| format!("<code>{}</code>", escape(f))).collect::<Vec<_>>().join(" ")
-            )
-            .unwrap(),
-            Item::Assistant { turn, text, calls } => {
-                writeln!(o, "<div class=\"msg assistant\"><div class=\"who\">assistant · turn {turn}<span class=\"usage\">{}</span></div>", escape(&usage_of(r, *turn))).unwrap();
-                if let Some(t) = text.as_deref().filter(|t| !t.is_empty()) {
-                    writeln!(o, "<div class=\"text\">{}</div>", capped(t)).unwrap();
-                }
-                for call in calls {
-                    let args = transcript::pretty(&call.arguments);
-                    let valid = serde_json::from_str::<serde_json::Value>(&call.arguments).is_ok_and(|v| v.is_object());
-                    writeln!(
-                        o,
-                        "<div class=\"call\">calls <span class=\"name\">{}</span>{}<pre>{}</pre></div>",
-                        escape(&call.name),
-                        if valid { String::new() } else { " <span class=\"err\">arguments are not a JSON object</span>".into() },
-                        capped(&args)
-                    )
-                    .unwrap();
-                }
-                o.push_str("</div>\n");
-            }
-            Item::Call(call) => call_result(o, call, oracle),
-            Item::Answer(t) => writeln!(o, "<div class=\"msg assistant\"><div class=\"who\">answer</div><div class=\"text\">{}</div></div>", capped(t)).unwrap(),
-            Item::Problem { turn, title, detail } => writeln!(
-                o,
-                "<div class=\"msg problem\"><div class=\"who\">{}{}</div><div class=\"text\">{}</div></div>",
-                escape(title),
-                turn.map(|t| format!(" · turn {t}")).unwrap_or_default(),
-                capped(detail)
-            )
-            .unwrap(),
-            Item::Other { event, body } => {
-                writeln!(o, "<div class=\"msg system\"><div class=\"who\">event {}</div><details><summary>as recorded</summary><pre>{}</pre></details></div>", escape(event), capped(body)).unwrap()
-            }
-        }
-    }
-    if let Some(f) = &r.failed_turn {
-        writeln!(
-            o,
-            "<div class=\"msg problem\"><div class=\"who\">turn {} got no answer · {} retries</div><div class=\"text\">{}</div></div>",
-            f.index,
-            f.retries,
-            capped(&f.detail)
-        )
-        .unwrap();
-    }
-    if c.unreadable > 0 {
-        writeln!(o, "<p class=\"note\">{} lines of the transcript were not JSON and are not shown.</p>", c.unreadable).unwrap();
-    }
+    let items = c
+        .items
+        .iter()
+        .map(|item| match item {
+            Item::System(t) => ItemView::System { first: t.lines().next().unwrap_or(""), text: capped(t.as_str()) },
+            Item::User(t) => ItemView::User { who: if oracle { "task" } else { "user" }, text: capped(t.as_str()) },
+            Item::Offered { functions, definitions_bytes } => ItemView::Offered { functions, definitions: readable(*definitions_bytes as f64) },
+            Item::Assistant { turn, text, calls } => ItemView::Assistant {
+                turn: *turn,
+                usage: usage_of(r, *turn),
+                text: text.as_deref().filter(|t| !t.is_empty()).map(capped),
+                calls: calls
+                    .iter()
+                    .map(|call| AskedView {
+                        name: &call.name,
+                        valid: serde_json::from_str::<serde_json::Value>(&call.arguments).is_ok_and(|v| v.is_object()),
+                        arguments: capped(transcript::pretty(&call.arguments)),
+                    })
+                    .collect(),
+            },
+            Item::Call(call) => ItemView::Result(result_view(call, oracle)),
+            Item::Answer(t) => ItemView::Answer(capped(t.as_str())),
+            Item::Problem { turn, title, detail } => ItemView::Problem { turn: *turn, title, detail: capped(detail.as_str()) },
+            Item::Other { event, body } => ItemView::Other { event, body: capped(body.as_str()) },
+        })
+        .collect();
+    let failed_turn = r.failed_turn.as_ref().map(|f| FailedTurnView { index: f.index, retries: f.retries, detail: capped(f.detail.as_str()) });
+    ConversationView { oracle, items, failed_turn, unreadable: c.unreadable }
 }
 
-fn call_result(o: &mut String, c: &CallResult, oracle: bool) {
-    let error = c.is_error || c.invalid_arguments || c.unknown_tool || c.transport_error.is_some();
-    let mut who = if oracle { format!("oracle call · {}", escape(&c.name)) } else { format!("result of {}", escape(&c.name)) };
-    if let Some(ms) = c.latency_ms {
-        write!(who, " · {ms:.0} ms").unwrap();
-    }
+fn result_view(c: &CallResult, oracle: bool) -> ResultView<'_> {
     let flag = if c.unknown_tool {
-        " · <span class=\"err\">refused: no such function</span>"
+        Some("refused: no such function")
     } else if c.invalid_arguments {
-        " · <span class=\"err\">refused: arguments not usable</span>"
+        Some("refused: arguments not usable")
     } else if c.transport_error.is_some() {
-        " · <span class=\"err\">transport failed</span>"
+        Some("transport failed")
     } else if c.is_error {
-        " · <span class=\"err\">error</span>"
+        Some("error")
     } else {
-        ""
+        None
     };
-    writeln!(o, "<div class=\"msg tool{}\"><div class=\"who\">{who}{flag}</div>", if error { " error" } else { "" }).unwrap();
-    if oracle && let Some(args) = &c.arguments {
-        writeln!(o, "<div class=\"call\">arguments<pre>{}</pre></div>", capped(&transcript::pretty(args))).unwrap();
+    ResultView {
+        oracle,
+        name: &c.name,
+        latency: c.latency_ms.map(|ms| format!("{ms:.0}")),
+        error: flag.is_some(),
+        flag,
+        arguments: c.arguments.as_deref().filter(|_| oracle).map(|a| capped(transcript::pretty(a))),
+        transport_error: c.transport_error.as_deref().map(capped),
+        result: c.result.as_deref().map(|res| capped(transcript::pretty(res))),
     }
-    if let Some(t) = &c.transport_error {
-        writeln!(o, "<div class=\"text\">{}</div>", capped(t)).unwrap();
-    }
-    if let Some(res) = &c.result {
-        writeln!(o, "<pre>{}</pre>", capped(&transcript::pretty(res))).unwrap();
-    }
-    o.push_str("</div>\n");
 }
 
-fn meta(o: &mut String, base: &Base, s: &Loaded) {
+fn meta<'a>(base: &Base, s: &'a Loaded) -> MetaView<'a> {
     let r = &s.record;
-    o.push_str("<dl class=\"meta\">\n");
     let verdict = match (&r.validity, &r.verifier) {
-        (Validity::Invalid { reason, detail }, _) => format!("<span class=\"err\">invalid: {reason}</span> — {}", escape(detail)),
-        (_, Some(v)) => escape(outcome_label(outcome(r))).to_string() + &format!(" ({:.0} ms)", v.elapsed_ms),
-        (_, None) => "not scored".into(),
+        (Validity::Invalid { reason, detail }, _) => Verdict::Invalid { reason: reason.to_string(), detail },
+        (_, Some(v)) => Verdict::Scored { outcome: Outcome::of(r), ms: format!("{:.0}", v.elapsed_ms) },
+        (_, None) => Verdict::NotScored,
     };
-    writeln!(o, "<dt>verifier</dt><dd>{verdict}</dd>").unwrap();
-    if let Some(v) = &r.verifier
-        && !v.reasons.is_empty()
-    {
-        o.push_str("<dt>verifier's reasons</dt><dd><ul>");
-        for reason in &v.reasons {
-            write!(o, "<li>{}</li>", escape(reason)).unwrap();
-        }
-        o.push_str("</ul></dd>\n");
-    }
-    let flags: Vec<&str> = [
+    let flags = [
         (r.turn_cap_hit, "turn cap hit"),
         (r.context_exceeded, "context window outgrown"),
         (r.tool_call_as_text, "a call written as text"),
@@ -355,54 +484,44 @@ fn meta(o: &mut String, base: &Base, s: &Loaded) {
     .into_iter()
     .filter_map(|(on, what)| on.then_some(what))
     .collect();
-    if !flags.is_empty() {
-        writeln!(o, "<dt>flags (valid failures)</dt><dd class=\"err\">{}</dd>", flags.join(", ")).unwrap();
-    }
-    if r.model.provider == Provider::Oracle {
-        if let Some(f) = &r.oracle {
-            writeln!(
-                o,
-                "<dt>oracle floor</dt><dd>{} calls · {} B definitions · {} B arguments · {} B results</dd><dt>estimated input tokens</dt><dd class=\"estimate\">{} — an estimate ({})</dd>",
-                f.calls,
-                f.schema_bytes,
-                f.args_bytes,
-                f.result_bytes,
-                f.estimated_input_tokens.map(|t| format!("≈{}", crate::document::format::readable(t as f64))).unwrap_or_else(|| "not recorded".into()),
-                escape(f.input_estimate_method.as_deref().unwrap_or(&f.estimate_method))
-            )
-            .unwrap();
-        }
+    let usage = if r.model.provider == Provider::Oracle {
+        r.oracle.as_ref().map(|f| UsageView::Oracle(oracle_view(f)))
     } else {
-        let n = |x: Option<u64>| x.map(|v| crate::document::format::readable(v as f64)).unwrap_or_else(|| "not reported".into());
+        let n = |x: Option<u64>| x.map(|v| readable(v as f64)).unwrap_or_else(|| "not reported".into());
         let t = &r.totals;
-        writeln!(
-            o,
-            "<dt>usage</dt><dd>{} turns of {} · input {} (cached {}) · output {} (reasoning {})</dd>",
-            r.turns,
-            r.turn_cap,
-            n(t.input_tokens),
-            n(t.cached_input_tokens),
-            n(t.output_tokens),
-            n(t.reasoning_tokens)
-        )
-        .unwrap();
-        if let Some(retries) = r.provider_retries {
-            writeln!(o, "<dt>provider retries</dt><dd>{retries}</dd>").unwrap();
-        }
-    }
+        Some(UsageView::Model {
+            turns: r.turns,
+            turn_cap: r.turn_cap,
+            input: n(t.input_tokens),
+            cached: n(t.cached_input_tokens),
+            output: n(t.output_tokens),
+            reasoning: n(t.reasoning_tokens),
+            retries: r.provider_retries,
+        })
+    };
     let secs = (r.ended_at - r.started_at).num_milliseconds() as f64 / 1000.0;
-    writeln!(o, "<dt>when</dt><dd>{} · {secs:.1} s</dd>", r.started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)).unwrap();
-    if let Some(a) = r.attempt {
-        writeln!(o, "<dt>attempt</dt><dd>{a}</dd>").unwrap();
+    MetaView {
+        verdict,
+        reasons: r.verifier.as_ref().map_or(&[][..], |v| &v.reasons),
+        flags,
+        usage,
+        started: r.started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        seconds: format!("{secs:.1}"),
+        attempt: r.attempt,
+        replaced: r.superseded.as_ref().map(|sup| (sup.at.to_rfc3339(), sup.reason.as_str())),
+        final_answer: r.final_answer.as_deref().map(capped),
+        record: href(&relative(base.report_dir, &s.path)),
+        transcript: href(&relative(base.report_dir, &s.transcript_path())),
     }
-    if let Some(sup) = &r.superseded {
-        writeln!(o, "<dt>replaced</dt><dd>by a rerun at {}: {}</dd>", sup.at.to_rfc3339(), escape(&sup.reason)).unwrap();
+}
+
+fn oracle_view(f: &OracleFloor) -> OracleView<'_> {
+    OracleView {
+        calls: f.calls,
+        schema_bytes: f.schema_bytes,
+        args_bytes: f.args_bytes,
+        result_bytes: f.result_bytes,
+        estimate: f.estimated_input_tokens.map(|t| format!("≈{}", readable(t as f64))).unwrap_or_else(|| "not recorded".into()),
+        method: f.input_estimate_method.as_deref().unwrap_or(&f.estimate_method),
     }
-    if let Some(a) = &r.final_answer {
-        writeln!(o, "<dt>final answer</dt><dd>{}</dd>", capped(a)).unwrap();
-    }
-    let rec = relative(base.report_dir, &s.path);
-    let tr = relative(base.report_dir, &s.transcript_path());
-    writeln!(o, "<dt>files</dt><dd><a href=\"{}\">record</a> · <a href=\"{}\">transcript</a></dd>", href(&rec), href(&tr)).unwrap();
-    o.push_str("</dl>\n");
 }
