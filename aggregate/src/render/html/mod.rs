@@ -12,6 +12,7 @@
 //! of conversations, the remaining sessions get a page of their own under [`SESSION_DIR`],
 //! linked from the list, so a large experiment's report stays a few MB.
 
+mod conversation;
 mod sessions;
 
 use askama::Template;
