@@ -7,6 +7,7 @@
 //! * [`launch`] and [`transport`]: stdio (default), streamable HTTP, or in-process.
 //! * [`manifest`]: the canonical tool manifest of a server and its sha256.
 //! * [`schema`]: tool input schemas whose optional parameters are their plain type.
+//! * [`sandbox`]: runs a model-written JavaScript program against a small API, within limits.
 //!
 //! Servers reach the backend only over HTTP ([`backend_client`]). Run one with
 //! `pipeline serve NAME [--transport stdio|http]`; list them with `pipeline servers`.
@@ -19,6 +20,7 @@ pub mod launch;
 pub mod manifest;
 pub mod modules;
 pub mod registry;
+pub mod sandbox;
 pub mod schema;
 pub mod transport;
 
