@@ -45,7 +45,9 @@ fn watch_signals() {
                 run.borrow().is_none() && run.send(Some(name)).is_ok()
             });
             if handed {
-                eprintln!("{name}: stopping — no further session starts; sessions in flight are recorded invalid (interrupted). Press Ctrl-C again to exit at once.");
+                eprintln!(
+                    "{name}: stopping — no further session starts; sessions in flight are recorded invalid (interrupted). Press Ctrl-C again to exit at once."
+                );
                 continue;
             }
             let running = RUN.lock().expect("signals").is_some();

@@ -84,6 +84,7 @@ pub static MODULES: &[&ModuleEntry] = &[
     &crate::modules::stateful_session::MODULE,
     &crate::modules::proxy_aggregator::MODULE,
     &crate::modules::resource_gateway::MODULE,
+    &crate::modules::code_execution::MODULE,
 ];
 
 static EXTERNAL: OnceLock<Vec<&'static ServerEntry>> = OnceLock::new();

@@ -1,5 +1,6 @@
 //! One folder per pattern module: its pattern server, its control server, what they share.
 
+pub mod code_execution;
 pub mod domain_adapter;
 pub mod proxy_aggregator;
 pub mod resource_gateway;
