@@ -24,10 +24,11 @@ run() { # name, flags…
     echo "docs/sweeps/$name: $(grep -m1 '^\*\*Crossover' "$results/$name/sweep.md")"
 }
 
-for module in tool_orchestrator domain_adapter stateful_session proxy_aggregator resource_gateway; do
+for module in tool_orchestrator domain_adapter stateful_session proxy_aggregator resource_gateway code_execution; do
     run "${module}_scale" --module "$module" --scale 1,2,4,8
 done
 # One sweep per task family, so a level's figure is that family's instance alone.
 run globex_ticket_batch_size --module tool_orchestrator --tasks globex_ticket_batch --size 1,2,4,8
 run initech_handover_size --module tool_orchestrator --tasks initech_handover --size 1,2,4,8,16
 run review_with_n_comments_size --module stateful_session --tasks review_with_n_comments --size 1,2,4,8,16,32
+run quarry_works_timeout_report_size --module code_execution --tasks quarry_works_timeout_report --size 1,4,16,64,256

@@ -57,6 +57,9 @@ pub struct LevelArm {
     /// and the chart show, in the report's unit).
     pub floor_calls_per_session: Option<f64>,
     pub floor_estimated_input_tokens_per_session: Option<f64>,
+    /// The oracle per session: what a model would write (arguments and answer), an estimate.
+    #[serde(default)]
+    pub floor_estimated_output_tokens_per_session: Option<f64>,
 }
 
 /// What a sweep varies.
@@ -345,6 +348,7 @@ fn level_of(s: &Summary, level: u32, module: &str, oracle: bool) -> Level {
             floor_estimated_input_tokens: floor.and_then(|f| f.total_estimated_input_tokens.get(&role).copied()),
             floor_calls_per_session: floor.and_then(|f| f.per_session_of(role, |p| p.calls).ok()),
             floor_estimated_input_tokens_per_session: floor.and_then(|f| f.per_session_of(role, |p| p.estimated_input_tokens).ok()),
+            floor_estimated_output_tokens_per_session: floor.and_then(|f| f.per_session_of(role, |p| p.estimated_output_tokens).ok()),
         })
     };
     let (pattern, control) = (arm(Role::Pattern), arm(Role::Control));
@@ -390,18 +394,18 @@ pub fn markdown(r: &SweepReport) -> String {
     o.push_str(&format!("**Crossover:** {}.\n\n", r.crossover.sentence(&r.cost, r.factor_kind)));
     o.push_str(&format!("Cost compared: {}. Every level is its own experiment (`{w}<L>/`, with its own report); levels are never pooled.\n\n", r.cost));
     o.push_str(&format!(
-        "| {w} | arm | server | valid / attempted | success | calls / session | turns / session (mean [95% CI]) | input tokens / session (mean [95% CI]) | floor est. input tokens / session | pattern − control / session |\n"
+        "| {w} | arm | server | valid / attempted | success | calls / session | turns / session (mean [95% CI]) | input tokens / session (mean [95% CI]) | floor est. input tokens / session | pattern − control / session | floor est. output tokens / session |\n"
     ));
-    o.push_str("| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    o.push_str("| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for l in &r.levels {
         for (role, arm) in [("pattern", &l.pattern), ("control", &l.control)] {
             let Some(a) = arm else {
-                o.push_str(&format!("| {} | {role} | — | 0 / 0 | — | — | — | — | — | — |\n", l.level));
+                o.push_str(&format!("| {} | {role} | — | 0 / 0 | — | — | — | — | — | — | — |\n", l.level));
                 continue;
             };
             let diff = if role == "pattern" { format!("{}{}", num(l.cost_difference_per_session), ci(l.cost_difference_ci95)) } else { String::new() };
             o.push_str(&format!(
-                "| {} | {role} | {} | {} / {} | {}{} | {} | {}{} | {}{} | {} | {diff} |\n",
+                "| {} | {role} | {} | {} / {} | {}{} | {} | {}{} | {}{} | {} | {diff} | {} |\n",
                 l.level,
                 a.server,
                 a.valid,
@@ -414,6 +418,7 @@ pub fn markdown(r: &SweepReport) -> String {
                 num(a.input_tokens_mean),
                 ci(a.input_tokens_ci95),
                 a.floor_estimated_input_tokens_per_session.map_or("—".into(), |x| format!("{x:.0}")),
+                a.floor_estimated_output_tokens_per_session.map_or("—".into(), |x| format!("{x:.0}")),
             ));
         }
     }
@@ -423,8 +428,9 @@ pub fn markdown(r: &SweepReport) -> String {
          pairs, with its bootstrap interval); the oracle's floor is the mean over the level's tasks of each task's \
          median (the unit of the level reports). Calls are a model's tool calls per valid session, or the oracle \
          plan's calls. Success is over valid sessions, with its Wilson 95% interval. \
-         Est. input tokens are the oracle plan's bytes resent turn after turn, divided by four: an estimate, never a \
-         measurement (see a level report's Method). sweep.json also gives the floors summed over tasks.\n"
+         Est. input tokens are the oracle plan's bytes resent turn after turn, divided by four; est. output tokens \
+         are what the plan writes (its calls' arguments and its answer), divided by four: estimates, never \
+         measurements (see a level report's Method). sweep.json also gives the floors summed over tasks.\n"
     ));
     o
 }
