@@ -247,8 +247,11 @@ fn a_sweep_runs_each_level_as_its_own_experiment_and_reads_off_the_crossover() {
             md.lines().find(|r| r.starts_with(&start)).unwrap_or_else(|| panic!("no row {start:?}: {md}")).to_owned()
         };
         let per = l["cost_difference_per_session"].as_f64().unwrap();
-        assert!(row("pattern", "orchestrator").ends_with(&format!("| {per:.1} |")), "{}", row("pattern", "orchestrator"));
-        assert!(row("control", "wrapper").ends_with("|  |"), "{}", row("control", "wrapper"));
+        // The last column: what the floor writes (est. output tokens), per arm.
+        let out = |arm: &str| l[arm]["floor_estimated_output_tokens_per_session"].as_f64().unwrap();
+        assert!(out("pattern") > 0.0 && out("control") > 0.0, "{l}");
+        assert!(row("pattern", "orchestrator").ends_with(&format!("| {per:.1} | {:.0} |", out("pattern"))), "{}", row("pattern", "orchestrator"));
+        assert!(row("control", "wrapper").ends_with(&format!("|  | {:.0} |", out("control"))), "{}", row("control", "wrapper"));
     }
     assert!(md.contains("![cost by scale](sweep.svg)"), "{md}");
     let svg = std::fs::read_to_string(sweep.join("sweep.svg")).unwrap();
