@@ -32,3 +32,12 @@ run globex_ticket_batch_size --module tool_orchestrator --tasks globex_ticket_ba
 run initech_handover_size --module tool_orchestrator --tasks initech_handover --size 1,2,4,8,16
 run review_with_n_comments_size --module stateful_session --tasks review_with_n_comments --size 1,2,4,8,16,32
 run quarry_works_timeout_report_size --module code_execution --tasks quarry_works_timeout_report --size 1,4,16,64,256
+# The code-execution module's oracle A/B per task (the scale-1 level's oracle tables), beside its
+# sweep: where a program pays and where it does not, task by task.
+{
+    echo "# code_execution: the oracle A/B per task (world scale 1)"
+    echo
+    echo "Made by \`scripts/oracle-sweeps.sh\` from \`$results/code_execution_scale/scale1/report.md\`; the full level report is remade there."
+    echo
+    sed -n '/^## Oracle structural floors/,/^## Provenance/p' "$results/code_execution_scale/scale1/report.md" | sed '$d'
+} >docs/sweeps/code_execution_scale/oracle-ab.md
