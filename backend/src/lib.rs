@@ -89,6 +89,7 @@ pub fn app(state: AppState) -> Router {
         .fallback(|| async { ApiError::NotFound("no such route; see GET /openapi.json".into()) })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed("method not allowed on this route; see GET /openapi.json".into()) })
         .layer(DefaultBodyLimit::max(extract::MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn(conn::limit_headers))
         .with_state(state)
 }
 
