@@ -38,7 +38,13 @@ impl ArmGuard {
 
 /// How to reach `server` over `transport`, its backend at `backend_url`. `serve_prefix` is the
 /// argv that runs `pipeline serve` (this binary).
-pub async fn connect(server: &ServerEntry, transport: Transport, backend_url: &str, serve_prefix: &[String]) -> anyhow::Result<(ServerConnection, ArmGuard)> {
+pub async fn connect(
+    server: &ServerEntry,
+    transport: Transport,
+    backend_url: &str,
+    serve_prefix: &[String],
+    settings: servers::launch::ArmSettings,
+) -> anyhow::Result<(ServerConnection, ArmGuard)> {
     if let Serve::External(arm) = server.serve {
         return match arm.transport {
             Transport::Stdio => {
@@ -56,17 +62,12 @@ pub async fn connect(server: &ServerEntry, transport: Transport, backend_url: &s
         };
     }
     match transport {
-        Transport::Stdio => Ok((ServerConnection::stdio(stdio_argv(server, backend_url, serve_prefix)), ArmGuard::None)),
+        Transport::Stdio => Ok((ServerConnection::stdio(servers::launch::stdio_argv(serve_prefix, server.name, backend_url, settings)), ArmGuard::None)),
         Transport::Http => {
-            let (url, handle) = servers::launch::serve_http_in_process(server, backend_url).await?;
+            let (url, handle) = servers::launch::serve_http_in_process_with(server, backend_url, settings).await?;
             Ok((ServerConnection::Http { url }, ArmGuard::InProcess(handle)))
         }
     }
-}
-
-/// The argv that serves `server` over stdio with this binary.
-pub fn stdio_argv(server: &ServerEntry, backend_url: &str, serve_prefix: &[String]) -> Vec<String> {
-    servers::launch::stdio_argv(serve_prefix, server.name, backend_url)
 }
 
 /// The argv prefix that runs this binary's `serve` subcommand.

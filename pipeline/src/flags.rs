@@ -35,6 +35,11 @@ pub struct RunArgs {
     /// comma-separated: a sweep over state size).
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
     pub size: Vec<u32>,
+    /// For a module whose servers list a tool catalogue (tool_search): how many tools of other
+    /// systems both arms list beside the backend's own (`pipeline sweep` takes several,
+    /// comma-separated). Default: the module's (100).
+    #[arg(long, value_delimiter = ',')]
+    pub catalogue: Vec<u32>,
     /// Sessions run in parallel, each on its own isolated world.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub jobs: u32,

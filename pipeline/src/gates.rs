@@ -471,8 +471,10 @@ pub async fn ground_truth_of(plan: &crate::plan::RunPlan) -> anyhow::Result<Vec<
     for m in &plan.tasks {
         for t in &m.tasks {
             for arm in plan.arms.iter().filter(|a| a.module == m.module) {
-                if let Err(e) = tasks::gates::ground_truth(t, arm, b.world(), b.url(), &serve).await {
-                    failures.push(format!("task {} at world scale {} via {}: {e}", t.key(), t.meta.scale, arm.name));
+                if let Err(e) = tasks::gates::ground_truth_with(t, arm, b.world(), b.url(), &serve, plan.settings()).await {
+                    let catalogue = servers::registry::module(arm.module).and_then(|m| m.catalogue_size(plan.settings()));
+                    let at = catalogue.map(|n| format!(" with a catalogue of {n}")).unwrap_or_default();
+                    failures.push(format!("task {} at world scale {}{at} via {}: {e}", t.key(), t.meta.scale, arm.name));
                 }
             }
         }
@@ -517,7 +519,7 @@ async fn isolation(spec: &Spec, arm: &ServerEntry, backend_url: &str, serve: &[S
 
 /// The function names the agent offers a model for `arm`.
 async fn offered(arm: &ServerEntry, transport: records::Transport, backend_url: &str, serve: &[String]) -> anyhow::Result<Vec<String>> {
-    let (conn, guard) = crate::arm::connect(arm, transport, backend_url, serve).await?;
+    let (conn, guard) = crate::arm::connect(arm, transport, backend_url, serve, Default::default()).await?;
     let result = async {
         let (client, _server) = agent::mcp::connect(&conn).await?;
         let toolbox = Toolbox::from_server(&client).await;

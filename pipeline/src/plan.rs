@@ -157,6 +157,8 @@ pub struct RunPlan {
     pub jobs: u32,
     /// `--scale`: one world scale for every task, chosen by the run.
     pub scale_override: Option<u32>,
+    /// `--catalogue`: the catalogue size of modules that list one, chosen by the run.
+    pub catalogue: Option<u32>,
     /// sha256 of each arm's tool manifest, by server name.
     pub manifests: BTreeMap<String, String>,
     /// The binary that runs the sessions.
@@ -201,9 +203,20 @@ impl RunPlan {
         if let Some(scale) = scale_override {
             override_scale(&mut tasks, scale);
         }
+        let catalogue = match args.catalogue[..] {
+            [] => None,
+            [one] => Some(one),
+            _ => bail!(
+                "--catalogue {:?} names several sizes; a series of sizes is a sweep: `{} sweep … --catalogue …`",
+                args.catalogue,
+                crate::invoked::program()
+            ),
+        };
+        let settings = servers::launch::ArmSettings { catalogue };
+        servers::registry::check_settings(settings, &modules_of(&arms)).map_err(|e| anyhow::anyhow!(e))?;
         let experiment = args.exp_name.clone().unwrap_or_else(|| default_exp_name(args, &arms));
         check_experiment_name(&experiment).context("--exp-name")?;
-        let manifests = manifests_of(&arms).await?;
+        let manifests = manifests_of(&arms, settings).await?;
         check_external_plans(&arms, &tasks, &manifests)?;
         Ok(Self {
             exp_dir: args.results_dir.join(&experiment),
@@ -216,6 +229,7 @@ impl RunPlan {
             transport: args.transport,
             jobs: args.jobs,
             scale_override,
+            catalogue,
             build: BuildInfo::binary(),
             preflight_skipped: args.skip_preflight,
             retry_invalid: args.retry_invalid,
@@ -251,7 +265,7 @@ impl RunPlan {
                 t.key()
             );
         }
-        let listed = manifests_of(&arms).await?;
+        let listed = manifests_of(&arms, Default::default()).await?;
         let modules = [ModuleTasks { module: spec.module.clone(), tasks: selected.iter().cloned().map(Arc::new).collect() }];
         check_external_plans(&arms, &modules, &listed)?;
         let manifests: BTreeMap<String, String> = listed.into_iter().map(|(name, m)| (name, m.sha256())).collect();
@@ -279,6 +293,7 @@ impl RunPlan {
             transport: spec.transport,
             jobs: spec.jobs,
             scale_override: None,
+            catalogue: None,
             manifests,
             build: BuildInfo::binary(),
             preflight_skipped: options.skip_preflight,
@@ -287,6 +302,11 @@ impl RunPlan {
             command: crate::redact::command_line(std::env::args()),
             check: options.check.clone(),
         })
+    }
+
+    /// What the run chose about its servers' world, passed to every server it starts.
+    pub fn settings(&self) -> servers::launch::ArmSettings {
+        servers::launch::ArmSettings { catalogue: self.catalogue }
     }
 
     /// Every session: per model, per module, per task, per rep, both arms — the arm that goes
@@ -332,6 +352,7 @@ impl RunPlan {
             world_seed: s.task.meta.seed,
             world_scale: s.task.meta.scale,
             world_scale_override: self.scale_override,
+            catalogue: servers::registry::module(s.server.module).and_then(|m| m.catalogue_size(self.settings())),
             task_sha256: s.task.sha256.clone(),
             turn_cap: s.task.meta.turn_cap,
             manifest_sha256: self.manifests.get(s.server.name).cloned().unwrap_or_default(),
@@ -492,10 +513,10 @@ fn models_from_flags(args: &RunArgs) -> anyhow::Result<Vec<ModelPlan>> {
     Ok(out)
 }
 
-async fn manifests_of(arms: &[&'static ServerEntry]) -> anyhow::Result<BTreeMap<String, servers::ToolManifest>> {
+async fn manifests_of(arms: &[&'static ServerEntry], settings: servers::launch::ArmSettings) -> anyhow::Result<BTreeMap<String, servers::ToolManifest>> {
     let mut out = BTreeMap::new();
     for s in arms {
-        let m = servers::ToolManifest::offline(s).await.with_context(|| format!("listing the tool manifest of {}", s.name))?;
+        let m = servers::ToolManifest::offline_with(s, settings).await.with_context(|| format!("listing the tool manifest of {}", s.name))?;
         out.insert(s.name.to_owned(), m);
     }
     Ok(out)

@@ -42,6 +42,10 @@ pub struct ServeArgs {
     /// container); repeatable, added to `MCPBENCH_ALLOWED_HOSTS`.
     #[arg(long = "allowed-host", value_name = "HOST")]
     pub allowed_hosts: Vec<String>,
+    /// For a module that lists a tool catalogue (tool_search): how many tools of other systems
+    /// it lists beside the backend's own (default: the module's).
+    #[arg(long, value_name = "N")]
+    pub catalogue: Option<u32>,
 }
 
 #[derive(Debug, Serialize)]
@@ -79,7 +83,7 @@ struct ExternalRow {
 /// The command line that serves `name` over stdio with this very binary.
 pub fn stdio_command(name: &str, backend_url: &str) -> anyhow::Result<Vec<String>> {
     let exe = std::env::current_exe().context("locating the pipeline binary")?;
-    Ok(servers::launch::stdio_argv(&[exe.display().to_string(), "serve".into()], name, backend_url))
+    Ok(servers::launch::stdio_argv(&[exe.display().to_string(), "serve".into()], name, backend_url, Default::default()))
 }
 
 pub async fn list(args: ServersArgs) -> anyhow::Result<()> {
@@ -144,5 +148,13 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let mut options = servers::launch::HttpOptions::from_env();
     options.allowed_origins.extend(args.allowed_origins);
     options.allowed_hosts.extend(args.allowed_hosts);
-    servers::transport::serve_with(entry, args.transport, SocketAddr::new(args.host, args.port), &args.backend_url, options).await
+    servers::transport::serve_with(
+        entry,
+        args.transport,
+        SocketAddr::new(args.host, args.port),
+        &args.backend_url,
+        options,
+        servers::launch::ArmSettings { catalogue: args.catalogue },
+    )
+    .await
 }

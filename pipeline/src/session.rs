@@ -40,7 +40,7 @@ pub async fn run_one(ctx: &RunContext, pending: &Pending, backend_url: &str, wor
             infrastructure = Some(e.clone());
             harness_failure(e.clone())
         }
-        Ok(_) => match crate::arm::connect(job.server, ctx.plan.transport, backend_url, &ctx.serve_prefix).await {
+        Ok(_) => match crate::arm::connect(job.server, ctx.plan.transport, backend_url, &ctx.serve_prefix, ctx.plan.settings()).await {
             // An external arm that does not start is the arm's failure, like one that dies in a
             // session: an invalid session (the circuit breaker applies), not broken infrastructure.
             Err(e) if job.server.external().is_some() => {

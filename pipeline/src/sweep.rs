@@ -1,7 +1,8 @@
 //! `pipeline sweep`: one module, one model, a series of levels of one factor — world scale
-//! (`--scale 1,2,4,8`) or the size of the state a task family works on (`--size 1,2,4,8`) — where
-//! does the pattern start to pay? Every level is its own experiment (`results/<sweep>/scale<L>/`
-//! or `size<L>/`, its own manifest, lock and fingerprints, so levels can never be pooled), run and
+//! (`--scale 1,2,4,8`), the size of the state a task family works on (`--size 1,2,4,8`), or the
+//! number of tools a catalogue module lists (`--catalogue 25,50,…,800`) — where does the pattern
+//! start to pay? Every level is its own experiment (`results/<sweep>/scale<L>/`, `size<L>/` or
+//! `catalogue<L>/`, its own manifest, lock and fingerprints, so levels can never be pooled), run and
 //! reported exactly as `pipeline --module …` would; then `sweep.md`, `sweep.json` and
 //! `sweep.svg` beside them give, per level and arm, success, calls, turns and input tokens with
 //! their intervals, and the crossover: the level from which the pattern's cost stays below the
@@ -25,8 +26,8 @@ use crate::plan::RunPlan;
 
 #[derive(Debug, clap::Args)]
 pub struct SweepArgs {
-    /// The run's flags, as for `pipeline --module …`; `--scale` or `--size` takes the levels,
-    /// comma-separated (the other may fix one value).
+    /// The run's flags, as for `pipeline --module …`; `--scale`, `--size` or `--catalogue` takes
+    /// the levels, comma-separated (the others may fix one value).
     #[command(flatten)]
     pub run: RunArgs,
     /// Run nothing: write sweep.md, sweep.json and sweep.svg from the levels already recorded
@@ -70,6 +71,8 @@ pub enum Factor {
     WorldScale,
     /// `--size`: the size parameter of the module's task families.
     StateSize,
+    /// `--catalogue`: how many tools of other systems a catalogue module's arms list.
+    Catalogue,
 }
 
 impl Factor {
@@ -78,6 +81,7 @@ impl Factor {
         match self {
             Self::WorldScale => "scale",
             Self::StateSize => "size",
+            Self::Catalogue => "catalogue",
         }
     }
 
@@ -85,6 +89,7 @@ impl Factor {
         match self {
             Self::WorldScale => "world scale",
             Self::StateSize => "state size",
+            Self::Catalogue => "catalogue size",
         }
     }
 }
@@ -99,6 +104,9 @@ pub struct Level {
     pub scale: Option<u32>,
     /// The family size of this level (size sweeps).
     pub size: Option<u32>,
+    /// The catalogue size of this level's servers (catalogue sweeps; the fixed `--catalogue` of
+    /// another sweep of a catalogue module, or null: the module's default).
+    pub catalogue: Option<u32>,
     pub experiment: String,
     pub pattern: Option<LevelArm>,
     pub control: Option<LevelArm>,
@@ -122,7 +130,7 @@ pub struct SweepReport {
     pub sweep: String,
     pub module: String,
     pub model: String,
-    /// `world scale` or `state size`.
+    /// `world scale`, `state size` or `catalogue size`.
     pub factor: &'static str,
     pub factor_kind: Factor,
     /// `estimated input tokens (oracle floor)` or `input tokens (paired, measured)`.
@@ -188,11 +196,17 @@ pub fn crossover(levels: &[(u32, Option<f64>)]) -> Crossover {
 }
 
 pub async fn run(args: SweepArgs) -> anyhow::Result<Exit> {
-    let (factor, mut levels) = match (args.run.scale.len(), args.run.size.len()) {
-        (2.., 2..) => anyhow::bail!("a sweep varies one factor: give several levels to --scale or to --size, not both"),
-        (2.., _) => (Factor::WorldScale, args.run.scale.clone()),
-        (_, 2..) => (Factor::StateSize, args.run.size.clone()),
-        _ => anyhow::bail!("a sweep needs at least two levels: --scale 1,2,4,8 (world scale) or --size 1,2,4,8 (task family size)"),
+    let several = [(Factor::WorldScale, &args.run.scale), (Factor::StateSize, &args.run.size), (Factor::Catalogue, &args.run.catalogue)]
+        .into_iter()
+        .filter(|(_, levels)| levels.len() >= 2)
+        .map(|(f, levels)| (f, levels.clone()))
+        .collect::<Vec<_>>();
+    let (factor, mut levels) = match &several[..] {
+        [one] => one.clone(),
+        [] => anyhow::bail!(
+            "a sweep needs at least two levels: --scale 1,2,4,8 (world scale), --size 1,2,4,8 (task family size) or --catalogue 25,50,100 (catalogue size)"
+        ),
+        _ => anyhow::bail!("a sweep varies one factor: give several levels to one of --scale, --size and --catalogue, not to two"),
     };
     levels.sort_unstable();
     levels.dedup();
@@ -209,6 +223,7 @@ pub async fn run(args: SweepArgs) -> anyhow::Result<Exit> {
         match factor {
             Factor::WorldScale => run.scale = vec![level],
             Factor::StateSize => run.size = vec![level],
+            Factor::Catalogue => run.catalogue = vec![level],
         }
         let w = factor.word();
         run.exp_name = Some(format!("{w}{level}"));
@@ -226,11 +241,11 @@ pub async fn run(args: SweepArgs) -> anyhow::Result<Exit> {
             worst = exit;
         }
     }
-    let fixed_scale = match factor {
-        Factor::WorldScale => None,
-        Factor::StateSize => args.run.scale.first().copied(),
+    let fixed = Fixed {
+        scale: args.run.scale.first().copied().filter(|_| factor != Factor::WorldScale),
+        catalogue: args.run.catalogue.first().copied().filter(|_| factor != Factor::Catalogue),
     };
-    let report = report(&sweep_dir, &name, &module, &model, factor, &levels, fixed_scale)?;
+    let report = report(&sweep_dir, &name, &module, &model, factor, &levels, fixed)?;
     records::write_atomically(&sweep_dir.join("sweep.json"), &serde_json::to_vec_pretty(&report)?)?;
     let md = markdown(&report);
     let svg = aggregate::sweep_chart::render_svg(&chart(&report)).context("drawing the sweep's chart")?;
@@ -246,16 +261,15 @@ pub async fn run(args: SweepArgs) -> anyhow::Result<Exit> {
     Ok(worst)
 }
 
+/// What a sweep held fixed besides its factor (the one value of another factor's flag).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Fixed {
+    pub scale: Option<u32>,
+    pub catalogue: Option<u32>,
+}
+
 /// Reports every level (writing its own report into its folder) and reads the sweep off them.
-pub fn report(
-    sweep_dir: &Path,
-    name: &str,
-    module: &str,
-    model: &str,
-    factor: Factor,
-    levels: &[u32],
-    fixed_scale: Option<u32>,
-) -> anyhow::Result<SweepReport> {
+pub fn report(sweep_dir: &Path, name: &str, module: &str, model: &str, factor: Factor, levels: &[u32], fixed: Fixed) -> anyhow::Result<SweepReport> {
     let oracle = model == "oracle";
     let w = factor.word();
     let mut out = Vec::new();
@@ -263,11 +277,12 @@ pub fn report(
         let dir: PathBuf = sweep_dir.join(format!("{w}{level}"));
         let r = aggregate::report(&dir, None, &aggregate::Options::default()).with_context(|| format!("reporting {w} {level} ({})", dir.display()))?;
         r.write(&dir).with_context(|| format!("writing the report of {w} {level}"))?;
-        let (scale, size) = match factor {
-            Factor::WorldScale => (Some(level), None),
-            Factor::StateSize => (fixed_scale, Some(level)),
+        let (scale, size, catalogue) = match factor {
+            Factor::WorldScale => (Some(level), None, fixed.catalogue),
+            Factor::StateSize => (fixed.scale, Some(level), fixed.catalogue),
+            Factor::Catalogue => (fixed.scale, None, Some(level)),
         };
-        out.push(Level { experiment: format!("{w}{level}"), scale, size, ..level_of(&r.summary, level, module, oracle) });
+        out.push(Level { experiment: format!("{w}{level}"), scale, size, catalogue, ..level_of(&r.summary, level, module, oracle) });
     }
     let (diffs, reasons) = comparable(&out, oracle, w);
     let crossover = match crossover(&diffs) {
@@ -367,6 +382,7 @@ fn level_of(s: &Summary, level: u32, module: &str, oracle: bool) -> Level {
         level,
         scale: None,
         size: None,
+        catalogue: None,
         experiment: String::new(),
         pattern,
         control,
@@ -481,6 +497,7 @@ mod tests {
             level,
             scale: None,
             size: Some(level),
+            catalogue: None,
             experiment: format!("size{level}"),
             pattern: None,
             control: None,

@@ -68,6 +68,7 @@ fn fingerprint(r: &SessionRecord) -> Fingerprint {
         world_seed: 42,
         world_scale: 1,
         world_scale_override: None,
+        catalogue: None,
         task_sha256: format!("sha-{}", r.task),
         turn_cap: 16,
         manifest_sha256: r.manifest_sha256.clone(),

@@ -8,7 +8,7 @@
 use backend::WorldSpec;
 use backend::local::LocalBackend;
 use libtest_mimic::{Arguments, Failed, Trial};
-use tasks::gates::{banned_terms, ground_truth, neutrality_violations};
+use tasks::gates::{banned_terms, ground_truth_with, neutrality_violations};
 
 /// Eight tasks per module, among them traps and one that cannot be done.
 const TASKS_PER_MODULE: usize = 8;
@@ -72,12 +72,49 @@ async fn gate_failures(module: &str, all: &[tasks::Task], b: &LocalBackend) -> R
             failures.push(format!("G5 {}: the text contains {:?} ({})", task.key(), v.term, v.source));
         }
     }
+    // A module with a catalogue is gated at every size its sweep runs: the tasks must be
+    // solvable through both arms whatever the catalogue holds.
+    let sizes: Vec<Option<u32>> = match servers::registry::module(module).and_then(|m| m.catalogue) {
+        Some(_) => servers::modules::tool_search::catalogue::LEVELS.iter().map(|&n| Some(n)).collect(),
+        None => vec![None],
+    };
     for task in all {
-        for arm in [pattern, control] {
-            if let Err(e) = ground_truth(task, arm, b.world(), b.url(), &serve_command()).await {
-                failures.push(format!("G7 {} via {}: {e}", task.key(), arm.name));
+        for &catalogue in &sizes {
+            let settings = servers::launch::ArmSettings { catalogue };
+            let at = catalogue.map(|n| format!(" with a catalogue of {n}")).unwrap_or_default();
+            for arm in [pattern, control] {
+                match ground_truth_with(task, arm, b.world(), b.url(), &serve_command(), settings).await {
+                    Err(e) => failures.push(format!("G7 {}{at} via {}: {e}", task.key(), arm.name)),
+                    Ok(truth) if catalogue.is_some() && arm.role == servers::Role::Pattern => {
+                        failures.extend(unsearched(&truth.replay).into_iter().map(|t| format!("G7 {}{at} via {}: {t}", task.key(), arm.name)));
+                    }
+                    Ok(_) => {}
+                }
             }
         }
     }
     Ok(failures)
+}
+
+/// The tools a search module's oracle plan called without an earlier search of the same replay
+/// having returned them: an ideal agent cannot call what it has not found.
+fn unsearched(replay: &tasks::replay::ReplayReport) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    let mut out = Vec::new();
+    for call in &replay.calls {
+        match call.name.as_str() {
+            "search_tools" => {
+                let hits: serde_json::Value = serde_json::from_str(&call.result).unwrap_or_default();
+                found.extend(hits["tools"].as_array().into_iter().flatten().filter_map(|t| t["name"].as_str().map(str::to_owned)));
+            }
+            "call_tool" => {
+                let name = call.arguments["name"].as_str().unwrap_or_default();
+                if !found.iter().any(|f| f == name) {
+                    out.push(format!("the plan calls {name:?}, which no earlier search returned (searches returned {found:?})"));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }

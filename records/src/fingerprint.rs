@@ -38,6 +38,11 @@ pub struct Fingerprint {
     /// decision, compared across tasks, where `world_scale` is compared per task.
     #[serde(default)]
     pub world_scale_override: Option<u32>,
+    /// For a module whose servers list a tool catalogue (tool_search): how many tools of other
+    /// systems both arms listed beside the backend's own. Absent for every other module, and in
+    /// fingerprints written before catalogues, so their hashes are unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catalogue: Option<u32>,
     pub task_sha256: String,
     pub turn_cap: u32,
     pub manifest_sha256: String,
@@ -59,7 +64,7 @@ pub const TREATMENT: &[&str] = &["manifest_sha256", "arm_sha256"];
 
 /// Fields that belong to the task (or its world): equal across the arms of one task, different
 /// between tasks.
-pub const PER_TASK: &[&str] = &["world_seed", "world_scale", "task_sha256", "turn_cap"];
+pub const PER_TASK: &[&str] = &["world_seed", "world_scale", "catalogue", "task_sha256", "turn_cap"];
 
 /// One field in which two fingerprints differ, as text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -125,6 +130,7 @@ pub const FIELDS: &[&str] = &[
     "world_seed",
     "world_scale",
     "world_scale_override",
+    "catalogue",
     "task_sha256",
     "turn_cap",
     "manifest_sha256",
@@ -179,6 +185,7 @@ mod tests {
             world_seed: 42,
             world_scale: 1,
             world_scale_override: None,
+            catalogue: None,
             task_sha256: "t".into(),
             turn_cap: 12,
             manifest_sha256: "m1".into(),
@@ -207,6 +214,7 @@ mod tests {
             ("world_seed", Fingerprint { world_seed: 1, ..sample() }),
             ("world_scale", Fingerprint { world_scale: 2, ..sample() }),
             ("world_scale_override", Fingerprint { world_scale_override: Some(2), ..sample() }),
+            ("catalogue", Fingerprint { catalogue: Some(100), ..sample() }),
             ("task_sha256", Fingerprint { task_sha256: "u".into(), ..sample() }),
             ("turn_cap", Fingerprint { turn_cap: 3, ..sample() }),
             ("manifest_sha256", Fingerprint { manifest_sha256: "m2".into(), ..sample() }),
@@ -221,6 +229,7 @@ mod tests {
             max_tokens_param: Some(MaxTokensParam::MaxTokens),
             reasoning_effort: Some("low".into()),
             world_scale_override: Some(1),
+            catalogue: Some(25),
             arm_sha256: Some("a".into()),
             ..sample()
         };

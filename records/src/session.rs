@@ -358,6 +358,7 @@ mod tests {
             world_seed: 42,
             world_scale: 1,
             world_scale_override: None,
+            catalogue: None,
             task_sha256: "t".into(),
             turn_cap: 12,
             manifest_sha256: "m1".into(),

@@ -20,6 +20,7 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct BackendClient {
     http: reqwest::Client,
     base: String,
+    settings: crate::launch::ArmSettings,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -46,7 +47,19 @@ impl BackendClient {
     pub fn new(base: impl Into<String>) -> Self {
         let http =
             reqwest::Client::builder().timeout(REQUEST_TIMEOUT).connect_timeout(Duration::from_secs(2)).build().expect("a plain HTTP client always builds");
-        Self { http, base: base.into().trim_end_matches('/').to_owned() }
+        Self { http, base: base.into().trim_end_matches('/').to_owned(), settings: crate::launch::ArmSettings::default() }
+    }
+
+    /// This client, for a server started with the run's `settings` (the world it fronts: today
+    /// the size of the tool catalogue, for modules that list one).
+    pub fn with_settings(mut self, settings: crate::launch::ArmSettings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// What the run chose about the servers' world ([`crate::launch::ArmSettings`]).
+    pub fn settings(&self) -> crate::launch::ArmSettings {
+        self.settings
     }
 
     pub fn base_url(&self) -> &str {

@@ -67,10 +67,15 @@ enum Keep {
 impl ArmClient {
     /// Starts `entry` against the backend at `backend_url` and completes the MCP handshake.
     pub async fn open(entry: &ServerEntry, backend_url: &str) -> anyhow::Result<Self> {
+        Self::open_with(entry, backend_url, crate::launch::ArmSettings::default()).await
+    }
+
+    /// [`Self::open`] with the run's settings (an external arm does not take them).
+    pub async fn open_with(entry: &ServerEntry, backend_url: &str, settings: crate::launch::ArmSettings) -> anyhow::Result<Self> {
         match entry.serve {
             Serve::Builtin(launcher) => {
                 let (client_io, server_io) = tokio::io::duplex(1 << 20);
-                let server = tokio::spawn(launcher.serve_stream(BackendClient::new(backend_url), server_io));
+                let server = tokio::spawn(launcher.serve_stream(BackendClient::new(backend_url).with_settings(settings), server_io));
                 let client = ().serve(client_io).await?;
                 Ok(Self { client, keep: Keep::InProcess(server) })
             }

@@ -175,6 +175,23 @@ async fn spec_answers(request: axum::extract::Request, next: axum::middleware::N
     axum::response::Response::from_parts(parts, axum::body::Body::from(body))
 }
 
+/// What a run chooses about the world its servers front, beyond the backend's URL: the same for
+/// both arms of a pair, passed to every server it starts (`--catalogue N` on a serving command
+/// line), and fingerprinted. Servers that do not use a setting ignore it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ArmSettings {
+    /// How many tools of other, unconnected systems a catalogue-listing module's servers offer
+    /// beside the backend's own operations (`None`: the module's default).
+    pub catalogue: Option<u32>,
+}
+
+impl ArmSettings {
+    /// The serving command line's flags for these settings (none for the defaults).
+    pub fn args(&self) -> Vec<String> {
+        self.catalogue.map(|n| vec!["--catalogue".to_owned(), n.to_string()]).unwrap_or_default()
+    }
+}
+
 /// The arguments after a serving program's own prefix that serve `name` over stdio with its
 /// backend at `backend_url` — what `pipeline serve` and `mcp-bench-server` both take. The one
 /// place that spells them, for sessions, gates and tests alike.
@@ -182,17 +199,31 @@ pub fn stdio_args(name: &str, backend_url: &str) -> [String; 5] {
     [name.to_owned(), "--transport".into(), "stdio".into(), "--backend-url".into(), backend_url.to_owned()]
 }
 
+/// [`stdio_args`] followed by the flags of `settings`.
+pub fn stdio_args_with(name: &str, backend_url: &str, settings: ArmSettings) -> Vec<String> {
+    stdio_args(name, backend_url).into_iter().chain(settings.args()).collect()
+}
+
 /// `prefix` (the program and any subcommand, e.g. `[pipeline, serve]`) followed by
-/// [`stdio_args`].
-pub fn stdio_argv(prefix: &[String], name: &str, backend_url: &str) -> Vec<String> {
-    prefix.iter().cloned().chain(stdio_args(name, backend_url)).collect()
+/// [`stdio_args_with`].
+pub fn stdio_argv(prefix: &[String], name: &str, backend_url: &str, settings: ArmSettings) -> Vec<String> {
+    prefix.iter().cloned().chain(stdio_args_with(name, backend_url, settings)).collect()
 }
 
 /// An arm served in-process over streamable HTTP on a free loopback port: its `/mcp` URL and the
 /// task serving it (abort it when done).
 pub async fn serve_http_in_process(entry: &crate::registry::ServerEntry, backend_url: &str) -> std::io::Result<(String, tokio::task::JoinHandle<()>)> {
+    serve_http_in_process_with(entry, backend_url, ArmSettings::default()).await
+}
+
+/// [`serve_http_in_process`] with the run's settings.
+pub async fn serve_http_in_process_with(
+    entry: &crate::registry::ServerEntry,
+    backend_url: &str,
+    settings: ArmSettings,
+) -> std::io::Result<(String, tokio::task::JoinHandle<()>)> {
     let launcher = entry.launcher().ok_or_else(|| std::io::Error::other(format!("{} is an external arm: it serves itself", entry.name)))?;
-    let router = launcher.http_router(BackendClient::new(backend_url), HttpOptions::default());
+    let router = launcher.http_router(BackendClient::new(backend_url).with_settings(settings), HttpOptions::default());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}/mcp", listener.local_addr()?);
     let handle = tokio::spawn(async move {

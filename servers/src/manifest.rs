@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::launch::ArmSettings;
 use crate::registry::ServerEntry;
 
 /// A backend URL nothing answers (the discard port): for work that never calls the backend.
@@ -48,7 +49,13 @@ impl ToolManifest {
     /// built-in server, its own process for an external arm). Listing never calls the backend,
     /// so `backend_url` need not answer.
     pub async fn of(entry: &ServerEntry, backend_url: &str) -> anyhow::Result<Self> {
-        let arm = crate::client::ArmClient::open(entry, backend_url).await?;
+        Self::of_with(entry, backend_url, ArmSettings::default()).await
+    }
+
+    /// [`Self::of`] for a server started with the run's `settings` (a catalogue module lists
+    /// the catalogue the run chose).
+    pub async fn of_with(entry: &ServerEntry, backend_url: &str, settings: ArmSettings) -> anyhow::Result<Self> {
+        let arm = crate::client::ArmClient::open_with(entry, backend_url, settings).await?;
         let manifest = Self::list(entry, &arm.client).await;
         arm.close().await?;
         manifest
@@ -58,6 +65,11 @@ impl ToolManifest {
     /// discard port, where nothing answers. The one place that relies on that.
     pub async fn offline(entry: &ServerEntry) -> anyhow::Result<Self> {
         Self::of(entry, NO_BACKEND).await
+    }
+
+    /// [`Self::offline`] with the run's settings.
+    pub async fn offline_with(entry: &ServerEntry, settings: ArmSettings) -> anyhow::Result<Self> {
+        Self::of_with(entry, NO_BACKEND, settings).await
     }
 
     /// Lists what the server behind `client` offers: the manifest as any client sees it.

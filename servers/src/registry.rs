@@ -58,6 +58,17 @@ pub struct ModuleEntry {
     pub specific_terms: &'static [&'static str],
     pub pattern: ServerEntry,
     pub control: ServerEntry,
+    /// For a module whose servers list a tool catalogue: the size they list when the run does
+    /// not choose one, and the largest they can list (`--catalogue N`).
+    pub catalogue: Option<CatalogueSizes>,
+}
+
+/// The catalogue sizes a module's servers take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CatalogueSizes {
+    pub min: u32,
+    pub default: u32,
+    pub max: u32,
 }
 
 impl ModuleEntry {
@@ -73,8 +84,48 @@ impl ModuleEntry {
             specific_terms,
             pattern: ServerEntry { name: pattern.0, module: name, role: Role::Pattern, paired: control.0, serve: Serve::Builtin(pattern.1) },
             control: ServerEntry { name: control.0, module: name, role: Role::Control, paired: pattern.0, serve: Serve::Builtin(control.1) },
+            catalogue: None,
         }
     }
+
+    /// This module's servers list a catalogue of `sizes.default` tools unless the run chooses
+    /// another size in `sizes.min..=sizes.max` (both arms the same:
+    /// [`crate::launch::ArmSettings::catalogue`]).
+    pub const fn with_catalogue(mut self, sizes: CatalogueSizes) -> Self {
+        self.catalogue = Some(sizes);
+        self
+    }
+
+    /// The catalogue size this module's servers list under `settings`; `None` for a module
+    /// without a catalogue.
+    pub fn catalogue_size(&self, settings: crate::launch::ArmSettings) -> Option<u32> {
+        self.catalogue.map(|c| settings.catalogue.unwrap_or(c.default))
+    }
+}
+
+/// Whether `settings` can be served: a chosen catalogue size needs a module with a catalogue
+/// among `modules`, and must be within its range. The error names the flag and the fix.
+pub fn check_settings(settings: crate::launch::ArmSettings, modules: &[&str]) -> Result<(), String> {
+    let Some(n) = settings.catalogue else { return Ok(()) };
+    let with: Vec<&ModuleEntry> = modules.iter().filter_map(|m| module(m)).filter(|m| m.catalogue.is_some()).collect();
+    if with.is_empty() {
+        let listing: Vec<&str> = MODULES.iter().filter(|m| m.catalogue.is_some()).map(|m| m.name).collect();
+        return Err(format!(
+            "--catalogue {n}: none of the selected modules ({}) lists a tool catalogue; it applies to {}",
+            modules.join(", "),
+            listing.join(", ")
+        ));
+    }
+    for m in with {
+        let Some(c) = m.catalogue else { continue };
+        if !(c.min..=c.max).contains(&n) {
+            return Err(format!(
+                "--catalogue {n}: {} lists {} to {} tools of other systems (its tasks are written against at least {}); choose a size in that range",
+                m.name, c.min, c.max, c.min
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Every module, in the order reports list them. Adding a module adds its line here.
@@ -85,6 +136,7 @@ pub static MODULES: &[&ModuleEntry] = &[
     &crate::modules::proxy_aggregator::MODULE,
     &crate::modules::resource_gateway::MODULE,
     &crate::modules::code_execution::MODULE,
+    &crate::modules::tool_search::MODULE,
 ];
 
 static EXTERNAL: OnceLock<Vec<&'static ServerEntry>> = OnceLock::new();

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use anyhow::Context;
 
 use crate::backend_client::BackendClient;
-use crate::launch::HttpOptions;
+use crate::launch::{ArmSettings, HttpOptions};
 use crate::registry::ServerEntry;
 
 pub use records::Transport;
@@ -14,12 +14,21 @@ pub use records::Transport;
 /// Serves `entry` until the client disconnects (stdio) or Ctrl-C/SIGTERM (HTTP), with the HTTP
 /// options of the environment ([`HttpOptions::from_env`]).
 pub async fn serve(entry: &ServerEntry, transport: Transport, addr: SocketAddr, backend_url: &str) -> anyhow::Result<()> {
-    serve_with(entry, transport, addr, backend_url, HttpOptions::from_env()).await
+    serve_with(entry, transport, addr, backend_url, HttpOptions::from_env(), ArmSettings::default()).await
 }
 
-/// [`serve`] with explicit HTTP options (who may call, see [`HttpOptions`]).
-pub async fn serve_with(entry: &ServerEntry, transport: Transport, addr: SocketAddr, backend_url: &str, options: HttpOptions) -> anyhow::Result<()> {
-    let backend = BackendClient::new(backend_url);
+/// [`serve`] with explicit HTTP options (who may call, see [`HttpOptions`]) and the run's
+/// settings (which an external arm does not take).
+pub async fn serve_with(
+    entry: &ServerEntry,
+    transport: Transport,
+    addr: SocketAddr,
+    backend_url: &str,
+    options: HttpOptions,
+    settings: ArmSettings,
+) -> anyhow::Result<()> {
+    crate::registry::check_settings(settings, &[entry.module]).map_err(|e| anyhow::anyhow!("{}: {e}", entry.name))?;
+    let backend = BackendClient::new(backend_url).with_settings(settings);
     let launcher = match entry.serve {
         crate::registry::Serve::Builtin(l) => l,
         crate::registry::Serve::External(arm) => return serve_external(arm, transport, addr, backend_url).await,

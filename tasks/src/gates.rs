@@ -27,8 +27,10 @@ pub async fn banned_terms(module: &str, extra: &[&ServerEntry], backend_url: &st
     let mut out = Vec::new();
     let mut arms = vec![pattern, control];
     arms.extend(extra.iter().copied().filter(|a| a.module == module && a.name != pattern.name && a.name != control.name));
+    // A module with a catalogue is checked at its largest: every smaller catalogue is inside it.
+    let largest = servers::launch::ArmSettings { catalogue: registry::module(module).and_then(|m| m.catalogue).map(|c| c.max) };
     for arm in arms {
-        let manifest = ToolManifest::of(arm, backend_url).await?;
+        let manifest = ToolManifest::of_with(arm, backend_url, largest).await?;
         for t in &manifest.tools {
             out.push(BannedTerm { term: t.name.clone(), source: format!("tool of {}", arm.name) });
         }
@@ -67,6 +69,8 @@ pub fn neutrality_violations(task: &Task, banned: &[BannedTerm]) -> Vec<BannedTe
 pub struct GroundTruth {
     pub server: String,
     pub calls: usize,
+    /// What the plan's replay sent and received, call by call.
+    pub replay: crate::replay::ReplayReport,
 }
 
 /// G7 for one task and one arm: on a freshly reset world the verifier must say *failed* (not
@@ -74,6 +78,18 @@ pub struct GroundTruth {
 /// must pass. A built-in server runs over stdio, spawned with `command` + `NAME --transport
 /// stdio --backend-url URL`; an external arm as its own process, as a session starts it.
 pub async fn ground_truth(task: &Task, arm: &ServerEntry, world: &backend::World, backend_url: &str, command: &[String]) -> Result<GroundTruth, String> {
+    ground_truth_with(task, arm, world, backend_url, command, servers::launch::ArmSettings::default()).await
+}
+
+/// [`ground_truth`] with the servers started as the run starts them (its catalogue size, say).
+pub async fn ground_truth_with(
+    task: &Task,
+    arm: &ServerEntry,
+    world: &backend::World,
+    backend_url: &str,
+    command: &[String],
+    settings: servers::launch::ArmSettings,
+) -> Result<GroundTruth, String> {
     let server = arm.name;
     let plan = match (task.plan_for(server), arm.external()) {
         (Some(plan), _) => plan,
@@ -100,7 +116,7 @@ pub async fn ground_truth(task: &Task, arm: &ServerEntry, world: &backend::World
     } else {
         let (program, prefix) = command.split_first().ok_or("empty server command")?;
         let mut cmd = tokio::process::Command::new(program);
-        cmd.args(prefix).args(servers::launch::stdio_args(server, backend_url));
+        cmd.args(prefix).args(servers::launch::stdio_args_with(server, backend_url, settings));
         cmd.env("RUST_LOG", "warn");
         let transport = TokioChildProcess::new(cmd).map_err(|e| format!("spawning {server}: {e}"))?;
         let client = ().serve(transport).await.map_err(|e| format!("connecting to {server}: {e}"))?;
@@ -110,7 +126,7 @@ pub async fn ground_truth(task: &Task, arm: &ServerEntry, world: &backend::World
     };
     let after = task.verifier.verify(&pool, &baseline, &report.answer).await;
     match after.verdict {
-        Verdict::Passed => Ok(GroundTruth { server: server.to_owned(), calls: report.calls.len() }),
+        Verdict::Passed => Ok(GroundTruth { server: server.to_owned(), calls: report.calls.len(), replay: report }),
         _ => Err(format!("after the oracle plan through {server}, the verifier says {:?}: {:?}", after.verdict, after.reasons)),
     }
 }

@@ -169,6 +169,7 @@ pub fn fingerprint_of(r: &SessionRecord) -> Fingerprint {
         world_seed: r.world_seed,
         world_scale: r.world_scale,
         world_scale_override: None,
+        catalogue: None,
         task_sha256: r.task_sha256.clone(),
         turn_cap: r.turn_cap,
         manifest_sha256: r.manifest_sha256.clone(),

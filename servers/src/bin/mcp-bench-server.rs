@@ -1,5 +1,5 @@
 //! `mcp-bench-server NAME [--transport stdio|http] [--port P] [--backend-url URL]
-//! [--allowed-origin O]… [--allowed-host H]…`: runs one registered server. The same as `pipeline serve`, in a small binary that starts fast (the
+//! [--allowed-origin O]… [--allowed-host H]… [--catalogue N]`: runs one registered server. The same as `pipeline serve`, in a small binary that starts fast (the
 //! harness spawns one per session).
 
 use std::net::{IpAddr, SocketAddr};
@@ -32,6 +32,10 @@ struct Args {
     /// container); repeatable.
     #[arg(long = "allowed-host", value_name = "HOST")]
     allowed_hosts: Vec<String>,
+    /// For a module that lists a tool catalogue (tool_search): how many tools of other systems
+    /// it lists beside the backend's own (default: the module's).
+    #[arg(long, value_name = "N")]
+    catalogue: Option<u32>,
 }
 
 #[tokio::main]
@@ -44,5 +48,13 @@ async fn main() -> anyhow::Result<()> {
     let mut options = servers::launch::HttpOptions::from_env();
     options.allowed_origins.extend(args.allowed_origins);
     options.allowed_hosts.extend(args.allowed_hosts);
-    servers::transport::serve_with(entry, args.transport, SocketAddr::new(args.host, args.port), &args.backend_url, options).await
+    servers::transport::serve_with(
+        entry,
+        args.transport,
+        SocketAddr::new(args.host, args.port),
+        &args.backend_url,
+        options,
+        servers::launch::ArmSettings { catalogue: args.catalogue },
+    )
+    .await
 }

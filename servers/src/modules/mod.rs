@@ -6,3 +6,4 @@ pub mod proxy_aggregator;
 pub mod resource_gateway;
 pub mod stateful_session;
 pub mod tool_orchestrator;
+pub mod tool_search;

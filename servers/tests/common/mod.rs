@@ -42,16 +42,21 @@ impl Connected {
 }
 
 pub async fn connect(name: &str, backend_url: &str, via: Via) -> Connected {
+    connect_with(name, backend_url, via, Default::default()).await
+}
+
+/// [`connect`] with the run's settings (a catalogue size, say), as a session passes them.
+pub async fn connect_with(name: &str, backend_url: &str, via: Via, settings: servers::launch::ArmSettings) -> Connected {
     match via {
         Via::Stdio => {
             let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-bench-server"));
-            cmd.args(servers::launch::stdio_args(name, backend_url));
+            cmd.args(servers::launch::stdio_args_with(name, backend_url, settings));
             let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.expect("connect over stdio");
             Connected { client, http_server: None }
         }
         Via::Http => {
             let entry = servers::registry::find(name).unwrap();
-            let (url, server) = servers::launch::serve_http_in_process(entry, backend_url).await.unwrap();
+            let (url, server) = servers::launch::serve_http_in_process_with(entry, backend_url, settings).await.unwrap();
             let client = ().serve(StreamableHttpClientTransport::from_uri(url)).await.expect("connect over HTTP");
             Connected { client, http_server: Some(server) }
         }
