@@ -656,6 +656,35 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_catalogue_reaches_its_modules_fingerprints_and_manifests_and_nothing_else() {
+        let chosen = RunPlan::from_flags(&flags(&["--module", "tool_search,code_execution", "--models", "oracle", "--catalogue", "400"])).await.unwrap();
+        let plain = RunPlan::from_flags(&flags(&["--module", "tool_search,code_execution", "--models", "oracle"])).await.unwrap();
+        for s in chosen.sessions() {
+            let want = (s.server.module == "tool_search").then_some(400);
+            assert_eq!(chosen.fingerprint(&s).catalogue, want, "{}", s.server.name);
+        }
+        assert!(plain.sessions().iter().filter(|s| s.server.module == "tool_search").all(|s| plain.fingerprint(s).catalogue == Some(100)));
+        // The servers list what the run chose: the control's manifest changes, the other module's does not.
+        assert_ne!(chosen.manifests["tool_search_wrapper"], plain.manifests["tool_search_wrapper"]);
+        assert_eq!(chosen.manifests["code_execution"], plain.manifests["code_execution"]);
+        let (a, b) = (&chosen.sessions()[0], &plain.sessions()[0]);
+        let d: Vec<String> = chosen.fingerprint(a).differences(&plain.fingerprint(b)).into_iter().map(|d| d.field).collect();
+        assert!(d.contains(&"catalogue".to_owned()), "{d:?}");
+    }
+
+    #[tokio::test]
+    async fn a_catalogue_is_refused_where_no_module_lists_one_or_out_of_range() {
+        let e = RunPlan::from_flags(&flags(&["--module", "code_execution", "--models", "oracle", "--catalogue", "100"])).await.unwrap_err().to_string();
+        assert!(e.contains("--catalogue 100") && e.contains("tool_search"), "{e}");
+        for bad in ["5000", "10"] {
+            let e = RunPlan::from_flags(&flags(&["--module", "tool_search", "--models", "oracle", "--catalogue", bad])).await.unwrap_err().to_string();
+            assert!(e.contains(&format!("--catalogue {bad}")) && e.contains("25 to 800"), "{e}");
+        }
+        let e = RunPlan::from_flags(&flags(&["--module", "tool_search", "--models", "oracle", "--catalogue", "25,50"])).await.unwrap_err().to_string();
+        assert!(e.contains("sweep"), "{e}");
+    }
+
+    #[tokio::test]
     async fn a_scale_override_reaches_every_fingerprint() {
         let plan = RunPlan::from_flags(&flags(&["--mcp", "orchestrator", "--models", "oracle", "--scale", "4"])).await.unwrap();
         assert!(plan.sessions().iter().all(|s| plan.fingerprint(s).world_scale == 4));
