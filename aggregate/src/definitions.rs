@@ -264,6 +264,25 @@ fn model_tables() -> Vec<Definition> {
             &["models[].modules[].<arm>.tool_calls", "models[].modules[].<arm>.tool_call_errors"],
         ),
         def(
+            &["needed tools found by a search (recall), mean best rank"],
+            Summed,
+            "the arm's valid sessions of a module with a tool catalogue (tool_search)",
+            "of the tools the tasks need (those the control's oracle plan calls), how many a search of the same session returned, and the mean of the best rank each was returned at (1 = first); \"listed, not searched\" for an arm that lists every tool. The mechanism behind a success gap, never folded into success",
+            &[
+                "models[].modules[].<arm>.retrieval.found",
+                "models[].modules[].<arm>.retrieval.needed",
+                "models[].modules[].<arm>.retrieval.recall",
+                "models[].modules[].<arm>.retrieval.mean_best_rank",
+            ],
+        ),
+        def(
+            &["calls to unconnected tools Σ (searches Σ)"],
+            Summed,
+            "the arm's valid sessions of a module with a tool catalogue (tool_search)",
+            "calls to a tool of a system that is listed but not connected (a near-miss picked, or a request that cannot be done), directly or through call_tool; in parentheses, the searches made",
+            &["models[].modules[].<arm>.retrieval.unconnected_calls", "models[].modules[].<arm>.retrieval.searches"],
+        ),
+        def(
             &["cost per session, USD (median / mean)"],
             PerSession,
             "median and mean over the arm's valid sessions with a price and usage; the others are counted as unpriced/null, never as 0",

@@ -209,3 +209,40 @@ fn the_example_price_table_parses() {
     let bad = PriceTable::parse("[models.x]\ninput = -1.0\noutput = 1.0\n", Path::new("p.toml")).unwrap_err();
     assert!(bad.to_string().contains("p.toml"), "{bad}");
 }
+
+/// A catalogue module's records carry retrieval: the module table shows, per arm, how many needed
+/// tools a search found (and at what rank) and the calls to unconnected tools — beside success,
+/// which they do not change; an arm that searched nothing reads "listed, not searched".
+#[test]
+fn retrieval_is_reported_beside_success_and_never_folded_into_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let with = |r: records::SessionRecord| {
+        let searched = r.role == Role::Pattern;
+        let retrieval = records::Retrieval {
+            needed: vec!["customers_list".into(), "tickets_create".into()],
+            best_rank: if searched { vec![Some(1), if r.rep == 1 { Some(3) } else { None }] } else { vec![None, None] },
+            searches: if searched { 2 } else { 0 },
+            unconnected_calls: if searched { 0 } else { 1 },
+        };
+        records::SessionRecord { retrieval: Some(retrieval), ..r }
+    };
+    pairs(dir.path(), "m", &["t1", "t2"], 1..=2, with);
+    let rep = aggregate::report(dir.path(), None, &Options::default()).unwrap();
+    let m = &rep.summary.models[0].modules[0];
+    let (p, c) = (m.pattern.as_ref().unwrap().retrieval.as_ref().unwrap(), m.control.as_ref().unwrap().retrieval.as_ref().unwrap());
+    // Four pattern sessions need two tools each: 4 + 2 found (rep 1 found the second at rank 3).
+    assert_eq!((p.needed, p.found, p.searches, p.unconnected_calls), (8, 6, 8, 0));
+    assert!(close(p.recall.unwrap(), 0.75) && close(p.mean_best_rank.unwrap(), (4.0 + 2.0 * 3.0) / 6.0), "{p:?}");
+    assert_eq!((c.recall, c.found, c.unconnected_calls), (None, 0, 4));
+    assert_eq!(m.pattern.as_ref().unwrap().success.rate, Some(1.0), "retrieval does not move success");
+    let table = tables(&rep.document).into_iter().find(|t| t.rows.iter().any(|r| r[0].starts_with("needed tools found"))).expect("the retrieval rows");
+    let row = |label: &str| table.rows.iter().find(|r| r[0].starts_with(label)).unwrap().clone();
+    assert_eq!(row("needed tools found")[1], "6/8 (75.0%), mean rank 1.7");
+    assert_eq!(row("needed tools found")[2], "listed, not searched");
+    assert_eq!(row("calls to unconnected tools")[2], "4 in 0 searches");
+    // A module without a catalogue has no such rows.
+    let plain = tempfile::tempdir().unwrap();
+    pairs(plain.path(), "m", &["t1"], 1..=2, |r| r);
+    let rep = aggregate::report(plain.path(), None, &Options::default()).unwrap();
+    assert!(tables(&rep.document).iter().all(|t| t.rows.iter().all(|r| !r[0].starts_with("needed tools found"))));
+}

@@ -156,6 +156,7 @@ fn record_of(ctx: &RunContext, pending: &Pending, outcome: &SessionOutcome, veri
         harness,
         server_info: outcome.server_info.clone(),
         external_arm: job.server.external().map(|a| records::ExternalArmRecord { sha256: a.sha256.clone(), env_names: a.env_names() }),
+        retrieval: retrieval_of(job, outcome),
         superseded: None,
     }
 }
@@ -181,4 +182,34 @@ fn harness_failure(detail: String) -> SessionOutcome {
         server_info: None,
         transcript: vec![],
     }
+}
+
+/// For a module with a tool catalogue: whether the session's searches found the tools its task
+/// needs (those its control's oracle plan calls), read off the transcript's calls.
+fn retrieval_of(job: &crate::plan::PlannedSession, outcome: &SessionOutcome) -> Option<records::Retrieval> {
+    let module = servers::registry::module(job.server.module)?;
+    module.catalogue?;
+    let plan = job.task.plan_for(module.control.name)?;
+    let mut needed: Vec<String> = Vec::new();
+    for tool in plan.steps.iter().filter_map(|s| s.tool.as_ref()) {
+        if !needed.contains(tool) {
+            needed.push(tool.clone());
+        }
+    }
+    // A model's arguments are the text it wrote; the oracle's are JSON already.
+    let calls: Vec<(String, serde_json::Value, String)> = outcome
+        .transcript
+        .iter()
+        .filter(|e| e["event"] == "call")
+        .map(|e| {
+            let arguments = match &e["arguments"] {
+                serde_json::Value::String(text) => serde_json::from_str(text).unwrap_or_default(),
+                other => other.clone(),
+            };
+            (e["name"].as_str().unwrap_or_default().to_owned(), arguments, e["result"].as_str().unwrap_or_default().to_owned())
+        })
+        .collect();
+    let seen: Vec<servers::modules::tool_search::SeenCall<'_>> =
+        calls.iter().map(|(name, arguments, result)| servers::modules::tool_search::SeenCall { name, arguments, result }).collect();
+    Some(servers::modules::tool_search::retrieval(&needed, &seen))
 }

@@ -180,6 +180,7 @@ fn record(oracle: bool, role: Role, task: &str, rep: u32) -> SessionRecord {
         harness: HarnessTimings::default(),
         server_info: None,
         external_arm: None,
+        retrieval: None,
         superseded: None,
     };
     let fp = fingerprint(&r);

@@ -148,6 +148,22 @@ pub enum CallKind {
     ListResources,
 }
 
+/// For a module whose servers list a tool catalogue: how the session came by the tools its task
+/// needs — the mechanism behind a success gap, reported beside success and never folded into it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Retrieval {
+    /// The tools the task needs: those its control oracle plan calls, in plan order.
+    pub needed: Vec<String>,
+    /// Per needed tool, the best rank (1 = first) at which any search of the session returned
+    /// it; null when no search did. All null for an arm without a search tool (it lists them).
+    pub best_rank: Vec<Option<u32>>,
+    /// Searches the session made.
+    pub searches: u32,
+    /// Calls to tools of systems that are listed but not connected (a near-miss picked, or a
+    /// request that cannot be done), through either arm.
+    pub unconnected_calls: u32,
+}
+
 /// One call the agent made (or refused to make) on the model's behalf.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCallRecord {

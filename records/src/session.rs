@@ -211,6 +211,9 @@ pub struct SessionRecord {
     /// Set when the arm is an external one (a folder with an `arm.toml`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external_arm: Option<ExternalArmRecord>,
+    /// For a module with a tool catalogue: whether its searches found the tools the task needs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retrieval: Option<crate::outcome::Retrieval>,
     /// Present only on a record kept under `superseded/`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub superseded: Option<Superseded>,
@@ -412,6 +415,7 @@ mod tests {
             harness: HarnessTimings::default(),
             server_info: None,
             external_arm: None,
+            retrieval: None,
             superseded: None,
         }
     }

@@ -214,6 +214,29 @@ fn module_blocks(o: &mut Vec<Block>, m: &ModuleReport, prices_loaded: bool, term
         let n = |a: &ArmMetrics| count(pick(a), Unit::Sessions);
         row(label, arm(p, &n), arm(c, &n), empty());
     }
+    if [p, c].iter().any(|a| a.as_ref().is_some_and(|a| a.retrieval.is_some())) {
+        let found = |a: &ArmMetrics| match &a.retrieval {
+            Some(r) if r.recall.is_some() => Cell::figure(
+                format!(
+                    "{}/{} ({}), mean rank {}",
+                    r.found,
+                    r.needed,
+                    r.recall.map_or("—".into(), pct),
+                    r.mean_best_rank.map_or("—".into(), |x| format!("{x:.1}"))
+                ),
+                r.recall,
+                Unit::Rate,
+            ),
+            Some(_) => Cell::text("listed, not searched"),
+            None => Cell::text("—"),
+        };
+        row("needed tools found by a search (recall), mean best rank", arm(p, &found), arm(c, &found), empty());
+        let unconnected = |a: &ArmMetrics| match &a.retrieval {
+            Some(r) => Cell::figure(format!("{} in {} searches", r.unconnected_calls, r.searches), Some(r.unconnected_calls as f64), Unit::Calls),
+            None => Cell::text("—"),
+        };
+        row("calls to unconnected tools Σ (searches Σ)", arm(p, &unconnected), arm(c, &unconnected), empty());
+    }
     if prices_loaded {
         let cost = |a: &ArmMetrics| Cell::figure(cost_cell(&a.cost_usd), a.cost_usd.mean, Unit::Usd);
         row("cost per session, USD (median / mean)", arm(p, &cost), arm(c, &cost), empty());

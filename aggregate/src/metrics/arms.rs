@@ -46,6 +46,47 @@ pub struct ArmMetrics {
     pub tool_call_errors: usize,
     /// Per valid session, from the price table; missing when unpriced or usage is null.
     pub cost_usd: Dist,
+    /// For a module with a tool catalogue: how the valid sessions came by the tools their tasks
+    /// need. Absent for every other module.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retrieval: Option<RetrievalMetrics>,
+}
+
+/// Retrieval over an arm's valid sessions (`records::Retrieval`, summed): beside success, never
+/// folded into it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RetrievalMetrics {
+    /// Valid sessions that carry retrieval data.
+    pub sessions: usize,
+    /// Σ tools the sessions' tasks needed, and how many of them a search of the session returned.
+    pub needed: usize,
+    pub found: usize,
+    /// found / needed; null for an arm that searched nothing (it lists every tool) or needed none.
+    pub recall: Option<f64>,
+    /// Mean of the best rank (1 = first) of the tools found; null when none was.
+    pub mean_best_rank: Option<f64>,
+    pub searches: usize,
+    /// Σ calls to tools of systems listed but not connected.
+    pub unconnected_calls: usize,
+}
+
+fn retrieval_metrics(valid: &[&SessionRecord]) -> Option<RetrievalMetrics> {
+    let with: Vec<&records::Retrieval> = valid.iter().filter_map(|r| r.retrieval.as_ref()).collect();
+    if with.is_empty() {
+        return None;
+    }
+    let ranks: Vec<f64> = with.iter().flat_map(|r| r.best_rank.iter().flatten().map(|&x| x as f64)).collect();
+    let needed: usize = with.iter().map(|r| r.needed.len()).sum();
+    let searches: usize = with.iter().map(|r| r.searches as usize).sum();
+    Some(RetrievalMetrics {
+        sessions: with.len(),
+        needed,
+        found: ranks.len(),
+        recall: (searches > 0 && needed > 0).then(|| ranks.len() as f64 / needed as f64),
+        mean_best_rank: stats::mean(&ranks),
+        searches,
+        unconnected_calls: with.iter().map(|r| r.unconnected_calls as usize).sum(),
+    })
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -144,6 +185,7 @@ pub(super) fn arm_metrics(recs: &[&SessionRecord], model: &str, prices: Option<&
         tool_calls: valid.iter().map(|r| r.tool_calls.len()).sum(),
         tool_call_errors: valid.iter().map(|r| r.tool_calls.iter().filter(|c| c.is_error || c.invalid_arguments || c.unknown_tool).count()).sum(),
         cost_usd: dist(valid.iter().map(|r| prices.and_then(|p| p.cost(model, &r.totals))), opts),
+        retrieval: retrieval_metrics(&valid),
     }
 }
 

@@ -117,6 +117,7 @@ pub fn record(m: &str, module: &str, role: &str, task: &str, rep: u32, s: S) -> 
         harness: HarnessTimings::default(),
         server_info: None,
         external_arm: None,
+        retrieval: None,
         superseded: None,
     }
 }

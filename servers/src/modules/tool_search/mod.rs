@@ -174,3 +174,73 @@ fn document(tool: &Tool) -> String {
         tool.input_schema.get("properties").and_then(|p| p.as_object()).map(|p| p.keys().map(|k| k.replace('_', " ")).collect::<Vec<_>>().join(" "));
     format!("{} {} {}", tool.name.replace('_', " "), tool.description.as_deref().unwrap_or_default(), arguments.unwrap_or_default())
 }
+
+/// One call of a session, as its transcript holds it: the tool's name, its arguments, the text
+/// it returned.
+#[derive(Debug, Clone, Copy)]
+pub struct SeenCall<'a> {
+    pub name: &'a str,
+    pub arguments: &'a serde_json::Value,
+    pub result: &'a str,
+}
+
+/// How a session came by the tools its task needs (`needed`): the best rank at which its
+/// searches returned each (null when none did; all null for the control, which searches
+/// nothing), how many searches it made, and how many calls went to a tool of an unconnected
+/// system — directly (the control) or through `call_tool` (the pattern).
+pub fn retrieval(needed: &[String], calls: &[SeenCall<'_>]) -> records::Retrieval {
+    let foreign: std::collections::HashSet<&str> = catalogue::foreign(catalogue::MAX).iter().map(|f| f.tool.name.as_ref()).collect();
+    let mut best_rank: Vec<Option<u32>> = vec![None; needed.len()];
+    let (mut searches, mut unconnected_calls) = (0, 0);
+    for call in calls {
+        match call.name {
+            "search_tools" => {
+                searches += 1;
+                let found: serde_json::Value = serde_json::from_str(call.result).unwrap_or_default();
+                for (rank, tool) in found["tools"].as_array().into_iter().flatten().enumerate() {
+                    let rank = rank as u32 + 1;
+                    if let Some(i) = needed.iter().position(|n| tool["name"].as_str() == Some(n.as_str())) {
+                        best_rank[i] = Some(best_rank[i].map_or(rank, |r| r.min(rank)));
+                    }
+                }
+            }
+            "call_tool" if call.arguments["name"].as_str().is_some_and(|n| foreign.contains(n)) => unconnected_calls += 1,
+            name if foreign.contains(name) => unconnected_calls += 1,
+            _ => {}
+        }
+    }
+    records::Retrieval { needed: needed.to_vec(), best_rank, searches, unconnected_calls }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn retrieval_reads_ranks_off_searches_and_counts_unconnected_calls() {
+        let needed = vec!["customers_list".to_owned(), "tickets_create".to_owned(), "users_list".to_owned()];
+        let first = json!({"tools": [{"name": "deskflow_create_ticket"}, {"name": "tickets_create"}]}).to_string();
+        let second = json!({"tools": [{"name": "tickets_create"}, {"name": "pipewise_list_accounts"}, {"name": "customers_list"}]}).to_string();
+        let none = json!({});
+        let args = |name: &str| json!({"name": name});
+        let (a, b, c) = (args("deskflow_create_ticket"), args("tickets_create"), json!("not an object"));
+        let calls = [
+            SeenCall { name: "search_tools", arguments: &none, result: &first },
+            SeenCall { name: "call_tool", arguments: &a, result: "Deskflow … is not connected" },
+            SeenCall { name: "search_tools", arguments: &none, result: &second },
+            SeenCall { name: "call_tool", arguments: &b, result: "{}" },
+            SeenCall { name: "search_tools", arguments: &none, result: "no tool matches" },
+            SeenCall { name: "call_tool", arguments: &c, result: "" },
+        ];
+        let r = retrieval(&needed, &calls);
+        assert_eq!(r.best_rank, [Some(3), Some(1), None]);
+        assert_eq!((r.searches, r.unconnected_calls), (3, 1));
+        // The control searches nothing; a near-miss called by name is counted.
+        let direct =
+            [SeenCall { name: "pipewise_list_accounts", arguments: &none, result: "" }, SeenCall { name: "customers_list", arguments: &none, result: "" }];
+        let r = retrieval(&needed, &direct);
+        assert_eq!((r.best_rank, r.searches, r.unconnected_calls), (vec![None, None, None], 0, 1));
+    }
+}
