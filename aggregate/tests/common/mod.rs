@@ -304,7 +304,20 @@ pub fn fixture(dir: &Path) {
         ("oracle", "control", "t2", 1, S { turns: 0, input: None, cached: None, output: None, ..ok(V::Passed, 0, 0) }),
     ];
     for (m, role, task, rep, s) in rows {
-        write(dir, &record(m, "m1", role, task, rep, s), true);
+        let mut r = record(m, "m1", role, task, rep, s);
+        // model-a's sessions carry retrieval, as a catalogue module's do: the pattern searched
+        // and found its one needed tool at rank 2 (t1) or not at all (t2); the control listed
+        // it, and called an unconnected tool once per t2 session.
+        if m == a {
+            let searched = role == "pattern";
+            r.retrieval = Some(records::Retrieval {
+                needed: vec!["tickets_list".into()],
+                best_rank: vec![(searched && task == "t1").then_some(2)],
+                searches: u32::from(searched),
+                unconnected_calls: u32::from(!searched && task == "t2"),
+            });
+        }
+        write(dir, &r, true);
     }
     // What else a spec run leaves in the folder: gate results, a lock, a dotfile. None is a record.
     std::fs::write(dir.join("check.json"), "{\"gates\": []}").unwrap();
