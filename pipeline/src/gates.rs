@@ -279,7 +279,7 @@ async fn frozen_inputs(spec: &Spec, dirs: &InputDirs, arms: &[&'static ServerEnt
     for arm in arms {
         match spec.hashes.manifests.get(arm.name) {
             None => f.add(Gate::FrozenInputs, format!("no frozen tool manifest for arm {}", arm.name)),
-            Some(frozen) => match servers::ToolManifest::offline(arm).await {
+            Some(frozen) => match servers::ToolManifest::offline_with(arm, spec.settings()).await {
                 Ok(m) if m.sha256() != frozen.sha256 => {
                     f.add(Gate::FrozenInputs, format!("tool manifest of {} changed since freeze: {} ≠ frozen {}", arm.name, m.sha256(), frozen.sha256))
                 }
@@ -450,7 +450,7 @@ async fn with_backend(spec: &Spec, arms: &[&'static ServerEntry], tasks: Option<
             }
             for t in tasks {
                 for arm in arms {
-                    if let Err(e) = tasks::gates::ground_truth(t, arm, b.world(), b.url(), &serve).await {
+                    if let Err(e) = tasks::gates::ground_truth_with(t, arm, b.world(), b.url(), &serve, spec.settings()).await {
                         f.add(Gate::GroundTruth, format!("task {} via {}: {e}", t.key(), arm.name));
                     }
                 }
@@ -490,7 +490,7 @@ async fn isolation(spec: &Spec, arm: &ServerEntry, backend_url: &str, serve: &[S
         f.add(Gate::Isolation, format!("arm {}: no frozen manifest to hold it to", arm.name));
         return;
     };
-    let functions = match offered(arm, spec.transport, backend_url, serve).await {
+    let functions = match offered(arm, spec.transport, backend_url, serve, spec.settings()).await {
         Ok(functions) => functions,
         Err(e) => {
             f.add(Gate::Isolation, format!("arm {}: could not list what the agent is offered: {e:#}", arm.name));
@@ -518,8 +518,14 @@ async fn isolation(spec: &Spec, arm: &ServerEntry, backend_url: &str, serve: &[S
 }
 
 /// The function names the agent offers a model for `arm`.
-async fn offered(arm: &ServerEntry, transport: records::Transport, backend_url: &str, serve: &[String]) -> anyhow::Result<Vec<String>> {
-    let (conn, guard) = crate::arm::connect(arm, transport, backend_url, serve, Default::default()).await?;
+async fn offered(
+    arm: &ServerEntry,
+    transport: records::Transport,
+    backend_url: &str,
+    serve: &[String],
+    settings: servers::launch::ArmSettings,
+) -> anyhow::Result<Vec<String>> {
+    let (conn, guard) = crate::arm::connect(arm, transport, backend_url, serve, settings).await?;
     let result = async {
         let (client, _server) = agent::mcp::connect(&conn).await?;
         let toolbox = Toolbox::from_server(&client).await;

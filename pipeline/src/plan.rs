@@ -265,7 +265,7 @@ impl RunPlan {
                 t.key()
             );
         }
-        let listed = manifests_of(&arms, Default::default()).await?;
+        let listed = manifests_of(&arms, spec.settings()).await?;
         let modules = [ModuleTasks { module: spec.module.clone(), tasks: selected.iter().cloned().map(Arc::new).collect() }];
         check_external_plans(&arms, &modules, &listed)?;
         let manifests: BTreeMap<String, String> = listed.into_iter().map(|(name, m)| (name, m.sha256())).collect();
@@ -293,7 +293,7 @@ impl RunPlan {
             transport: spec.transport,
             jobs: spec.jobs,
             scale_override: None,
-            catalogue: None,
+            catalogue: spec.catalogue,
             manifests,
             build: BuildInfo::binary(),
             preflight_skipped: options.skip_preflight,

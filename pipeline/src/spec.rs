@@ -61,6 +61,10 @@ pub struct Spec {
     pub reps: u32,
     pub jobs: u32,
     pub transport: Transport,
+    /// For a module whose servers list a tool catalogue (tool_search): its size; absent, the
+    /// module's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catalogue: Option<u32>,
     /// The keys in which arms may differ (`server`, and any per-arm model key).
     pub treatment: Vec<String>,
     /// A dirty work tree passes G2 (the manifest then says so, loudly).
@@ -216,7 +220,13 @@ impl Spec {
         anyhow::ensure!((1..=64).contains(&self.jobs), "jobs: must be 1 to 64, not {}", self.jobs);
         anyhow::ensure!(!self.model.id.trim().is_empty(), "model.id: must not be empty");
         anyhow::ensure!(self.arms.len() >= 2, "arms: an experiment compares two arms, the spec has {}", self.arms.len());
+        servers::registry::check_settings(self.settings(), &[self.module.as_str()]).map_err(|e| anyhow::anyhow!("catalogue: {e}"))?;
         Ok(())
+    }
+
+    /// What the spec chose about its servers' world, passed to every server its run starts.
+    pub fn settings(&self) -> servers::launch::ArmSettings {
+        servers::launch::ArmSettings { catalogue: self.catalogue }
     }
 
     pub fn to_toml(&self) -> anyhow::Result<String> {
@@ -266,6 +276,10 @@ pub struct FreezeArgs {
     pub jobs: u32,
     #[arg(long, value_enum, default_value = "stdio")]
     pub transport: Transport,
+    /// For a module whose servers list a tool catalogue (tool_search): its size (default: the
+    /// module's).
+    #[arg(long)]
+    pub catalogue: Option<u32>,
     /// OpenAI-compatible base URL (model runs only).
     #[arg(long, env = "OPENAI_BASE_URL")]
     pub base_url: Option<String>,
@@ -369,9 +383,11 @@ pub async fn freeze(args: &FreezeArgs) -> anyhow::Result<Spec> {
     if work.dirty == Some(true) || binary.dirty == Some(true) {
         eprintln!("warning: the build is dirty; the frozen commit {commit} is not exactly what runs (G2 refuses unless allow_dirty = true)");
     }
+    let settings = servers::launch::ArmSettings { catalogue: args.catalogue };
+    servers::registry::check_settings(settings, &[args.module.as_str()]).map_err(|e| anyhow::anyhow!(e))?;
     let mut manifests = BTreeMap::new();
     for &arm in &arms {
-        let m = servers::ToolManifest::offline(arm).await?;
+        let m = servers::ToolManifest::offline_with(arm, settings).await?;
         manifests.insert(
             arm.name.to_owned(),
             ArmManifest { sha256: m.sha256(), tools: m.tool_names().into_iter().map(str::to_owned).collect(), resources: m.resources },
@@ -405,6 +421,7 @@ pub async fn freeze(args: &FreezeArgs) -> anyhow::Result<Spec> {
         reps: args.k,
         jobs: args.jobs,
         transport: args.transport,
+        catalogue: args.catalogue,
         treatment: vec!["server".into()],
         allow_dirty: args.allow_dirty,
         model,

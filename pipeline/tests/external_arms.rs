@@ -164,6 +164,12 @@ fn broken_arm_folders_are_refused_by_file_and_field_with_nothing_written() {
             vec!["arm.toml: serve.command: program \"no-such-program-31337\" is not found on PATH"],
         ),
         (
+            "catalogue_module",
+            arm_toml("mine", "tool_search", "stdio", r#"["sh"]"#),
+            vec!["--mcp", "mine,tool_search_wrapper"],
+            vec!["arm.toml: module: tool_search lists a tool catalogue whose size the run chooses, and an external arm cannot be told it yet"],
+        ),
+        (
             "http_no_port",
             arm_toml("mine", "domain_adapter", "http", r#"["sh"]"#),
             vec!["--mcp", "mine,domain_wrapper"],

@@ -373,3 +373,39 @@ fn g6_a_spec_states_the_temperature_or_the_provider_default() {
     let text = assert_invalid(&env, &env.cmd("check"), "G6 model");
     assert!(lines_of(&text, "G6 model").iter().any(|l| l.contains("temperature is not stated") && l.contains("provider_default")), "{text}");
 }
+
+/// A spec of a catalogue module pins its catalogue size: freeze lists the servers at that size,
+/// check and run start them at it, every record's fingerprint carries it; a size the module does
+/// not take is refused when the spec is read.
+#[test]
+fn a_catalogue_spec_pins_its_size_from_freeze_to_the_records() {
+    let env = Env::new();
+    let mut args = vec!["freeze", "--module", "tool_search", "--tasks", "resolve_ticket_77", "--exp-name", "e", "--models", "oracle", "--catalogue", "50"];
+    if env.binary_dirty {
+        args.push("--allow-dirty");
+    }
+    let out = env.pipeline().args(&args).arg("--out").arg(env.spec_path()).output().unwrap();
+    assert!(out.status.success(), "freeze failed: {}", String::from_utf8_lossy(&out.stderr));
+    let spec: toml::Table = std::fs::read_to_string(env.spec_path()).unwrap().parse().unwrap();
+    assert_eq!(spec["catalogue"].as_integer(), Some(50));
+    let tools = spec["hashes"]["manifests"]["tool_search_wrapper"]["tools"].as_array().unwrap().len();
+    assert_eq!(tools, 26 + 50, "the control was listed at the spec's size");
+
+    let out = env.cmd("check");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = env.cmd("run");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let recs = records(&env.exp_dir());
+    assert_eq!(recs.len(), 2);
+    for r in &recs {
+        assert_eq!(r["fingerprint"]["catalogue"], 50, "{r}");
+        assert_eq!(r["verifier"]["verdict"], "passed", "{r}");
+    }
+
+    let mut bad = spec.clone();
+    bad.insert("catalogue".into(), toml::Value::Integer(10));
+    env.write_spec(&bad);
+    let out = env.cmd("check");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("catalogue") && err.contains("25 to 800"), "{err}");
+}

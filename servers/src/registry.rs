@@ -151,6 +151,18 @@ pub fn register_external(arms: Vec<ExternalArm>) -> Result<(), ArmError> {
         }
         let module =
             module(&arm.module).ok_or_else(|| ArmError::Field { file: arm.file(), field: "module".into(), problem: "not a registered module".into() })?;
+        if module.catalogue.is_some() {
+            // Its servers list a catalogue whose size each run chooses and fingerprints; an
+            // external server would list whatever it lists, under the run's number.
+            return Err(ArmError::Field {
+                file: arm.file(),
+                field: "module".into(),
+                problem: format!(
+                    "{} lists a tool catalogue whose size the run chooses, and an external arm cannot be told it yet; answer another module's tasks",
+                    module.name
+                ),
+            });
+        }
         let paired = if arm.role == Role::Pattern { module.control.name } else { module.pattern.name };
         // The registry lives as long as the process: leaking gives the `'static` every built-in has.
         let arm: &'static ExternalArm = Box::leak(Box::new(arm));
@@ -206,8 +218,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_five_shipped_modules_are_registered() {
-        for m in ["tool_orchestrator", "domain_adapter", "stateful_session", "proxy_aggregator", "resource_gateway"] {
+    fn the_shipped_modules_are_registered() {
+        for m in ["tool_orchestrator", "domain_adapter", "stateful_session", "proxy_aggregator", "resource_gateway", "code_execution", "tool_search"] {
             assert!(module(m).is_some(), "{m} is not in MODULES");
         }
     }
