@@ -49,9 +49,25 @@ pub struct RunContext {
     valid: AtomicUsize,
     passed: AtomicUsize,
     started: Instant,
+    /// The verifier's baseline per task, read once (see [`RunContext::baseline_of`]).
+    baselines: Mutex<std::collections::HashMap<String, tasks::verify::Baseline>>,
 }
 
 impl RunContext {
+    /// The verifier's baseline of `task`'s freshly reset world, read from `pool` the first time
+    /// and kept for the run: every reset of a task gives the same world (the template of its
+    /// seed and scale, cloned, plus the task's own seed), so hashing its `unchanged` tables again
+    /// for every session only costs time. Keyed by everything that makes that world.
+    pub async fn baseline_of(&self, task: &tasks::Task, pool: &sqlx::PgPool) -> Result<tasks::verify::Baseline, String> {
+        let key = format!("{}\u{0}{}\u{0}{}\u{0}{}", task.key(), task.sha256, task.meta.seed, task.meta.scale);
+        if let Some(b) = self.baselines.lock().expect("baselines").get(&key) {
+            return Ok(b.clone());
+        }
+        let b = task.verifier.baseline(pool).await?;
+        self.baselines.lock().expect("baselines").insert(key, b.clone());
+        Ok(b)
+    }
+
     fn halted(&self) -> bool {
         self.quota.is_raised() || self.halt.lock().expect("halt").is_some() || self.interrupt.borrow().is_some()
     }
@@ -183,6 +199,7 @@ pub async fn run(plan: RunPlan, accepted: impl FnOnce(&Experiment) -> anyhow::Re
         valid: AtomicUsize::new(0),
         passed: AtomicUsize::new(0),
         started,
+        baselines: Mutex::new(Default::default()),
     });
     let first_spec = pending.first().map(|p| p.session.task.spec()).unwrap_or_default();
     let queue = Arc::new(Mutex::new(VecDeque::from(pending)));

@@ -29,7 +29,7 @@ pub async fn run_one(ctx: &RunContext, pending: &Pending, backend_url: &str, wor
     let reset_started = Instant::now();
     let reset = task.prepare(world).await;
     let baseline = match reset {
-        Ok(()) => task.verifier.baseline(&world.pool()).await.map_err(|e| format!("reading the baseline of the seeded world: {e}")),
+        Ok(()) => ctx.baseline_of(task, &world.pool()).await.map_err(|e| format!("reading the baseline of the seeded world: {e}")),
         Err(e) => Err(e),
     };
     let reset_ms = reset_started.elapsed().as_secs_f64() * 1000.0;
