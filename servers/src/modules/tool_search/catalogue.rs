@@ -322,31 +322,60 @@ pub fn system_prefixes() -> impl Iterator<Item = &'static str> {
     SYSTEMS.iter().map(|s| s.prefix)
 }
 
-/// The first `n` tools of other systems (all [`MAX`] of them if `n` is larger).
-pub fn foreign(n: u32) -> &'static [Foreign] {
-    let all = all();
-    &all[..(n.min(MAX) as usize)]
+/// The names of the first `n` tools of other systems, in catalogue order (cheap: no schema is
+/// built).
+pub fn names(n: u32) -> impl Iterator<Item = &'static str> {
+    order().iter().take(n.min(MAX) as usize).map(|slot| slot.name.as_str())
 }
 
-fn all() -> &'static [Foreign] {
-    static ALL: OnceLock<Vec<Foreign>> = OnceLock::new();
-    ALL.get_or_init(|| {
-        let mut tools: Vec<Foreign> = Vec::with_capacity(MAX as usize);
-        for system in SYSTEMS {
-            for entity in &system.entities {
-                for verb in VERBS {
-                    tools.push(Foreign { tool: tool(system, entity, verb), system: system.name, kind: system.kind });
+/// The first `n` tools of other systems (all [`MAX`] of them if `n` is larger), built fresh:
+/// only these `n` definitions are made.
+pub fn foreign(n: u32) -> Vec<Foreign> {
+    order()
+        .iter()
+        .take(n.min(MAX) as usize)
+        .map(|slot| {
+            let system = &SYSTEMS[slot.system];
+            Foreign { tool: tool(system, &system.entities[slot.entity], VERBS[slot.verb]), system: system.name, kind: system.kind }
+        })
+        .collect()
+}
+
+/// One place in the catalogue's order: which system, entity and verb, and the tool's name.
+struct Slot {
+    system: usize,
+    entity: usize,
+    verb: usize,
+    name: String,
+}
+
+/// The fixed order of every tool of other systems, by name only (once per process).
+fn order() -> &'static [Slot] {
+    static ORDER: OnceLock<Vec<Slot>> = OnceLock::new();
+    ORDER.get_or_init(|| {
+        let mut slots: Vec<Slot> = Vec::with_capacity(MAX as usize);
+        for (s, system) in SYSTEMS.iter().enumerate() {
+            for (e, entity) in system.entities.iter().enumerate() {
+                for (v, verb) in VERBS.iter().enumerate() {
+                    slots.push(Slot { system: s, entity: e, verb: v, name: name(system, entity, verb) });
                 }
             }
         }
-        assert_eq!(tools.len(), MAX as usize, "20 systems × 5 entities × 8 verbs");
+        assert_eq!(slots.len(), MAX as usize, "20 systems × 5 entities × 8 verbs");
         let rank = |name: &str| -> (usize, [u8; 32]) {
             let near = NEAR_MISSES.iter().position(|n| *n == name).unwrap_or(NEAR_MISSES.len());
             (near, Sha256::digest(format!("{ORDER_SEED}:{name}")).into())
         };
-        tools.sort_by_cached_key(|f| rank(&f.tool.name));
-        tools
+        slots.sort_by_cached_key(|slot| rank(&slot.name));
+        slots
     })
+}
+
+/// A tool's name: the system's prefix, the verb, the entity (plural for the verbs over many).
+fn name(system: &System, entity: &Entity, verb: &str) -> String {
+    let Entity(one, many, _) = *entity;
+    let noun = if matches!(verb, "list" | "search" | "export") { many } else { one };
+    format!("{}_{verb}_{noun}", system.prefix)
 }
 
 fn tool(system: &System, entity: &Entity, verb: &str) -> Tool {
@@ -354,7 +383,7 @@ fn tool(system: &System, entity: &Entity, verb: &str) -> Tool {
     let (s, m, sys, kind) = (words(one), words(many), system.name, system.kind);
     let (name, description, schema) = match verb {
         "list" => (
-            format!("{}_list_{many}", system.prefix),
+            name(system, entity, verb),
             format!("Lists {m} in {sys} ({kind}), newest first. Filter by status; page with limit and offset."),
             object(
                 &[
@@ -365,34 +394,30 @@ fn tool(system: &System, entity: &Entity, verb: &str) -> Tool {
                 &[],
             ),
         ),
-        "get" => (format!("{}_get_{one}", system.prefix), format!("Gets one {s} from {sys} ({kind}) by its id."), object(&[("id", id(one))], &["id"])),
+        "get" => (name(system, entity, verb), format!("Gets one {s} from {sys} ({kind}) by its id."), object(&[("id", id(one))], &["id"])),
         "create" => (
-            format!("{}_create_{one}", system.prefix),
+            name(system, entity, verb),
             format!("Creates a {s} in {sys} ({kind})."),
             object(&fields.iter().map(|f| (*f, field(one, f))).collect::<Vec<_>>(), &fields[..1]),
         ),
         "update" => (
-            format!("{}_update_{one}", system.prefix),
+            name(system, entity, verb),
             format!("Updates a {s} in {sys} ({kind}); fields left out keep their value."),
             object(&std::iter::once(("id", id(one))).chain(fields.iter().map(|f| (*f, field(one, f)))).collect::<Vec<_>>(), &["id"]),
         ),
-        "delete" => (
-            format!("{}_delete_{one}", system.prefix),
-            format!("Deletes a {s} from {sys} ({kind}). This cannot be undone."),
-            object(&[("id", id(one))], &["id"]),
-        ),
+        "delete" => (name(system, entity, verb), format!("Deletes a {s} from {sys} ({kind}). This cannot be undone."), object(&[("id", id(one))], &["id"])),
         "search" => (
-            format!("{}_search_{many}", system.prefix),
+            name(system, entity, verb),
             format!("Full-text search over {m} in {sys} ({kind}), best match first."),
             object(&[("query", string("Words to look for.")), ("limit", paging("How many results, 1–50 (default 10)."))], &["query"]),
         ),
         "archive" => (
-            format!("{}_archive_{one}", system.prefix),
+            name(system, entity, verb),
             format!("Archives a {s} in {sys} ({kind}): it leaves every list but can be restored."),
             object(&[("id", id(one)), ("reason", string("Why, for the audit log."))], &["id"]),
         ),
         "export" => (
-            format!("{}_export_{many}", system.prefix),
+            name(system, entity, verb),
             format!("Exports {m} from {sys} ({kind}) as a CSV or JSON file and returns its download link."),
             object(
                 &[
@@ -461,17 +486,20 @@ mod tests {
     #[test]
     fn catalogues_are_nested_unique_and_lead_with_the_near_misses() {
         let all = foreign(MAX);
-        let names: std::collections::BTreeSet<&str> = all.iter().map(|f| f.tool.name.as_ref()).collect();
-        assert_eq!(names.len(), MAX as usize, "every name is unique");
-        let first: Vec<&str> = foreign(NEAR_MISSES.len() as u32).iter().map(|f| f.tool.name.as_ref()).collect();
+        let unique: std::collections::BTreeSet<&str> = all.iter().map(|f| f.tool.name.as_ref()).collect();
+        assert_eq!(unique.len(), MAX as usize, "every name is unique");
+        let first: Vec<&str> = names(NEAR_MISSES.len() as u32).collect();
         assert_eq!(first, NEAR_MISSES, "the near-misses come first, in their order");
+        let built: Vec<String> = all.iter().map(|f| f.tool.name.to_string()).collect();
+        assert_eq!(built, names(MAX).collect::<Vec<_>>(), "a tool is built under the name its slot holds");
         for pair in LEVELS.windows(2) {
             let (small, large) = (foreign(pair[0]), foreign(pair[1]));
-            assert!(small.iter().zip(large).all(|(a, b)| a.tool.name == b.tool.name), "{} is a prefix of {}", pair[0], pair[1]);
+            assert!(small.iter().zip(&large).all(|(a, b)| a.tool.name == b.tool.name), "{} is a prefix of {}", pair[0], pair[1]);
         }
         assert_eq!(foreign(5000).len(), MAX as usize);
         // The order after the near-misses mixes systems: the first 100 tools are not one system's.
-        let systems: std::collections::BTreeSet<&str> = foreign(100).iter().map(|f| f.system).collect();
+        let hundred = foreign(100);
+        let systems: std::collections::BTreeSet<&str> = hundred.iter().map(|f| f.system).collect();
         assert!(systems.len() >= 15, "{systems:?}");
     }
 

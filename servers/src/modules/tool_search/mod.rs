@@ -189,7 +189,7 @@ pub struct SeenCall<'a> {
 /// nothing), how many searches it made, and how many calls went to a tool of an unconnected
 /// system — directly (the control) or through `call_tool` (the pattern).
 pub fn retrieval(needed: &[String], calls: &[SeenCall<'_>]) -> records::Retrieval {
-    let foreign: std::collections::HashSet<&str> = catalogue::foreign(catalogue::MAX).iter().map(|f| f.tool.name.as_ref()).collect();
+    let foreign: std::collections::HashSet<&str> = catalogue::names(catalogue::MAX).collect();
     let mut best_rank: Vec<Option<u32>> = vec![None; needed.len()];
     let (mut searches, mut unconnected_calls) = (0, 0);
     for call in calls {
