@@ -65,7 +65,12 @@ fn experiment(dir: &Path) {
     write_manifest(dir, &manifest(&["m", "oracle"], &["t1", "t2"], 6));
     pairs(dir, "m", &["t1", "t2"], 1..=6, |mut r| {
         if r.task == "t1" && r.rep == 2 && r.role == records::Role::Pattern {
-            r.verifier = Some(records::VerifierOutcome { verdict: V::Failed, reasons: vec!["ticket 301 is still assigned to Lena".into()], elapsed_ms: 2.0 });
+            r.verifier = Some(records::VerifierOutcome {
+                verdict: V::Failed,
+                reasons: vec!["ticket 301 is still assigned to Lena".into()],
+                elapsed_ms: 2.0,
+                checks: vec![],
+            });
         }
         r.turn_records = turns();
         r

@@ -246,3 +246,61 @@ fn retrieval_is_reported_beside_success_and_never_folded_into_it() {
     let rep = aggregate::report(plain.path(), None, &Options::default()).unwrap();
     assert!(tables(&rep.document).iter().all(|t| t.rows.iter().all(|r| !r[0].starts_with("needed tools found"))));
 }
+
+/// Outcome classes, from the verifier's checks and the final answer's text alone: each class
+/// once, counted per arm with Wilson intervals, shown in their own table; success unchanged.
+#[test]
+fn outcome_classes_read_the_checks_and_the_answer_only() {
+    use records::{Check, CheckKind::*};
+    let dir = tempfile::tempdir().unwrap();
+    let check = |name: &str, kind, held| Check { name: name.into(), kind, held };
+    let with = |r: records::SessionRecord, answer: Option<&str>, checks: Vec<Check>| {
+        let mut r = r;
+        r.final_answer = answer.map(str::to_owned);
+        if let Some(v) = r.verifier.as_mut() {
+            v.checks = checks;
+        }
+        r
+    };
+    let failed = |task: &str| record("m", "m1", "pattern", task, 1, ok(V::Failed, 100, 2));
+    let cases = [
+        // A passed session is correct whatever its answer says.
+        with(record("m", "m1", "pattern", "t1", 1, ok(V::Passed, 100, 2)), Some("I could not, sorry."), vec![check("row", State, true)]),
+        // The work was done, the answer misses a name it had to mention.
+        with(failed("t2"), Some("Done: the ticket is assigned."), vec![check("row", State, true), check("mentions \"Lena\"", Answer, false)]),
+        // It says it is done; the state says otherwise.
+        with(failed("t3"), Some("Ticket 77 is now resolved."), vec![check("ticket 77 is resolved", State, false), check("mentions \"77\"", Answer, true)]),
+        // It says it could not.
+        with(failed("t4"), Some("I couldn't find a customer by that name."), vec![check("row", State, false)]),
+        // It hedges.
+        with(failed("t5"), Some("I think it might be resolved now."), vec![check("row", State, false)]),
+        // No answer at all.
+        with(failed("t6"), None, vec![check("row", State, false)]),
+    ];
+    for r in &cases {
+        write(dir.path(), r, false);
+        let mut c = r.clone();
+        c.role = Role::Control;
+        c.server = "m1_control".into();
+        write(dir.path(), &c, false);
+    }
+    // The words of a tool call earn nothing: the transcript says "could not", the answer states.
+    let t7 = with(failed("t7"), Some("All three tickets were closed."), vec![check("closed", State, false)]);
+    write(dir.path(), &t7, false);
+    std::fs::write(
+        cell_dir(dir.path(), &t7).join("t7__rep1.transcript.jsonl"),
+        "{\"event\":\"call\",\"name\":\"tickets_update\",\"result\":\"could not update: no such ticket\"}\n",
+    )
+    .unwrap();
+    let rep = aggregate::report(dir.path(), None, &Options::default()).unwrap();
+    let p = &rep.summary.models[0].modules[0].pattern.as_ref().unwrap().outcome_classes;
+    let n = |label: &str| p.classes.iter().find(|k| serde_json::to_value(k.class).unwrap() == label).unwrap().n;
+    assert_eq!(p.scored, 7);
+    assert_eq!([n("correct"), n("partial"), n("wrong_confident"), n("honest_failure"), n("ambiguous"), n("no_answer")], [1, 1, 2, 1, 1, 1], "{p:?}");
+    assert!(close(p.partial_checks_held_mean.unwrap(), 0.5));
+    assert_eq!(rep.summary.models[0].modules[0].pattern.as_ref().unwrap().success.successes, 1, "success is unchanged");
+    let table = tables(&rep.document).into_iter().find(|t| t.header[0] == "outcome class").expect("the classes table");
+    let row = table.rows.iter().find(|r| r[0] == "wrong but confident").unwrap();
+    assert!(row[1].starts_with("2 / 7 (28.6%) ["), "{row:?}");
+    assert!(row[2].starts_with("1 / 6 (16.7%) ["), "{row:?}");
+}

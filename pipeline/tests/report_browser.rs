@@ -164,6 +164,7 @@ fn record(oracle: bool, role: Role, task: &str, rep: u32) -> SessionRecord {
             verdict: if failed { Verdict::Failed } else { Verdict::Passed },
             reasons: if failed { vec!["ticket 301 is still assigned to Lena Novak".into()] } else { vec![] },
             elapsed_ms: 3.0,
+            checks: vec![],
         }),
         validity: if invalid { Validity::invalid(InvalidReason::ProviderError, "502 Bad Gateway after 5 retries") } else { Validity::Valid },
         oracle: oracle.then(|| OracleFloor {

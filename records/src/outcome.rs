@@ -234,6 +234,28 @@ pub struct VerifierOutcome {
     /// Why it failed (every failed check), or why it could not score. Empty when passed.
     pub reasons: Vec<String>,
     pub elapsed_ms: f64,
+    /// Every check the verifier made, held or not, in its own order: what an outcome class
+    /// ("partial", "wrong but confident") is read from. Empty when it could not score, and in
+    /// records written before checks were kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<Check>,
+}
+
+/// One check of a verifier and whether it held.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Check {
+    /// The check as the verifier names it (an SQL assertion's name, `table t unchanged`, `mentions "x"`).
+    pub name: String,
+    pub kind: CheckKind,
+    pub held: bool,
+}
+
+/// What a check looks at: the world's final state, or the final answer's text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckKind {
+    State,
+    Answer,
 }
 
 #[cfg(test)]

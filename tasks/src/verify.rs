@@ -59,7 +59,7 @@ pub struct AnswerChecks {
     pub must_not_contain: Vec<String>,
 }
 
-pub use records::{Verdict, VerifierOutcome as Outcome};
+pub use records::{Check, CheckKind, Verdict, VerifierOutcome as Outcome};
 
 /// What the seeded world looked like right after the reset, before the session: the hashes of
 /// the `unchanged` tables and the values of the `same_as_seeded` queries (by index).
@@ -113,14 +113,20 @@ impl Verifier {
         let result = self.judge(pool, baseline, answer).await;
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         match result {
-            Ok(reasons) if reasons.is_empty() => Outcome { verdict: Verdict::Passed, reasons, elapsed_ms },
-            Ok(reasons) => Outcome { verdict: Verdict::Failed, reasons, elapsed_ms },
-            Err(e) => Outcome { verdict: Verdict::CouldNotScore, reasons: vec![e], elapsed_ms },
+            Ok((reasons, checks)) if reasons.is_empty() => Outcome { verdict: Verdict::Passed, reasons, elapsed_ms, checks },
+            Ok((reasons, checks)) => Outcome { verdict: Verdict::Failed, reasons, elapsed_ms, checks },
+            Err(e) => Outcome { verdict: Verdict::CouldNotScore, reasons: vec![e], elapsed_ms, checks: Vec::new() },
         }
     }
 
-    async fn judge(&self, pool: &PgPool, baseline: &Baseline, answer: &str) -> Result<Vec<String>, String> {
+    /// Every check, held or not, and the reason of each that failed.
+    async fn judge(&self, pool: &PgPool, baseline: &Baseline, answer: &str) -> Result<(Vec<String>, Vec<Check>), String> {
         let mut failed = Vec::new();
+        let mut checks = Vec::new();
+        let mut check = |name: String, kind: CheckKind, why: Option<String>| {
+            checks.push(Check { name, kind, held: why.is_none() });
+            failed.extend(why);
+        };
         let queries: Vec<String> = self.sql.iter().map(|a| a.query.clone()).collect();
         let results = backend::world::read_only_rows(pool, &queries).await.map_err(|e| e.to_string())?;
         for (i, (a, rows)) in self.sql.iter().zip(results).enumerate() {
@@ -129,35 +135,30 @@ impl Verifier {
                 Some(v) => serde_json::to_value(v).map_err(|e| e.to_string())?,
                 None => baseline.values.get(&i).cloned().ok_or_else(|| format!("no seeded value was recorded for {:?}", a.name))?,
             };
-            if !same(&got, &want) {
-                let seeded = if a.same_as_seeded { " (as seeded)" } else { "" };
-                failed.push(format!("{}: expected {want}{seeded}, got {got}", a.name));
-            }
+            let seeded = if a.same_as_seeded { " (as seeded)" } else { "" };
+            let why = (!same(&got, &want)).then(|| format!("{}: expected {want}{seeded}, got {got}", a.name));
+            check(a.name.clone(), CheckKind::State, why);
         }
         for t in &self.unchanged {
             let before = baseline.tables.get(t).ok_or_else(|| format!("no baseline was recorded for table {t}"))?;
             let now = backend::world::table_hash(pool, t).await.map_err(|e| e.to_string())?;
-            if &now != before {
-                failed.push(format!("table {t} changed, but the task must leave it as it was"));
-            }
+            let why = (&now != before).then(|| format!("table {t} changed, but the task must leave it as it was"));
+            check(format!("table {t} unchanged"), CheckKind::State, why);
         }
         let lower = answer.to_lowercase();
         for m in &self.answer.must_mention {
-            if !lower.contains(&m.to_lowercase()) {
-                failed.push(format!("the answer does not mention {m:?}"));
-            }
+            let why = (!lower.contains(&m.to_lowercase())).then(|| format!("the answer does not mention {m:?}"));
+            check(format!("mentions {m:?}"), CheckKind::Answer, why);
         }
         for group in &self.answer.must_mention_any {
-            if !group.iter().any(|m| lower.contains(&m.to_lowercase())) {
-                failed.push(format!("the answer mentions none of {group:?}"));
-            }
+            let why = (!group.iter().any(|m| lower.contains(&m.to_lowercase()))).then(|| format!("the answer mentions none of {group:?}"));
+            check(format!("mentions one of {group:?}"), CheckKind::Answer, why);
         }
         for m in &self.answer.must_not_contain {
-            if lower.contains(&m.to_lowercase()) {
-                failed.push(format!("the answer contains {m:?}, which it must not"));
-            }
+            let why = lower.contains(&m.to_lowercase()).then(|| format!("the answer contains {m:?}, which it must not"));
+            check(format!("does not contain {m:?}"), CheckKind::Answer, why);
         }
-        Ok(failed)
+        Ok((failed, checks))
     }
 }
 

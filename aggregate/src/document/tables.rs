@@ -261,6 +261,9 @@ fn module_blocks(o: &mut Vec<Block>, m: &ModuleReport, prices_loaded: bool, term
         .into(),
         None => "Power: not estimable (needs ≥ 2 pairs with input tokens in both arms and a non-zero control mean).".into(),
     }));
+    if [p, c].iter().any(|a| a.as_ref().is_some_and(|a| a.outcome_classes.scored > 0)) {
+        o.push(Block::Table(classes_table(p, c, terms)));
+    }
     o.push(Block::Table(task_table(m, terms)));
     let unknown = m.tasks.iter().flat_map(|t| [&t.pattern, &t.control]).any(|a| a.pass_at_k.is_none() || a.pass_all_k.is_none());
     if unknown {
@@ -268,6 +271,34 @@ fn module_blocks(o: &mut Vec<Block>, m: &ModuleReport, prices_loaded: bool, term
             "unknown: some of the k reps are invalid or missing, so the answer is not known (a pass^k of \"unknown\" is never counted as a pass).".into(),
         ));
     }
+}
+
+/// What kind of outcome each arm's scored sessions were, class by class, with Wilson intervals.
+fn classes_table(p: &Option<ArmMetrics>, c: &Option<ArmMetrics>, terms: &Terms) -> Table {
+    use crate::metrics::classes::OutcomeClass;
+    let title = |a: &Option<ArmMetrics>, r: &str| a.as_ref().map(|a| format!("{r}: {}", a.server)).unwrap_or_else(|| r.into());
+    let header = [title(p, "pattern"), title(c, "control")];
+    let header = ["outcome class", header[0].as_str(), header[1].as_str()];
+    let cell = |a: &Option<ArmMetrics>, class: OutcomeClass| match a.as_ref().and_then(|a| a.outcome_classes.classes.iter().find(|k| k.class == class)) {
+        Some(k) => Cell::figure(
+            format!(
+                "{} / {}{}",
+                k.n,
+                a.as_ref().map_or(0, |a| a.outcome_classes.scored),
+                k.rate.map(|r| format!(" ({}){}", pct(r), super::format::ci(k.wilson95, pct))).unwrap_or_default()
+            ),
+            k.rate,
+            Unit::Rate,
+        ),
+        None => Cell::text("—"),
+    };
+    let mut rows: Vec<Vec<Cell>> = OutcomeClass::ALL.iter().map(|&k| vec![terms.label(k.label()), cell(p, k), cell(c, k)]).collect();
+    let held = |a: &Option<ArmMetrics>| match a.as_ref().and_then(|a| a.outcome_classes.partial_checks_held_mean) {
+        Some(x) => Cell::figure(pct(x), Some(x), Unit::Rate),
+        None => Cell::text("—"),
+    };
+    rows.push(vec![terms.label("checks held by partial sessions (mean)"), held(p), held(c)]);
+    terms.grid(&header, &[L, R, R], rows)
 }
 
 fn task_table(m: &ModuleReport, terms: &Terms) -> Table {

@@ -50,6 +50,10 @@ pub struct ArmMetrics {
     /// need. Absent for every other module.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retrieval: Option<RetrievalMetrics>,
+    /// What kind of outcome each valid, scored session was (correct, partial, wrong but
+    /// confident, honest failure, ambiguous, no answer): beside success, never folded into it.
+    #[serde(default)]
+    pub outcome_classes: super::classes::OutcomeClasses,
 }
 
 /// Retrieval over an arm's valid sessions (`records::Retrieval`, summed): beside success, never
@@ -186,6 +190,7 @@ pub(super) fn arm_metrics(recs: &[&SessionRecord], model: &str, prices: Option<&
         tool_call_errors: valid.iter().map(|r| r.tool_calls.iter().filter(|c| c.is_error || c.invalid_arguments || c.unknown_tool).count()).sum(),
         cost_usd: dist(valid.iter().map(|r| prices.and_then(|p| p.cost(model, &r.totals))), opts),
         retrieval: retrieval_metrics(&valid),
+        outcome_classes: super::classes::outcome_classes(&valid),
     }
 }
 

@@ -16,6 +16,7 @@
 
 mod arms;
 mod attrition;
+pub mod classes;
 mod oracle;
 mod paired;
 mod select;

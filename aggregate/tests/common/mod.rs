@@ -97,7 +97,12 @@ pub fn record(m: &str, module: &str, role: &str, task: &str, rep: u32, s: S) -> 
         }],
         offered: Offered::default(),
         final_answer: None,
-        verifier: s.verdict.map(|verdict| Outcome { verdict, reasons: if verdict == V::Passed { vec![] } else { vec!["no".into()] }, elapsed_ms: 1.0 }),
+        verifier: s.verdict.map(|verdict| Outcome {
+            verdict,
+            reasons: if verdict == V::Passed { vec![] } else { vec!["no".into()] },
+            elapsed_ms: 1.0,
+            checks: vec![],
+        }),
         validity: match s.invalid {
             None => Validity::Valid,
             Some(r) => Validity::invalid(r, "boom"),
