@@ -103,6 +103,7 @@ pub async fn run(conn: &ServerConnection, task_text: &str, plan: &tasks::OracleP
             invalid_arguments: false,
             unknown_tool: false,
             latency_ms: c.latency_ms,
+            arguments_sha256: Some(records::outcome::arguments_sha256(&c.arguments.to_string())),
         })
         .collect();
     for c in &report.calls {

@@ -308,6 +308,7 @@ async fn run_call(s: &mut Session, client: &mcp::Client, toolbox: &Toolbox, turn
         invalid_arguments: false,
         unknown_tool: false,
         latency_ms: 0.0,
+        arguments_sha256: Some(records::outcome::arguments_sha256(&args_text)),
     };
     let parsed = serde_json::from_str::<Value>(&args_text);
     let text = if !toolbox.offers(name) {

@@ -304,3 +304,47 @@ fn outcome_classes_read_the_checks_and_the_answer_only() {
     assert!(row[1].starts_with("2 / 7 (28.6%) ["), "{row:?}");
     assert!(row[2].starts_with("1 / 6 (16.7%) ["), "{row:?}");
 }
+
+/// Adoption: per arm the tools called, the pattern's calls to the functions only it is offered
+/// (a control's share is a structural zero), and wasted calls — errors, and exact repeats by the
+/// arguments' hash; unknown where a record did not keep it.
+#[test]
+fn adoption_counts_own_tools_waste_and_exact_repeats() {
+    let dir = tempfile::tempdir().unwrap();
+    let call = |name: &str, args: Option<&str>, is_error: bool| records::ToolCallRecord {
+        turn: 1,
+        kind: records::CallKind::Tool,
+        name: name.into(),
+        args_bytes: 2,
+        result_bytes: 2,
+        is_error,
+        invalid_arguments: false,
+        unknown_tool: false,
+        latency_ms: 1.0,
+        arguments_sha256: args.map(records::outcome::arguments_sha256),
+    };
+    let mut p = record("m", "m1", "pattern", "t1", 1, ok(V::Passed, 100, 2));
+    p.offered.functions = vec!["run_plan".into(), "customers_list".into()];
+    p.tool_calls = vec![
+        call("customers_list", Some(r#"{"name": "Globex"}"#), false),
+        call("run_plan", Some(r#"{"a": 1, "b": 2}"#), true),
+        call("run_plan", Some(r#"{"b": 2, "a": 1}"#), false),
+        call("run_plan", Some(r#"{"a": 3}"#), false),
+    ];
+    let mut c = record("m", "m1", "control", "t1", 1, ok(V::Passed, 200, 4));
+    c.offered.functions = vec!["customers_list".into(), "tickets_create".into()];
+    c.tool_calls = vec![call("customers_list", None, false), call("tickets_create", Some("{}"), false)];
+    write(dir.path(), &p, false);
+    write(dir.path(), &c, false);
+    let rep = aggregate::report(dir.path(), None, &Options::default()).unwrap();
+    let m = &rep.summary.models[0].modules[0];
+    let (pa, ca) = (&m.pattern.as_ref().unwrap().adoption, &m.control.as_ref().unwrap().adoption);
+    assert_eq!((pa.calls, pa.distinctive_calls, pa.errors, pa.repeats), (4, Some(3), 1, Some(1)), "{pa:?}");
+    assert!(close(pa.distinctive_share.unwrap(), 0.75));
+    assert_eq!((pa.by_tool[0].tool.as_str(), pa.by_tool[0].calls), ("run_plan", 3));
+    assert_eq!((ca.distinctive_calls, ca.repeats), (None, None), "the control has no own tools; one call kept no arguments");
+    let table = tables(&rep.document).into_iter().find(|t| t.h2 == "Adoption").expect("the adoption section");
+    assert_eq!(table.rows[0][4], "3 (75.0%)");
+    assert_eq!(table.rows[1][4], "structural 0");
+    assert_eq!(table.rows[1][6], "unknown (arguments not kept)");
+}

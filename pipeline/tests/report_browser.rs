@@ -156,6 +156,7 @@ fn record(oracle: bool, role: Role, task: &str, rep: u32) -> SessionRecord {
                 invalid_arguments: false,
                 unknown_tool: false,
                 latency_ms: 2.0,
+                arguments_sha256: None,
             })
             .collect(),
         offered: Offered { functions: vec!["users_list".into(), "tickets_get".into()], resource_functions: false, definitions_bytes: 400 },

@@ -181,6 +181,33 @@ pub struct ToolCallRecord {
     /// The function was never offered; the call was not made.
     pub unknown_tool: bool,
     pub latency_ms: f64,
+    /// sha256 of the arguments as canonical JSON (keys sorted; the raw text when it is not
+    /// JSON): two calls of one function with the same hash repeated themselves. Null in records
+    /// written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments_sha256: Option<String>,
+}
+
+/// The [`ToolCallRecord::arguments_sha256`] of arguments written as `text`.
+pub fn arguments_sha256(text: &str) -> String {
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(value) => crate::sha256_hex(canonical(&value).as_bytes()),
+        Err(_) => crate::sha256_hex(text.as_bytes()),
+    }
+}
+
+/// `value` as compact JSON with every object's keys sorted, whatever order the map keeps.
+fn canonical(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let fields: Vec<String> = keys.iter().map(|k| format!("{}:{}", serde_json::Value::from(k.as_str()), canonical(&map[k.as_str()]))).collect();
+            format!("{{{}}}", fields.join(","))
+        }
+        serde_json::Value::Array(items) => format!("[{}]", items.iter().map(canonical).collect::<Vec<_>>().join(",")),
+        other => other.to_string(),
+    }
 }
 
 /// What the model was offered in this session (checked by gate G1).
@@ -261,6 +288,14 @@ pub enum CheckKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_same_arguments_hash_alike_whatever_their_order_or_spacing() {
+        let a = arguments_sha256(r#"{"id": 77, "status": "resolved", "x": {"b": 1, "a": [2, {"d": 3, "c": 4}]}}"#);
+        assert_eq!(a, arguments_sha256(r#"{"x":{"a":[2,{"c":4,"d":3}],"b":1},"status":"resolved","id":77}"#));
+        assert_ne!(a, arguments_sha256(r#"{"id": 78, "status": "resolved", "x": {"b": 1, "a": [2, {"d": 3, "c": 4}]}}"#));
+        assert_eq!(arguments_sha256("not json"), crate::sha256_hex(b"not json"));
+    }
 
     #[test]
     fn validity_serialises_with_its_class() {

@@ -8,6 +8,7 @@
 //! particular output (no Markdown syntax, no HTML); [`format`] spells the numbers, the same way
 //! for every writer.
 
+mod adoption;
 mod build;
 mod compare;
 pub mod format;
@@ -39,6 +40,7 @@ pub enum SectionKind {
     Chart,
     Attrition,
     Models,
+    Adoption,
     Oracle,
     Provenance,
     Method,
@@ -56,6 +58,7 @@ impl SectionKind {
             Self::Chart => "chart",
             Self::Attrition => "attrition",
             Self::Models => "models",
+            Self::Adoption => "adoption",
             Self::Oracle => "oracle",
             Self::Provenance => "provenance",
             Self::Method => "method",

@@ -54,6 +54,10 @@ pub struct ArmMetrics {
     /// confident, honest failure, ambiguous, no answer): beside success, never folded into it.
     #[serde(default)]
     pub outcome_classes: super::classes::OutcomeClasses,
+    /// Which tools the valid sessions called, how often, how much went to the pattern's own
+    /// tools, and how much was wasted: beside the result, never folded into it.
+    #[serde(default)]
+    pub adoption: super::adoption::Adoption,
 }
 
 /// Retrieval over an arm's valid sessions (`records::Retrieval`, summed): beside success, never
@@ -191,6 +195,7 @@ pub(super) fn arm_metrics(recs: &[&SessionRecord], model: &str, prices: Option<&
         cost_usd: dist(valid.iter().map(|r| prices.and_then(|p| p.cost(model, &r.totals))), opts),
         retrieval: retrieval_metrics(&valid),
         outcome_classes: super::classes::outcome_classes(&valid),
+        adoption: super::adoption::adoption(&valid),
     }
 }
 

@@ -14,6 +14,7 @@
 //!   the arm has, and a task with fewer is unknown the same way.
 //! - Replaced attempts (superseded) are counted per cell, never scored and never silent.
 
+pub mod adoption;
 mod arms;
 mod attrition;
 pub mod classes;

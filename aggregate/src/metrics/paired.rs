@@ -251,7 +251,12 @@ pub(super) fn module_report(
         },
     };
 
-    let pattern = (!pat.is_empty()).then(|| arm_metrics(&pat, model, prices, opts));
+    let mut pattern = (!pat.is_empty()).then(|| arm_metrics(&pat, model, prices, opts));
+    if let Some(p) = pattern.as_mut() {
+        let (vp, vc): (Vec<&SessionRecord>, Vec<&SessionRecord>) =
+            (pat.iter().copied().filter(|r| r.validity.is_valid()).collect(), ctl.iter().copied().filter(|r| r.validity.is_valid()).collect());
+        super::adoption::distinctive(&mut p.adoption, &vp, &vc);
+    }
     let control = (!ctl.is_empty()).then(|| arm_metrics(&ctl, model, prices, opts));
 
     // "Every time" needs every planned session: a missing one might have failed.

@@ -94,6 +94,7 @@ pub fn record(m: &str, module: &str, role: &str, task: &str, rep: u32, s: S) -> 
             invalid_arguments: false,
             unknown_tool: false,
             latency_ms: 1.0,
+            arguments_sha256: None,
         }],
         offered: Offered::default(),
         final_answer: None,
