@@ -103,10 +103,7 @@ fn unsearched(replay: &tasks::replay::ReplayReport) -> Vec<String> {
     let mut out = Vec::new();
     for call in &replay.calls {
         match call.name.as_str() {
-            "search_tools" => {
-                let hits: serde_json::Value = serde_json::from_str(&call.result).unwrap_or_default();
-                found.extend(hits["tools"].as_array().into_iter().flatten().filter_map(|t| t["name"].as_str().map(str::to_owned)));
-            }
+            "search_tools" => found.extend(servers::modules::tool_search::found(&call.result)),
             "call_tool" => {
                 let name = call.arguments["name"].as_str().unwrap_or_default();
                 if !found.iter().any(|f| f == name) {

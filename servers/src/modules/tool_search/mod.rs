@@ -184,6 +184,13 @@ pub struct SeenCall<'a> {
     pub result: &'a str,
 }
 
+/// The names of the tools a `search_tools` result returned, best first (none for an error or
+/// anything else that is not a search result).
+pub fn found(result: &str) -> Vec<String> {
+    let hits: serde_json::Value = serde_json::from_str(result).unwrap_or_default();
+    hits["tools"].as_array().into_iter().flatten().filter_map(|t| t["name"].as_str().map(str::to_owned)).collect()
+}
+
 /// How a session came by the tools its task needs (`needed`): the best rank at which its
 /// searches returned each (null when none did; all null for the control, which searches
 /// nothing), how many searches it made, and how many calls went to a tool of an unconnected
@@ -196,10 +203,9 @@ pub fn retrieval(needed: &[String], calls: &[SeenCall<'_>]) -> records::Retrieva
         match call.name {
             "search_tools" => {
                 searches += 1;
-                let found: serde_json::Value = serde_json::from_str(call.result).unwrap_or_default();
-                for (rank, tool) in found["tools"].as_array().into_iter().flatten().enumerate() {
+                for (rank, tool) in found(call.result).iter().enumerate() {
                     let rank = rank as u32 + 1;
-                    if let Some(i) = needed.iter().position(|n| tool["name"].as_str() == Some(n.as_str())) {
+                    if let Some(i) = needed.iter().position(|n| n == tool) {
                         best_rank[i] = Some(best_rank[i].map_or(rank, |r| r.min(rank)));
                     }
                 }
