@@ -108,6 +108,31 @@ pub fn bootstrap_ratio_ci(pattern: &[f64], control: &[f64], resamples: usize, se
     Some(Interval { lo: quantile_sorted(&ratios, 0.025), hi: quantile_sorted(&ratios, 0.975) })
 }
 
+/// Percentile bootstrap 95% interval of a share Σpart / Σwhole taken over clusters (the
+/// references of one answer, say, which are not independent of each other), resampling whole
+/// clusters with replacement. `None` for fewer than 2 clusters, or when a cluster's whole is 0
+/// (the caller passes only clusters with something to share).
+pub fn bootstrap_share_ci(clusters: &[(f64, f64)], resamples: usize, seed: u64) -> Option<Interval> {
+    let n = clusters.len();
+    if n < 2 || resamples == 0 || clusters.iter().any(|(_, whole)| *whole <= 0.0) {
+        return None;
+    }
+    let mut rng = SplitMix64::new(seed);
+    let mut shares: Vec<f64> = (0..resamples)
+        .map(|_| {
+            let (mut part, mut whole) = (0.0, 0.0);
+            for _ in 0..n {
+                let (p, w) = clusters[rng.below(n)];
+                part += p;
+                whole += w;
+            }
+            part / whole
+        })
+        .collect();
+    shares.sort_by(f64::total_cmp);
+    Some(Interval { lo: quantile_sorted(&shares, 0.025), hi: quantile_sorted(&shares, 0.975) })
+}
+
 /// Linear-interpolation quantile (type 7) of sorted data.
 pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
     let pos = q * (sorted.len() - 1) as f64;
@@ -150,6 +175,18 @@ mod tests {
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 0.0015
+    }
+
+    #[test]
+    fn a_share_over_clusters_resamples_whole_clusters() {
+        // Every cluster 1 of 2: every resample gives exactly one half.
+        let i = bootstrap_share_ci(&[(1.0, 2.0); 5], 1000, 7).unwrap();
+        assert_eq!((i.lo, i.hi), (0.5, 0.5));
+        // One cluster all grounded, one none: the interval spans what resampling two can give.
+        let i = bootstrap_share_ci(&[(3.0, 3.0), (0.0, 1.0)], 2000, 7).unwrap();
+        assert_eq!((i.lo, i.hi), (0.0, 1.0));
+        assert!(bootstrap_share_ci(&[(1.0, 1.0)], 1000, 7).is_none());
+        assert!(bootstrap_share_ci(&[(1.0, 1.0), (0.0, 0.0)], 1000, 7).is_none());
     }
 
     #[test]

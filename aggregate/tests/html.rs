@@ -70,6 +70,7 @@ fn experiment(dir: &Path) {
                 reasons: vec!["ticket 301 is still assigned to Lena".into()],
                 elapsed_ms: 2.0,
                 checks: vec![],
+                grounding: None,
             });
         }
         r.turn_records = turns();

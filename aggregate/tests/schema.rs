@@ -145,9 +145,19 @@ fn the_schema_rejects_what_it_rules_out() {
         altered(&|v| v["models"][0]["modules"][0]["verdict"] = serde_json::json!("probably"), "verdict.json"),
         altered(&|v| v["run"]["undocumented"] = serde_json::json!(true), "extra-field.json"),
         altered(&|v| v["provenance"]["started_at"] = serde_json::json!("yesterday"), "date.json"),
+        // An arm is an arm or null, so the validator names the arm, not the field.
+        altered(&|v| v["models"][0]["modules"][0]["pattern"]["grounding"]["grounded_share"] = serde_json::json!(1.5), "share.json"),
     ];
     // Each is rejected at the place it changed (the validator prints the failing instance's path).
-    let at = ["/method/bootstrap_seed", "/oracle_floors/0/rows/0/calls", "/attrition/0/valid", "/models/0/modules/0/verdict", "/run", "/provenance/started_at"];
+    let at = [
+        "/method/bootstrap_seed",
+        "/oracle_floors/0/rows/0/calls",
+        "/attrition/0/valid",
+        "/models/0/modules/0/verdict",
+        "/run",
+        "/provenance/started_at",
+        "/models/0/modules/0/pattern",
+    ];
     for (case, at) in cases.iter().zip(at) {
         let (ok, text) = validate(std::slice::from_ref(case));
         assert!(!ok, "{} passed the schema: {text}", case.display());

@@ -166,6 +166,7 @@ fn record(oracle: bool, role: Role, task: &str, rep: u32) -> SessionRecord {
             reasons: if failed { vec!["ticket 301 is still assigned to Lena Novak".into()] } else { vec![] },
             elapsed_ms: 3.0,
             checks: vec![],
+            grounding: None,
         }),
         validity: if invalid { Validity::invalid(InvalidReason::ProviderError, "502 Bad Gateway after 5 retries") } else { Validity::Valid },
         oracle: oracle.then(|| OracleFloor {

@@ -266,6 +266,10 @@ pub struct VerifierOutcome {
     /// records written before checks were kept.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<Check>,
+    /// Every entity the final answer names, checked against the world as it stood right after the
+    /// session (read-only). Null when it could not score, and in records written before grounding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grounding: Option<Grounding>,
 }
 
 /// One check of a verifier and whether it held.
@@ -283,6 +287,86 @@ pub struct Check {
 pub enum CheckKind {
     State,
     Answer,
+}
+
+/// The entity references of one final answer (see `docs/grounding.md`), each once, in the order
+/// the answer first names them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grounding {
+    pub references: Vec<Reference>,
+}
+
+impl Grounding {
+    /// How many references have this status.
+    pub fn count(&self, status: Groundedness) -> usize {
+        self.references.iter().filter(|r| r.status == status).count()
+    }
+
+    /// The references a grounding rate is taken over: all but those the answer itself denies.
+    pub fn checkable(&self) -> usize {
+        self.references.len() - self.count(Groundedness::Denied)
+    }
+}
+
+/// One entity a final answer names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reference {
+    /// The words of the answer that name it (`ticket 4711`, `Marcus Chen`, `platform/payments-api`).
+    pub text: String,
+    pub kind: ReferenceKind,
+    pub status: Groundedness,
+    /// Why it is not grounded (`no ticket 4711`, `2 repositories are named payments-api`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// What a reference names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReferenceKind {
+    Ticket,
+    ChangeRequest,
+    Deploy,
+    Notification,
+    Customer,
+    User,
+    /// Someone or something `named …` without saying which: a customer or a user.
+    Name,
+    Service,
+    Repository,
+    Runbook,
+}
+
+impl ReferenceKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ticket => "ticket",
+            Self::ChangeRequest => "change request",
+            Self::Deploy => "deploy",
+            Self::Notification => "notification",
+            Self::Customer => "customer",
+            Self::User => "user",
+            Self::Name => "customer or user",
+            Self::Service => "service",
+            Self::Repository => "repository",
+            Self::Runbook => "runbook",
+        }
+    }
+}
+
+/// Whether a reference holds in the world.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Groundedness {
+    /// It names exactly one entity that exists.
+    Grounded,
+    /// It cannot be pinned to one entity: the name fits several, or fits one only in part.
+    Unresolved,
+    /// It names an entity of its kind that does not exist.
+    Hallucinated,
+    /// It names something that does not exist, in a sentence saying so ("no customer named …"):
+    /// not a claim that it exists, and left out of every rate.
+    Denied,
 }
 
 #[cfg(test)]

@@ -126,7 +126,25 @@ pub async fn ground_truth_with(
     };
     let after = task.verifier.verify(&pool, &baseline, &report.answer).await;
     match after.verdict {
+        // The oracle's answer is right by construction: a reference in it that the grounding
+        // check does not find means the extractor is wrong (or the answer is).
+        Verdict::Passed if ungrounded(&after).is_some() => {
+            Err(format!("the oracle's answer through {server} is correct but not grounded: {}", ungrounded(&after).unwrap_or_default()))
+        }
         Verdict::Passed => Ok(GroundTruth { server: server.to_owned(), calls: report.calls.len(), replay: report }),
         _ => Err(format!("after the oracle plan through {server}, the verifier says {:?}: {:?}", after.verdict, after.reasons)),
     }
+}
+
+/// The references of a verified answer that are not grounded (denied ones are fine: the answer
+/// says they do not exist), or none.
+fn ungrounded(outcome: &records::VerifierOutcome) -> Option<String> {
+    let Some(g) = &outcome.grounding else { return Some("its grounding could not be read".into()) };
+    let bad: Vec<String> = g
+        .references
+        .iter()
+        .filter(|r| matches!(r.status, records::Groundedness::Hallucinated | records::Groundedness::Unresolved))
+        .map(|r| format!("{:?} ({}, {:?}: {})", r.text, r.kind.as_str(), r.status, r.detail.as_deref().unwrap_or("")))
+        .collect();
+    (!bad.is_empty()).then(|| bad.join("; "))
 }

@@ -21,6 +21,7 @@
 pub mod call;
 pub mod family;
 pub mod gates;
+pub mod grounding;
 pub mod load;
 pub mod oracle;
 pub mod replay;

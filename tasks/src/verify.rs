@@ -111,11 +111,17 @@ impl Verifier {
     pub async fn verify(&self, pool: &PgPool, baseline: &Baseline, answer: &str) -> Outcome {
         let started = Instant::now();
         let result = self.judge(pool, baseline, answer).await;
+        // Read in the same state the checks read; a failure to read it leaves grounding missing
+        // (null), never empty, and does not change the verdict.
+        let grounding = match &result {
+            Ok(_) => crate::grounding::ground(pool, answer).await.ok(),
+            Err(_) => None,
+        };
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         match result {
-            Ok((reasons, checks)) if reasons.is_empty() => Outcome { verdict: Verdict::Passed, reasons, elapsed_ms, checks },
-            Ok((reasons, checks)) => Outcome { verdict: Verdict::Failed, reasons, elapsed_ms, checks },
-            Err(e) => Outcome { verdict: Verdict::CouldNotScore, reasons: vec![e], elapsed_ms, checks: Vec::new() },
+            Ok((reasons, checks)) if reasons.is_empty() => Outcome { verdict: Verdict::Passed, reasons, elapsed_ms, checks, grounding },
+            Ok((reasons, checks)) => Outcome { verdict: Verdict::Failed, reasons, elapsed_ms, checks, grounding },
+            Err(e) => Outcome { verdict: Verdict::CouldNotScore, reasons: vec![e], elapsed_ms, checks: Vec::new(), grounding },
         }
     }
 

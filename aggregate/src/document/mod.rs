@@ -12,6 +12,7 @@ mod adoption;
 mod build;
 mod compare;
 pub mod format;
+mod grounding;
 mod headline;
 mod method;
 mod tables;
@@ -41,6 +42,7 @@ pub enum SectionKind {
     Attrition,
     Models,
     Adoption,
+    Grounding,
     Oracle,
     Provenance,
     Method,
@@ -59,6 +61,7 @@ impl SectionKind {
             Self::Attrition => "attrition",
             Self::Models => "models",
             Self::Adoption => "adoption",
+            Self::Grounding => "grounding",
             Self::Oracle => "oracle",
             Self::Provenance => "provenance",
             Self::Method => "method",
@@ -234,6 +237,8 @@ pub enum Unit {
     /// Tokens estimated from bytes / 4: never a measurement.
     EstimatedTokens,
     Calls,
+    /// Entity references in final answers.
+    References,
     Bytes,
     Usd,
 }
@@ -249,6 +254,7 @@ impl Unit {
             Self::Tokens => "tokens",
             Self::EstimatedTokens => "estimated_tokens",
             Self::Calls => "calls",
+            Self::References => "references",
             Self::Bytes => "bytes",
             Self::Usd => "usd",
         }

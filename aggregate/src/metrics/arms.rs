@@ -58,6 +58,10 @@ pub struct ArmMetrics {
     /// tools, and how much was wasted: beside the result, never folded into it.
     #[serde(default)]
     pub adoption: super::adoption::Adoption,
+    /// Whether the entities the valid, scored sessions' final answers name exist: beside the
+    /// result, never folded into it.
+    #[serde(default)]
+    pub grounding: super::grounding::GroundingMetrics,
 }
 
 /// Retrieval over an arm's valid sessions (`records::Retrieval`, summed): beside success, never
@@ -196,6 +200,7 @@ pub(super) fn arm_metrics(recs: &[&SessionRecord], model: &str, prices: Option<&
         retrieval: retrieval_metrics(&valid),
         outcome_classes: super::classes::outcome_classes(&valid),
         adoption: super::adoption::adoption(&valid),
+        grounding: super::grounding::grounding(&valid, opts),
     }
 }
 

@@ -18,6 +18,7 @@ pub mod adoption;
 mod arms;
 mod attrition;
 pub mod classes;
+pub mod grounding;
 mod oracle;
 mod paired;
 mod select;
@@ -49,7 +50,7 @@ use crate::stats;
 /// is `summary.schema.json` beside this crate. Fields added within a version are optional
 /// there (`method.definitions`, `oracle_floors[].per_session`): scripts reading older summaries
 /// keep working, and no field is renamed or removed without a new version.
-pub const SUMMARY_SCHEMA: &str = "mcp-pattern-bench/aggregate-summary/v2";
+pub const SUMMARY_SCHEMA: &str = "mcp-pattern-bench/aggregate-summary/v3";
 
 /// Knobs of the analysis; the defaults are the published method.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

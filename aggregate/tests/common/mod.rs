@@ -103,6 +103,7 @@ pub fn record(m: &str, module: &str, role: &str, task: &str, rep: u32, s: S) -> 
             reasons: if verdict == V::Passed { vec![] } else { vec!["no".into()] },
             elapsed_ms: 1.0,
             checks: vec![],
+            grounding: grounding(task, rep, verdict),
         }),
         validity: match s.invalid {
             None => Validity::Valid,
@@ -374,4 +375,19 @@ pub fn tables(doc: &aggregate::document::Document) -> Vec<Table> {
         }
     }
     out
+}
+
+/// What the fixture's answers cite: a passed session one ticket that exists; a failed one that
+/// ticket and one that does not; t2's first rep was written before grounding was read.
+fn grounding(task: &str, rep: u32, verdict: V) -> Option<records::Grounding> {
+    use records::{Groundedness as G, Reference, ReferenceKind as K};
+    if task == "t2" && rep == 1 {
+        return None;
+    }
+    let r = |text: &str, status, detail: Option<&str>| Reference { text: text.into(), kind: K::Ticket, status, detail: detail.map(Into::into) };
+    let mut references = vec![r("ticket 77", G::Grounded, None)];
+    if verdict == V::Failed {
+        references.push(r("ticket 4711", G::Hallucinated, Some("no ticket 4711")));
+    }
+    Some(records::Grounding { references })
 }
