@@ -79,6 +79,39 @@ fn oracle_run_writes_paired_records_and_resume_skips_them() {
     assert_eq!(records(&exp).len(), tasks * 4, "summary.json is not mistaken for a session record");
 }
 
+/// The oracle's answers are right by construction, so over the whole suite every session must
+/// come out `correct` and every entity its answer names grounded (or denied by the answer
+/// itself): anything else means the outcome classes or the grounding extractor are wrong.
+#[test]
+fn every_oracle_session_of_the_suite_is_correct_and_grounded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = pipeline().args(["--all", "--models", "oracle", "--k", "1", "--exp-name", "o", "--results-dir"]).arg(tmp.path()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let recs = records(&tmp.path().join("o"));
+    assert!(recs.len() > 100, "the whole suite ran: {}", recs.len());
+    let mut grounded = 0;
+    for r in recs {
+        let rec: ::records::SessionRecord = serde_json::from_value(r).unwrap();
+        let class = aggregate::metrics::classes::classify(&rec);
+        assert_eq!(class, Some((aggregate::metrics::classes::OutcomeClass::Correct, None)), "{} via {}", rec.task, rec.server);
+        let g = rec.verifier.as_ref().and_then(|v| v.grounding.as_ref()).unwrap_or_else(|| panic!("{}: no grounding read", rec.task));
+        for x in &g.references {
+            assert!(
+                matches!(x.status, ::records::Groundedness::Grounded | ::records::Groundedness::Denied),
+                "{} via {}: {:?} is {:?} ({:?})",
+                rec.task,
+                rec.server,
+                x.text,
+                x.status,
+                x.detail
+            );
+        }
+        grounded += g.count(::records::Groundedness::Grounded);
+    }
+    // Not vacuous: the suite's answers name hundreds of entities.
+    assert!(grounded > 300, "{grounded} grounded references");
+}
+
 #[test]
 fn resume_after_kill_9_completes_without_duplicates() {
     let tmp = tempfile::tempdir().unwrap();
