@@ -18,9 +18,15 @@ pub const ESTIMATE_METHOD: &str = "estimate: (definitions + task text + argument
 pub const INPUT_ESTIMATE_METHOD: &str = "estimate: one call per turn plus an answer turn; each turn resends system prompt + task text + \
 definitions + every earlier call's arguments and result; bytes / 4";
 
+/// How the oracle's input-token figure is computed in a warm conversation (recorded with it).
+pub const WARM_INPUT_ESTIMATE_METHOD: &str = "estimate: as cold, and every turn also resends the conversation's earlier tasks (their \
+text, counted calls and answers); a call that repeats an earlier call of the conversation with the same arguments and result is not counted \
+(its result is already in the context); bytes / 4";
+
 /// The input tokens a model following a plan one call per turn would be billed for (bytes / 4):
 /// with `n` calls there are `n + 1` turns, each resending `fixed_bytes` (system prompt, task,
-/// definitions), and call `j`'s arguments and result are resent in the `n − j` turns after it.
+/// definitions, and in a warm conversation everything its earlier tasks left), and call `j`'s
+/// arguments and result are resent in the `n − j` turns after it.
 pub fn estimated_input_tokens(fixed_bytes: usize, calls: &[(usize, usize)]) -> u64 {
     let n = calls.len();
     let history: usize = calls.iter().enumerate().map(|(j, (args, result))| (n - j) * (args + result)).sum();
@@ -44,89 +50,152 @@ async fn connect_and_list(
     }
 }
 
-/// Runs `plan` through the server at `conn` and reports it as a session.
+/// Runs `plan` through the server at `conn` and reports it as a session: a conversation of one task.
 pub async fn run(conn: &ServerConnection, task_text: &str, plan: &tasks::OraclePlan) -> SessionOutcome {
-    let started_at = Utc::now();
-    let mut transcript = vec![json!({ "event": "start", "provider": PROVIDER, "task": task_text })];
-    let finish =
-        |validity: Validity, tool_calls: Vec<ToolCallRecord>, final_answer, offered, oracle, transcript, server_info, stderr: &crate::mcp::StderrTail| {
-            SessionOutcome {
-                provider: PROVIDER.into(),
-                validity: validity.with_server_stderr(&stderr.text()),
-                server_info,
-                turns: vec![],
-                tool_calls,
-                final_answer,
-                turn_cap_hit: false,
-                context_exceeded: false,
-                tool_call_as_text: false,
-                unparseable_output: false,
-                offered,
-                oracle,
-                provider_retries: 0,
-                failed_turn: None,
-                started_at,
-                ended_at: Utc::now(),
-                transcript,
+    let mut c = Conversation::open(conn, false).await;
+    let outcome = c.task(task_text, plan).await;
+    c.close().await;
+    outcome
+}
+
+/// The oracle's side of a conversation: one server connection, the tools listed once, then one
+/// plan after another. What its floors count in a warm conversation is
+/// [`WARM_INPUT_ESTIMATE_METHOD`].
+pub struct Conversation {
+    connected: Result<(crate::mcp::Client, crate::mcp::ServerProcess, Option<records::ServerInfo>, Toolbox), (String, crate::mcp::StderrTail)>,
+    warm: bool,
+    /// Bytes of the earlier tasks' text, counted calls and answers: resent with every later turn.
+    prior_bytes: usize,
+    /// (name, arguments, result) of every call made so far.
+    seen: Vec<(String, String, String)>,
+    /// A plan that no longer replayed broke the conversation: later tasks are not attempted.
+    ended: Option<String>,
+}
+
+impl Conversation {
+    pub async fn open(conn: &ServerConnection, warm: bool) -> Self {
+        Self { connected: connect_and_list(conn).await, warm, prior_bytes: 0, seen: vec![], ended: None }
+    }
+
+    /// Replays `plan` as the conversation's next task.
+    pub async fn task(&mut self, task_text: &str, plan: &tasks::OraclePlan) -> SessionOutcome {
+        let started_at = Utc::now();
+        let mut transcript = vec![json!({ "event": "start", "provider": PROVIDER, "task": task_text })];
+        let finish =
+            |validity: Validity, tool_calls: Vec<ToolCallRecord>, final_answer, offered, oracle, transcript, server_info, stderr: &crate::mcp::StderrTail| {
+                SessionOutcome {
+                    provider: PROVIDER.into(),
+                    validity: validity.with_server_stderr(&stderr.text()),
+                    server_info,
+                    turns: vec![],
+                    tool_calls,
+                    final_answer,
+                    turn_cap_hit: false,
+                    context_exceeded: false,
+                    tool_call_as_text: false,
+                    unparseable_output: false,
+                    offered,
+                    oracle,
+                    provider_retries: 0,
+                    failed_turn: None,
+                    started_at,
+                    ended_at: Utc::now(),
+                    transcript,
+                }
+            };
+        let (client, server, server_info, toolbox) = match &self.connected {
+            Ok(connected) => connected,
+            Err((detail, stderr)) => {
+                return finish(
+                    Validity::invalid(InvalidReason::McpTransport, detail.clone()),
+                    vec![],
+                    None,
+                    Default::default(),
+                    None,
+                    transcript,
+                    None,
+                    stderr,
+                );
             }
         };
-    let (client, server, server_info, toolbox) = match connect_and_list(conn).await {
-        Ok(connected) => connected,
-        Err((detail, stderr)) => {
-            return finish(Validity::invalid(InvalidReason::McpTransport, detail), vec![], None, Default::default(), None, transcript, None, &stderr);
+        if let Some(detail) = &self.ended {
+            let v = Validity::invalid(InvalidReason::ConversationEnded, detail.clone());
+            return finish(v, vec![], None, toolbox.offered.clone(), None, transcript, server_info.clone(), &server.stderr);
         }
-    };
-    let report = tasks::replay(plan, &client).await;
-    let _ = client.cancel().await;
-    let report = match report {
-        Ok(r) => r,
-        Err(e) => {
-            // A plan that no longer replays is a harness problem (the G7 gate exists to catch it).
-            let reason = if matches!(e, tasks::replay::ReplayError::Protocol { .. }) { InvalidReason::McpTransport } else { InvalidReason::HarnessError };
-            return finish(Validity::invalid(reason, e.to_string()), vec![], None, toolbox.offered, None, transcript, server_info.clone(), &server.stderr);
+        let report = match tasks::replay(plan, client).await {
+            Ok(r) => r,
+            Err(e) => {
+                // A plan that no longer replays is a harness problem (the G7 gate exists to catch it).
+                let reason = if matches!(e, tasks::replay::ReplayError::Protocol { .. }) { InvalidReason::McpTransport } else { InvalidReason::HarnessError };
+                self.ended = Some(format!("an earlier task's oracle plan did not replay: {e}"));
+                return finish(
+                    Validity::invalid(reason, e.to_string()),
+                    vec![],
+                    None,
+                    toolbox.offered.clone(),
+                    None,
+                    transcript,
+                    server_info.clone(),
+                    &server.stderr,
+                );
+            }
+        };
+        let mut calls = Vec::new();
+        let mut made = Vec::new();
+        for c in &report.calls {
+            let key = (c.name.clone(), c.arguments.to_string(), c.result.clone());
+            // Only calls of earlier tasks: within one task every call counts, as in a cold session.
+            let repeat = self.seen.contains(&key);
+            made.push(key);
+            if repeat {
+                transcript.push(json!({ "event": "call", "name": c.name, "arguments": c.arguments, "result": c.result, "is_error": c.is_error, "not_counted": "repeats an earlier call of this conversation with the same arguments and result" }));
+                continue;
+            }
+            transcript.push(json!({ "event": "call", "name": c.name, "arguments": c.arguments, "result": c.result, "is_error": c.is_error }));
+            calls.push(ToolCallRecord {
+                turn: 0,
+                kind: match c.kind {
+                    tasks::replay::CallKind::Tool => CallKind::Tool,
+                    tasks::replay::CallKind::ReadResource => CallKind::ReadResource,
+                    tasks::replay::CallKind::ListResources => CallKind::ListResources,
+                },
+                name: c.name.clone(),
+                args_bytes: c.args_bytes,
+                result_bytes: c.result_bytes,
+                is_error: c.is_error,
+                invalid_arguments: false,
+                unknown_tool: false,
+                latency_ms: c.latency_ms,
+                arguments_sha256: Some(records::outcome::arguments_sha256(&c.arguments.to_string())),
+            });
         }
-    };
-    let calls: Vec<ToolCallRecord> = report
-        .calls
-        .iter()
-        .map(|c| ToolCallRecord {
-            turn: 0,
-            kind: match c.kind {
-                tasks::replay::CallKind::Tool => CallKind::Tool,
-                tasks::replay::CallKind::ReadResource => CallKind::ReadResource,
-                tasks::replay::CallKind::ListResources => CallKind::ListResources,
-            },
-            name: c.name.clone(),
-            args_bytes: c.args_bytes,
-            result_bytes: c.result_bytes,
-            is_error: c.is_error,
-            invalid_arguments: false,
-            unknown_tool: false,
-            latency_ms: c.latency_ms,
-            arguments_sha256: Some(records::outcome::arguments_sha256(&c.arguments.to_string())),
-        })
-        .collect();
-    for c in &report.calls {
-        transcript.push(json!({ "event": "call", "name": c.name, "arguments": c.arguments, "result": c.result, "is_error": c.is_error }));
+        transcript.push(json!({ "event": "answer", "text": report.answer }));
+        let args_bytes: usize = calls.iter().map(|c| c.args_bytes).sum();
+        let result_bytes: usize = calls.iter().map(|c| c.result_bytes).sum();
+        let schema_bytes = toolbox.offered.definitions_bytes;
+        let floor = OracleFloor {
+            calls: calls.len(),
+            schema_bytes,
+            args_bytes,
+            result_bytes,
+            estimated_tokens: ((schema_bytes + task_text.len() + args_bytes + result_bytes) / 4) as u64,
+            estimate_method: ESTIMATE_METHOD.into(),
+            estimated_input_tokens: Some(estimated_input_tokens(
+                crate::session::SYSTEM_PROMPT.len() + task_text.len() + schema_bytes + self.prior_bytes,
+                &calls.iter().map(|c| (c.args_bytes, c.result_bytes)).collect::<Vec<_>>(),
+            )),
+            input_estimate_method: Some(if self.warm { WARM_INPUT_ESTIMATE_METHOD } else { INPUT_ESTIMATE_METHOD }.into()),
+        };
+        self.prior_bytes += task_text.len() + args_bytes + result_bytes + report.answer.len();
+        self.seen.extend(made);
+        finish(Validity::Valid, calls, Some(report.answer), toolbox.offered.clone(), Some(floor), transcript, server_info.clone(), &server.stderr)
     }
-    transcript.push(json!({ "event": "answer", "text": report.answer }));
-    let args_bytes: usize = calls.iter().map(|c| c.args_bytes).sum();
-    let result_bytes: usize = calls.iter().map(|c| c.result_bytes).sum();
-    let schema_bytes = toolbox.offered.definitions_bytes;
-    let floor = OracleFloor {
-        calls: calls.len(),
-        schema_bytes,
-        args_bytes,
-        result_bytes,
-        estimated_tokens: ((schema_bytes + task_text.len() + args_bytes + result_bytes) / 4) as u64,
-        estimate_method: ESTIMATE_METHOD.into(),
-        estimated_input_tokens: Some(estimated_input_tokens(
-            crate::session::SYSTEM_PROMPT.len() + task_text.len() + schema_bytes,
-            &calls.iter().map(|c| (c.args_bytes, c.result_bytes)).collect::<Vec<_>>(),
-        )),
-        input_estimate_method: Some(INPUT_ESTIMATE_METHOD.into()),
-    };
-    finish(Validity::Valid, calls, Some(report.answer), toolbox.offered, Some(floor), transcript, server_info.clone(), &server.stderr)
+
+    pub async fn close(self) {
+        if let Ok((client, ..)) = self.connected {
+            let _ = client.cancel().await;
+        }
+    }
 }
 
 #[cfg(test)]

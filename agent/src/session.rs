@@ -84,7 +84,8 @@ struct Session {
     tool_call_as_text: bool,
     unparseable_output: bool,
     server_info: Option<records::ServerInfo>,
-    server: mcp::ServerProcess,
+    /// The server's stderr, whose tail an invalid outcome quotes.
+    stderr: mcp::StderrTail,
 }
 
 impl Session {
@@ -93,7 +94,7 @@ impl Session {
     }
 
     fn finish_with(mut self, validity: Validity, final_answer: Option<String>, turn_cap_hit: bool, context_exceeded: bool) -> SessionOutcome {
-        let validity = validity.with_server_stderr(&self.server.stderr.text());
+        let validity = validity.with_server_stderr(&self.stderr.text());
         self.transcript.push(json!({
             "event": "end",
             "validity": validity,
@@ -133,7 +134,8 @@ impl Session {
     }
 }
 
-/// Runs one session of `task_text` against the server at `conn`, driven by `provider`.
+/// Runs one session of `task_text` against the server at `conn`, driven by `provider`: a
+/// conversation of one task.
 pub async fn run(
     conn: &ServerConnection,
     task_text: &str,
@@ -142,48 +144,151 @@ pub async fn run(
     provider: &OpenAiCompatible,
     stop: &StopSignal,
 ) -> SessionOutcome {
-    let mut s = Session {
-        started_at: Utc::now(),
-        turns: vec![],
-        tool_calls: vec![],
-        offered: Offered::default(),
-        transcript: vec![json!({ "event": "start", "params": provider.config().record_params(), "auth": provider.auth(), "turn_cap": turn_cap })],
-        provider_retries: 0,
-        failed_turn: None,
-        tool_call_as_text: false,
-        unparseable_output: false,
-        server_info: None,
-        server: Default::default(),
-    };
-    if stop.is_raised() {
-        let detail = stop.detail();
-        return s.invalid(InvalidReason::QuotaOrSessionLimit, detail);
+    let mut conversation = Conversation::open(conn, system_prompt, provider, stop).await;
+    let outcome = conversation.task(task_text, turn_cap).await;
+    conversation.close().await;
+    outcome
+}
+
+/// A conversation with one arm's server: connected and its tools listed once, then one task
+/// after another, each task's text a new user message after everything before it. A cold session
+/// is a conversation of one task; a warm one carries every earlier task's messages.
+///
+/// What ends a conversation early: a server whose transport fails (every later task is invalid
+/// `conversation_ended`, naming the task where it failed) and a conversation that outgrows the
+/// model's context window (that task is a valid failure flagged `context_exceeded`, as in a cold
+/// session; every later task is invalid `conversation_ended`, never silently truncated). A task
+/// that fails, hits the turn cap or meets a provider error does not: the next task's text follows
+/// whatever the conversation holds.
+pub struct Conversation<'a> {
+    client: Option<mcp::Client>,
+    toolbox: Option<Toolbox>,
+    server: mcp::ServerProcess,
+    server_info: Option<records::ServerInfo>,
+    /// The system prompt and every message since.
+    messages: Vec<Value>,
+    provider: &'a OpenAiCompatible,
+    stop: &'a StopSignal,
+    /// Why no further task can run, and the invalid reason it gives them.
+    ended: Option<(InvalidReason, String)>,
+    /// Transcript events of the opening, written at the head of the first task's transcript.
+    opening: Vec<Value>,
+    /// Tasks started so far.
+    tasks: u32,
+}
+
+impl<'a> Conversation<'a> {
+    /// Connects to the server at `conn` and lists its tools. A failure is kept: the first task
+    /// then ends invalid `mcp_transport`, as a cold session's would.
+    pub async fn open(conn: &ServerConnection, system_prompt: &str, provider: &'a OpenAiCompatible, stop: &'a StopSignal) -> Conversation<'a> {
+        let mut c = Conversation {
+            client: None,
+            toolbox: None,
+            server: Default::default(),
+            server_info: None,
+            messages: vec![json!({ "role": "system", "content": system_prompt })],
+            provider,
+            stop,
+            ended: None,
+            opening: vec![],
+            tasks: 0,
+        };
+        if stop.is_raised() {
+            return c;
+        }
+        match mcp::connect(conn).await {
+            Ok((client, server)) => {
+                c.server = server;
+                c.server_info = mcp::server_info(&client);
+                match Toolbox::from_server(&client).await {
+                    Ok(t) => {
+                        c.opening.push(json!({ "event": "offered", "functions": t.offered.functions, "definitions": t.definitions }));
+                        c.toolbox = Some(t);
+                        c.client = Some(client);
+                    }
+                    Err(e) => {
+                        let _ = client.cancel().await;
+                        c.ended = Some((InvalidReason::McpTransport, e.to_string()));
+                    }
+                }
+            }
+            Err(e) => c.ended = Some((InvalidReason::McpTransport, e.to_string())),
+        }
+        c
     }
-    let client = match mcp::connect(conn).await {
-        Ok((c, server)) => {
-            s.server = server;
-            s.server_info = mcp::server_info(&c);
-            c
+
+    /// Messages of earlier tasks the conversation holds (the system prompt not counted).
+    pub fn messages_before(&self) -> u32 {
+        self.messages.len() as u32 - 1
+    }
+
+    /// Runs the next task: its text as a user message, then turns until a final answer or
+    /// `turn_cap` turns of this task. The outcome holds this task's turns, calls and usage only.
+    pub async fn task(&mut self, task_text: &str, turn_cap: u32) -> SessionOutcome {
+        self.tasks += 1;
+        let first = self.tasks == 1;
+        let mut transcript =
+            vec![json!({ "event": "start", "params": self.provider.config().record_params(), "auth": self.provider.auth(), "turn_cap": turn_cap })];
+        if first {
+            transcript.append(&mut self.opening);
+        } else {
+            transcript.push(json!({ "event": "conversation", "position": self.tasks, "messages_before": self.messages_before() }));
         }
-        Err(e) => return s.invalid(InvalidReason::McpTransport, e.to_string()),
-    };
-    let toolbox = match Toolbox::from_server(&client).await {
-        Ok(t) => t,
-        Err(e) => {
+        let mut s = Session {
+            started_at: Utc::now(),
+            turns: vec![],
+            tool_calls: vec![],
+            offered: self.toolbox.as_ref().map(|t| t.offered.clone()).unwrap_or_default(),
+            transcript,
+            provider_retries: 0,
+            failed_turn: None,
+            tool_call_as_text: false,
+            unparseable_output: false,
+            server_info: self.server_info.clone(),
+            stderr: self.server.stderr.clone(),
+        };
+        if self.stop.is_raised() {
+            let detail = self.stop.detail();
+            return s.invalid(InvalidReason::QuotaOrSessionLimit, detail);
+        }
+        if let Some((reason, detail)) = &self.ended {
+            return s.invalid(*reason, detail.clone());
+        }
+        let (Some(client), Some(toolbox)) = (&self.client, &self.toolbox) else {
+            return s.invalid(InvalidReason::HarnessError, "the conversation has no server");
+        };
+        if first {
+            s.message(0, &self.messages[0]);
+        }
+        let user = json!({ "role": "user", "content": task_text });
+        s.message(0, &user);
+        self.messages.push(user);
+        let outcome = converse(&mut s, client, toolbox, &mut self.messages, first, turn_cap, self.provider, self.stop).await;
+        let position = self.tasks;
+        match outcome {
+            End::Answer(text) => s.finish(Validity::Valid, text, false),
+            End::TurnCap => s.finish(Validity::Valid, None, true),
+            End::ContextExceeded => {
+                self.ended = Some((
+                    InvalidReason::ConversationEnded,
+                    format!("the conversation outgrew the model's context window in its task {position}, before this one"),
+                ));
+                s.finish_with(Validity::Valid, None, false, true)
+            }
+            End::UnparseableOutput => s.finish(Validity::Valid, None, false),
+            End::Invalid(InvalidReason::McpTransport, detail) => {
+                self.ended = Some((InvalidReason::ConversationEnded, format!("the server's transport failed in the conversation's task {position}: {detail}")));
+                s.invalid(InvalidReason::McpTransport, detail)
+            }
+            End::Invalid(reason, detail) => s.invalid(reason, detail),
+        }
+    }
+
+    /// Ends the conversation: the server is let go.
+    pub async fn close(self) {
+        if let Some(client) = self.client {
             let _ = client.cancel().await;
-            return s.invalid(InvalidReason::McpTransport, e.to_string());
         }
-    };
-    s.offered = toolbox.offered.clone();
-    s.transcript.push(json!({ "event": "offered", "functions": toolbox.offered.functions, "definitions": toolbox.definitions }));
-    let outcome = converse(&mut s, &client, &toolbox, task_text, system_prompt, turn_cap, provider, stop).await;
-    let _ = client.cancel().await;
-    match outcome {
-        End::Answer(text) => s.finish(Validity::Valid, text, false),
-        End::TurnCap => s.finish(Validity::Valid, None, true),
-        End::ContextExceeded => s.finish_with(Validity::Valid, None, false, true),
-        End::UnparseableOutput => s.finish(Validity::Valid, None, false),
-        End::Invalid(reason, detail) => s.invalid(reason, detail),
     }
 }
 
@@ -196,25 +301,25 @@ enum End {
     Invalid(InvalidReason, String),
 }
 
+/// Turns of one task until a final answer or `turn_cap`: `messages` holds the conversation so far,
+/// this task's text last; the turns' messages are appended to it. `first` is the conversation's
+/// first task, whose first request not fitting the context window is a configuration problem.
 #[allow(clippy::too_many_arguments)]
 async fn converse(
     s: &mut Session,
     client: &mcp::Client,
     toolbox: &Toolbox,
-    task_text: &str,
-    system_prompt: &str,
+    messages: &mut Vec<Value>,
+    first: bool,
     turn_cap: u32,
     provider: &OpenAiCompatible,
     stop: &StopSignal,
 ) -> End {
-    let mut messages = vec![json!({ "role": "system", "content": system_prompt }), json!({ "role": "user", "content": task_text })];
-    s.message(0, &messages[0]);
-    s.message(0, &messages[1]);
     for turn in 1..=turn_cap {
         if stop.is_raised() {
             return End::Invalid(InvalidReason::QuotaOrSessionLimit, stop.detail());
         }
-        let completion = match provider.complete(&messages, &toolbox.definitions, &mut s.transcript).await {
+        let completion = match provider.complete(messages, &toolbox.definitions, &mut s.transcript).await {
             Ok(c) => c,
             Err(failure) => {
                 s.provider_retries += failure.retries();
@@ -225,7 +330,7 @@ async fn converse(
                         stop.raise(detail.clone());
                         End::Invalid(InvalidReason::QuotaOrSessionLimit, detail)
                     }
-                    ProviderFailure::ContextExceeded { detail, .. } if turn == 1 => End::Invalid(
+                    ProviderFailure::ContextExceeded { detail, .. } if turn == 1 && first => End::Invalid(
                         InvalidReason::ProviderError,
                         format!("the first request already exceeds the model's context window (check the model's context size and max tokens): {detail}"),
                     ),
@@ -261,6 +366,8 @@ async fn converse(
             let text = reply.text();
             let answer = json!({ "role": "assistant", "content": text });
             s.message(turn, &answer);
+            // What a warm conversation's next task follows.
+            messages.push(answer);
             // Not executed: running a call the endpoint did not parse would make its parser part
             // of the arm. The session stays the arm's result, flagged so no one reads it as one.
             if let Some(name) = text.as_deref().and_then(|t| tool_call_as_text(t, &toolbox.offered.functions)) {

@@ -14,6 +14,8 @@ use records::fingerprint::FIELDS;
 use records::{FieldDifference, Role, SessionRecord};
 use serde::{Deserialize, Serialize};
 
+use crate::stats::Interval;
+
 use crate::check::{self, Fingerprints};
 use crate::error::{AggregateError, Result};
 use crate::load::{Experiment, load_experiment};
@@ -33,6 +35,32 @@ pub struct Comparison {
     pub differences: Vec<FieldDifference>,
     pub cells: Vec<Cell>,
     pub refused: Vec<Refused>,
+    /// Along `session_mode` only: per compared model cell and arm, B − A of success, turns and
+    /// input tokens with an unpaired bootstrap interval (the two runs' sessions are not pairs);
+    /// for the oracle, B − A of the estimated input tokens per session. Empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gaps: Vec<Gap>,
+}
+
+/// One metric of one arm in A and in B, and B − A (see [`Comparison::gaps`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Gap {
+    pub module: String,
+    pub model: String,
+    pub role: Role,
+    pub server: String,
+    /// `success`, `turns`, `input_tokens`, or the oracle's `estimated_input_tokens`.
+    pub metric: String,
+    /// Sessions with a value (valid ones; input tokens missing where the endpoint reported none).
+    pub n_a: usize,
+    pub n_b: usize,
+    pub mean_a: Option<f64>,
+    pub mean_b: Option<f64>,
+    /// mean_b − mean_a.
+    pub difference: Option<f64>,
+    /// 95% percentile bootstrap interval of the difference, each side resampled on its own;
+    /// null for the oracle (its figures are estimates, not samples) and below 2 values a side.
+    pub ci95: Option<Interval>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -134,6 +162,7 @@ pub fn compare(a: &Path, b: &Path, along: &[String], opts: &Options) -> Result<C
         });
     }
     let side = |s: &Summary, dir: &Path| Side { experiments: s.experiments.clone(), dir: dir.display().to_string(), provenance: s.provenance.clone() };
+    let gaps = if along.contains(&"session_mode") { cells.iter().flat_map(|c| gaps_of(&ea, &eb, c, opts)).collect() } else { Vec::new() };
     Ok(Comparison {
         schema: COMPARE_SCHEMA.into(),
         a: side(&sa, a),
@@ -142,7 +171,54 @@ pub fn compare(a: &Path, b: &Path, along: &[String], opts: &Options) -> Result<C
         differences: differences.into_values().collect(),
         cells,
         refused,
+        gaps,
     })
+}
+
+/// B − A per arm of one compared cell, from the two experiments' valid sessions.
+fn gaps_of(a: &Experiment, b: &Experiment, cell: &Cell, opts: &Options) -> Vec<Gap> {
+    let oracle = matches!(cell.a, CellMetrics::Oracle(_));
+    let valid = |e: &'_ Experiment, model: &str, role: Role| -> Vec<SessionRecord> {
+        e.sessions
+            .iter()
+            .map(|s| &s.record)
+            .filter(|r| r.model.id == model && r.module == cell.module && r.role == role && r.validity.is_valid())
+            .cloned()
+            .collect()
+    };
+    let metrics: &[(&str, fn(&SessionRecord) -> Option<f64>)] = if oracle {
+        &[("estimated_input_tokens", |r| r.oracle.as_ref().and_then(|o| o.estimated_input_tokens).map(|t| t as f64))]
+    } else {
+        &[
+            ("success", |r| Some(if r.passed() { 1.0 } else { 0.0 })),
+            ("turns", |r| Some(r.turns as f64)),
+            ("input_tokens", |r| r.totals.input_tokens.map(|t| t as f64)),
+        ]
+    };
+    let mut out = Vec::new();
+    for role in [Role::Pattern, Role::Control] {
+        let (ra, rb) = (valid(a, &cell.model_a, role), valid(b, &cell.model_b, role));
+        let Some(server) = ra.first().or(rb.first()).map(|r| r.server.clone()) else { continue };
+        for (metric, pick) in metrics {
+            let xa: Vec<f64> = ra.iter().filter_map(pick).collect();
+            let xb: Vec<f64> = rb.iter().filter_map(pick).collect();
+            let (mean_a, mean_b) = (crate::stats::mean(&xa), crate::stats::mean(&xb));
+            out.push(Gap {
+                module: cell.module.clone(),
+                model: cell.model_a.clone(),
+                role,
+                server: server.clone(),
+                metric: (*metric).to_owned(),
+                n_a: xa.len(),
+                n_b: xb.len(),
+                mean_a,
+                mean_b,
+                difference: mean_a.zip(mean_b).map(|(x, y)| y - x),
+                ci95: if oracle { None } else { crate::stats::bootstrap_diff_ci(&xa, &xb, opts.resamples, opts.seed) },
+            });
+        }
+    }
+    out
 }
 
 /// Which model of A is compared with which of B: the same id, or — along `model_id` — the one

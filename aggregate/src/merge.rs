@@ -66,6 +66,17 @@ fn union(mut ours: ExperimentManifest, theirs: &ExperimentManifest, dir: &Path) 
             &format!("its manifest plans k = {}, an earlier folder's k = {}; pass@k and pass^k would mean different things", theirs.k, ours.k),
         ));
     }
+    if ours.session_mode != theirs.session_mode {
+        let mode = |m: Option<records::SessionMode>| m.unwrap_or_default().as_str();
+        return Err(unmergeable(
+            dir,
+            &format!(
+                "its manifest plans {} sessions (session_mode), an earlier folder's {}: cold and warm sessions are never pooled; set them side by side with `aggregate --compare A B --along session_mode`",
+                mode(theirs.session_mode),
+                mode(ours.session_mode)
+            ),
+        ));
+    }
     for s in &theirs.servers {
         match ours.servers.iter().find(|x| x.name == s.name) {
             Some(x) if x != s => {

@@ -31,6 +31,24 @@ fn reports() -> Vec<(tempfile::TempDir, Report)> {
     }
     let rep = aggregate::report(dir.path(), None, &Options::default()).unwrap();
     out.push((dir, rep));
+    // A warm experiment: each task at its place in one conversation per arm.
+    let dir = tempfile::tempdir().unwrap();
+    for (position, task) in [(1, "t1"), (2, "t2")] {
+        for role in ["pattern", "control"] {
+            let mut r = record("m", "m1", role, task, 1, ok(V::Passed, 100 * position as u64, 2));
+            r.conversation = Some(records::ConversationPlace {
+                id: format!("m__{role}__rep1"),
+                position,
+                tasks: vec!["t1".into(), "t2".into()],
+                messages_before: 4 * (position - 1),
+                context_tokens_at_start: Some(50 * position as u64),
+                earlier_not_passed: 0,
+            });
+            write(dir.path(), &r, false);
+        }
+    }
+    let rep = aggregate::report(dir.path(), None, &Options::default()).unwrap();
+    out.push((dir, rep));
     out
 }
 

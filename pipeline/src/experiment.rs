@@ -87,13 +87,15 @@ impl Experiment {
         let mut probes: BTreeMap<String, Fingerprint> = BTreeMap::new();
         let mut resume = Resume::default();
         let mut conflicts = Conflicts::default();
+        // Each planned session's decision, in plan order; a warm conversation is then settled whole.
+        let mut decided: Vec<(PlannedSession, Decision)> = Vec::new();
         for s in sessions {
             let want = plan.fingerprint(&s);
             probes.entry(want.model_id.clone()).or_insert_with(|| want.clone());
             let path = self.record_path(plan, &s);
             let Some(record) = existing.remove(&path) else {
                 let attempt = next_attempt_after_superseded(&path);
-                resume.pending.push(Pending { session: s, attempt, supersede: None });
+                decided.push((s, Decision::Run { attempt, supersede: None, rerun: None }));
                 continue;
             };
             let Some(have) = &record.fingerprint else {
@@ -109,22 +111,36 @@ impl Experiment {
             // Marked superseded but still in place: a run stopped while moving it, after the
             // rerun was decided and before its record was written. Finish what it started.
             if let Some(marked) = &record.superseded {
-                resume.pending.push(Pending { session: s, attempt, supersede: Some(marked.reason.clone()) });
+                decided.push((s, Decision::Run { attempt, supersede: Some(marked.reason.clone()), rerun: None }));
                 continue;
             }
-            match &record.validity {
-                Validity::Valid => resume.done += 1,
+            let decision = match &record.validity {
+                Validity::Valid => Decision::Done { attempt, invalid: None },
                 Validity::Invalid { reason, .. } if reason.rerun_on_resume() => {
-                    *resume.rerun.entry(*reason).or_default() += 1;
-                    resume.pending.push(Pending { session: s, attempt, supersede: Some(format!("rerun on resume: the earlier attempt was {reason}")) });
+                    Decision::Run { attempt, supersede: Some(format!("rerun on resume: the earlier attempt was {reason}")), rerun: Some(*reason) }
                 }
                 Validity::Invalid { reason, .. } if plan.retry_invalid => {
-                    *resume.rerun.entry(*reason).or_default() += 1;
-                    resume.pending.push(Pending { session: s, attempt, supersede: Some(format!("--retry-invalid: the earlier attempt was {reason}")) });
+                    Decision::Run { attempt, supersede: Some(format!("--retry-invalid: the earlier attempt was {reason}")), rerun: Some(*reason) }
                 }
-                Validity::Invalid { reason, .. } => {
+                Validity::Invalid { reason, .. } => Decision::Done { attempt, invalid: Some(*reason) },
+            };
+            decided.push((s, decision));
+        }
+        if plan.session_mode == records::SessionMode::Warm {
+            whole_conversations(&mut decided);
+        }
+        for (s, decision) in decided {
+            match decision {
+                Decision::Done { invalid: None, .. } => resume.done += 1,
+                Decision::Done { invalid: Some(reason), .. } => {
                     resume.done += 1;
-                    *resume.left_invalid.entry(*reason).or_default() += 1;
+                    *resume.left_invalid.entry(reason).or_default() += 1;
+                }
+                Decision::Run { attempt, supersede, rerun } => {
+                    if let Some(reason) = rerun {
+                        *resume.rerun.entry(reason).or_default() += 1;
+                    }
+                    resume.pending.push(Pending { session: s, attempt, supersede });
                 }
             }
         }
@@ -173,6 +189,7 @@ impl Experiment {
             k: plan.reps,
             jobs: plan.jobs,
             transport: plan.transport,
+            session_mode: (plan.session_mode == records::SessionMode::Warm).then_some(records::SessionMode::Warm),
             created_at: chrono::Utc::now(),
             binary_version: Some(crate::build_info::VERSION.to_owned()),
             base_url: plan.endpoint_models().find_map(|m| m.endpoint.as_ref()).map(|e| records::fingerprint::url_without_userinfo(&e.base_url)),
@@ -334,6 +351,34 @@ pub struct Pending {
     pub attempt: u32,
     /// Why the existing record is superseded when this session's record is written.
     pub supersede: Option<String>,
+}
+
+/// What a resume decided for one planned session.
+enum Decision {
+    /// Recorded and kept: valid, or invalid and left alone (`invalid` says why).
+    Done { attempt: u32, invalid: Option<InvalidReason> },
+    /// To run: `supersede` says why the record in place (if any) is replaced, `rerun` the
+    /// invalid reason that made it a rerun.
+    Run { attempt: u32, supersede: Option<String>, rerun: Option<InvalidReason> },
+}
+
+/// A warm task's context is everything its conversation did before it, so a conversation is run
+/// from its start or not at all: when any of its sessions is to run, the recorded ones are run
+/// again too (and superseded), never stitched to a new conversation's tail.
+fn whole_conversations(decided: &mut [(PlannedSession, Decision)]) {
+    let key = |s: &PlannedSession| (s.model, s.server.name, s.rep);
+    let to_run: std::collections::BTreeSet<_> = decided.iter().filter(|(_, d)| matches!(d, Decision::Run { .. })).map(|(s, _)| key(s)).collect();
+    for (s, d) in decided.iter_mut() {
+        if let Decision::Done { attempt, .. } = d
+            && to_run.contains(&key(s))
+        {
+            *d = Decision::Run {
+                attempt: *attempt,
+                supersede: Some("rerun whole: a warm conversation runs from its start, and this one was incomplete".into()),
+                rerun: None,
+            };
+        }
+    }
 }
 
 /// What a resume found.

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use records::{Dialect, MaxTokensParam, Temperature, Transport};
+use records::{Dialect, MaxTokensParam, SessionMode, Temperature, Transport};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct RunArgs {
@@ -63,6 +63,12 @@ pub struct RunArgs {
     /// How the agent reaches the servers.
     #[arg(long, value_enum, default_value = "stdio")]
     pub transport: Transport,
+    /// `cold`: a fresh conversation per task. `warm`: per model, arm and rep, one conversation
+    /// works through the module's selected tasks one after another (the world reset before each),
+    /// in an order rotated across reps and the same for both arms of a pair. Never pooled with
+    /// cold; `aggregate --compare COLD WARM --along session_mode` sets them side by side.
+    #[arg(long, value_enum, default_value = "cold")]
+    pub session_mode: SessionMode,
     /// Where experiments are written.
     #[arg(long, default_value = "results")]
     pub results_dir: PathBuf,

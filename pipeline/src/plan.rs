@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use records::{Dialect, Fingerprint, MaxTokensParam, ModelSpec, Provider, Temperature, Transport};
+use records::{Dialect, Fingerprint, MaxTokensParam, ModelSpec, Provider, SessionMode, Temperature, Transport};
 use servers::registry::{self, Role, ServerEntry};
 use tasks::Task;
 
@@ -154,6 +154,8 @@ pub struct RunPlan {
     pub reps: u32,
     pub models: Vec<ModelPlan>,
     pub transport: Transport,
+    /// A fresh conversation per task, or one per (model, arm, rep) through every task.
+    pub session_mode: SessionMode,
     pub jobs: u32,
     /// `--scale`: one world scale for every task, chosen by the run.
     pub scale_override: Option<u32>,
@@ -227,6 +229,7 @@ impl RunPlan {
             reps: args.k,
             models,
             transport: args.transport,
+            session_mode: args.session_mode,
             jobs: args.jobs,
             scale_override,
             catalogue,
@@ -291,6 +294,7 @@ impl RunPlan {
             reps: spec.reps,
             models: vec![model],
             transport: spec.transport,
+            session_mode: spec.session_mode,
             jobs: spec.jobs,
             scale_override: None,
             catalogue: spec.catalogue,
@@ -309,10 +313,19 @@ impl RunPlan {
         servers::launch::ArmSettings { catalogue: self.catalogue }
     }
 
-    /// Every session: per model, per module, per task, per rep, both arms — the arm that goes
-    /// first alternates from one pair to the next (ABBA…), so neither arm always meets a cold
-    /// provider cache or a warm one.
+    /// Every session, in the order the run starts them (see [`Self::conversations`]).
     pub fn sessions(&self) -> Vec<PlannedSession> {
+        self.conversations().into_iter().flatten().collect()
+    }
+
+    /// What the run hands a worker at a time. Cold: every session alone — per model, per module,
+    /// per task, per rep, both arms, the arm that goes first alternating from one pair to the
+    /// next (ABBA…), so neither arm always meets a cold provider cache or a warm one. Warm: per
+    /// model, module and rep, one conversation per arm through every task of the module, in the
+    /// module's task order rotated by the rep (rep 1 starts at the first task, rep 2 at the
+    /// second…) and the same for both arms, the arm that goes first alternating from rep to rep.
+    /// A session's `arm_position` is its arm's place in its pair either way.
+    pub fn conversations(&self) -> Vec<Vec<PlannedSession>> {
         let mut out = Vec::new();
         for model in 0..self.models.len() {
             let mut pair = 0usize;
@@ -320,12 +333,33 @@ impl RunPlan {
                 let mut arms: Vec<&'static ServerEntry> = self.arms.iter().copied().filter(|s| s.module == m.module).collect();
                 // Patterns first, then controls (a stable sort: the order given within a role).
                 arms.sort_by_key(|s| s.role != Role::Pattern);
-                for task in &m.tasks {
-                    for rep in 1..=self.reps {
-                        let order: Vec<&'static ServerEntry> = if pair % 2 == 0 { arms.clone() } else { arms.iter().rev().copied().collect() };
-                        pair += 1;
-                        for (i, server) in order.into_iter().enumerate() {
-                            out.push(PlannedSession { model, task: task.clone(), rep, server, arm_position: i as u32 + 1 });
+                let ordered = |pair: usize| -> Vec<&'static ServerEntry> { if pair % 2 == 0 { arms.clone() } else { arms.iter().rev().copied().collect() } };
+                match self.session_mode {
+                    SessionMode::Cold => {
+                        for task in &m.tasks {
+                            for rep in 1..=self.reps {
+                                let order = ordered(pair);
+                                pair += 1;
+                                for (i, server) in order.into_iter().enumerate() {
+                                    out.push(vec![PlannedSession { model, task: task.clone(), rep, server, arm_position: i as u32 + 1 }]);
+                                }
+                            }
+                        }
+                    }
+                    SessionMode::Warm => {
+                        if m.tasks.is_empty() {
+                            continue;
+                        }
+                        for rep in 1..=self.reps {
+                            let shift = (rep as usize - 1) % m.tasks.len();
+                            let tasks: Vec<&Arc<Task>> = m.tasks.iter().cycle().skip(shift).take(m.tasks.len()).collect();
+                            let order = ordered(pair);
+                            pair += 1;
+                            for (i, server) in order.into_iter().enumerate() {
+                                out.push(
+                                    tasks.iter().map(|task| PlannedSession { model, task: (*task).clone(), rep, server, arm_position: i as u32 + 1 }).collect(),
+                                );
+                            }
                         }
                     }
                 }
@@ -362,6 +396,7 @@ impl RunPlan {
             build_dirty: self.build.dirty,
             // The oracle asks no endpoint anything: there is nothing to preflight.
             preflight_skipped: !oracle && self.preflight_skipped,
+            session_mode: (self.session_mode == SessionMode::Warm).then_some(SessionMode::Warm),
         }
     }
 

@@ -202,7 +202,7 @@ pub async fn run(plan: RunPlan, accepted: impl FnOnce(&Experiment) -> anyhow::Re
         baselines: Mutex::new(Default::default()),
     });
     let first_spec = pending.first().map(|p| p.session.task.spec()).unwrap_or_default();
-    let queue = Arc::new(Mutex::new(VecDeque::from(pending)));
+    let queue = Arc::new(Mutex::new(VecDeque::from(work_items(plan.session_mode, pending))));
     let main = LocalBackend::start(first_spec).await.context("starting the backend")?;
     let results = Arc::new(Mutex::new(Vec::<(SessionRecord, f64, bool)>::new()));
     let mut workers = Vec::new();
@@ -312,10 +312,24 @@ enum WorkerWorld {
     Own(Arc<Cluster>),
 }
 
+/// What a worker takes at a time: one session (cold), or every session of one conversation, in
+/// its order (warm; a resume runs a conversation whole, so its sessions are pending together).
+fn work_items(mode: records::SessionMode, pending: Vec<Pending>) -> Vec<Vec<Pending>> {
+    let mut items: Vec<Vec<Pending>> = Vec::new();
+    for p in pending {
+        let key = |p: &Pending| (p.session.model, p.session.server.name, p.session.rep);
+        match items.last_mut() {
+            Some(last) if mode == records::SessionMode::Warm && last.first().map(key) == Some(key(&p)) => last.push(p),
+            _ => items.push(vec![p]),
+        }
+    }
+    items
+}
+
 /// Takes sessions until the queue is empty or the run halts.
 async fn worker(
     index: u32,
-    queue: Arc<Mutex<VecDeque<Pending>>>,
+    queue: Arc<Mutex<VecDeque<Vec<Pending>>>>,
     ctx: Arc<RunContext>,
     results: Arc<Mutex<Vec<(SessionRecord, f64, bool)>>>,
     world: WorkerWorld,
@@ -334,16 +348,44 @@ async fn worker(
         if ctx.halted() {
             break;
         }
-        let Some(pending) = queue.lock().expect("queue").pop_front() else { break };
-        let (started_at, started) = (chrono::Utc::now(), Instant::now());
-        let finished = tokio::select! {
-            f = crate::session::run_one(&ctx, &pending, &url, &world) => f,
-            signal = interrupt.wait_for(Option::is_some) => {
-                let signal = signal.ok().and_then(|s| *s).unwrap_or("a signal");
-                crate::session::interrupted(&ctx, &pending, signal, started_at, started.elapsed())
+        let Some(item) = queue.lock().expect("queue").pop_front() else { break };
+        if ctx.plan.session_mode == records::SessionMode::Cold {
+            for pending in &item {
+                let (started_at, started) = (chrono::Utc::now(), Instant::now());
+                let finished = tokio::select! {
+                    f = crate::session::run_one(&ctx, pending, &url, &world) => f,
+                    signal = interrupt.wait_for(Option::is_some) => {
+                        let signal = signal.ok().and_then(|s| *s).unwrap_or("a signal");
+                        crate::session::interrupted(&ctx, pending, signal, started_at, started.elapsed())
+                    }
+                };
+                write(&ctx, &experiment_dir, pending, finished, &results)?;
             }
-        };
-        write(&ctx, &experiment_dir, &pending, finished, &results)?;
+            continue;
+        }
+        // A warm conversation: its tasks in order. An interrupt or a halt ends it where it is;
+        // a resume runs it again from its start.
+        let mut warm = crate::session::Warm::new(&ctx, &item);
+        for (i, pending) in item.iter().enumerate() {
+            if ctx.halted() {
+                break;
+            }
+            let (started_at, started) = (chrono::Utc::now(), Instant::now());
+            let (finished, stop) = tokio::select! {
+                f = warm.task(pending, &url, &world) => (f, false),
+                signal = interrupt.wait_for(Option::is_some) => {
+                    let signal = signal.ok().and_then(|s| *s).unwrap_or("a signal");
+                    let mut f = crate::session::interrupted(&ctx, pending, signal, started_at, started.elapsed());
+                    f.record.conversation = Some(warm.place(i as u32 + 1, 0, None));
+                    (f, true)
+                }
+            };
+            write(&ctx, &experiment_dir, pending, finished, &results)?;
+            if stop {
+                break;
+            }
+        }
+        warm.close().await;
     }
     if let Some(b) = own
         && let Err(e) = b.shutdown().await
@@ -412,6 +454,9 @@ fn write(
 fn breaker(ctx: &RunContext, record: &SessionRecord) {
     let mut streak = ctx.breaker.lock().expect("breaker");
     match &record.validity {
+        // A warm conversation's tasks after it ended follow from that one task's outcome: they
+        // say nothing about the setup.
+        Validity::Invalid { reason: InvalidReason::ConversationEnded, .. } => {}
         Validity::Invalid { reason, detail } if !reason.rerun_on_resume() => {
             if streak.reason == Some(*reason) {
                 streak.count += 1;

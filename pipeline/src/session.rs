@@ -94,6 +94,157 @@ pub async fn run_one(ctx: &RunContext, pending: &Pending, backend_url: &str, wor
     Finished { record, transcript, harness_ms, infrastructure }
 }
 
+/// What drives a warm conversation: the model's side or the oracle's.
+enum Driver<'a> {
+    Model(agent::session::Conversation<'a>),
+    Oracle(agent::oracle::Conversation),
+}
+
+/// One warm conversation: the arm is started and its tools listed once, at the first task (after
+/// that task's reset, as a cold session starts it); then, task after task, the world is reset,
+/// the task's text follows everything the conversation holds, and its verifier reads the state.
+/// Each task becomes its own record, linked to the conversation (`conversation` in the record).
+pub struct Warm<'a> {
+    ctx: &'a RunContext,
+    id: String,
+    tasks: Vec<String>,
+    /// Started at the first task: the driver and what keeps the arm's server up.
+    open: Option<(Driver<'a>, crate::arm::ArmGuard)>,
+    /// Why the arm could not be started: every task of the conversation says so.
+    failed: Option<(InvalidReason, String, bool)>,
+    position: u32,
+    earlier_not_passed: u32,
+}
+
+impl<'a> Warm<'a> {
+    /// A conversation through `pendings` (one model, arm and rep; the plan's task order).
+    pub fn new(ctx: &'a RunContext, pendings: &[Pending]) -> Self {
+        let first = &pendings[0].session;
+        let model = &ctx.plan.models[first.model];
+        let id = format!("{}__{}__rep{}", model.spec.id, first.server.name, first.rep);
+        Self { ctx, id, tasks: pendings.iter().map(|p| p.session.task.id.clone()).collect(), open: None, failed: None, position: 0, earlier_not_passed: 0 }
+    }
+
+    /// Resets the world for `pending`'s task, runs it as the conversation's next task, verifies.
+    pub async fn task(&mut self, pending: &Pending, backend_url: &str, world: &backend::World) -> Finished {
+        let ctx = self.ctx;
+        let job = &pending.session;
+        let task = &job.task;
+        self.position += 1;
+        let reset_started = Instant::now();
+        let reset = task.prepare(world).await;
+        let baseline = match reset {
+            Ok(()) => ctx.baseline_of(task, &world.pool()).await.map_err(|e| format!("reading the baseline of the seeded world: {e}")),
+            Err(e) => Err(e),
+        };
+        let reset_ms = reset_started.elapsed().as_secs_f64() * 1000.0;
+        let session_started = Instant::now();
+        let mut infrastructure = None;
+        let messages_before = match &self.open {
+            Some((Driver::Model(c), _)) => c.messages_before(),
+            _ => 0,
+        };
+        let outcome = match &baseline {
+            Err(e) => {
+                infrastructure = Some(e.clone());
+                harness_failure(e.clone())
+            }
+            Ok(_) => {
+                if self.open.is_none() && self.failed.is_none() {
+                    self.start(job, backend_url).await;
+                }
+                match (&mut self.open, &self.failed) {
+                    (_, Some((reason, detail, infra))) => {
+                        if *infra {
+                            infrastructure = Some(detail.clone());
+                        }
+                        let mut o = harness_failure(String::new());
+                        o.validity = Validity::invalid(*reason, detail.clone());
+                        o
+                    }
+                    (Some((Driver::Model(c), _)), None) => c.task(&task.text, task.meta.turn_cap).await,
+                    (Some((Driver::Oracle(c), _)), None) => match task.plan_for(job.server.name) {
+                        Some(plan) => c.task(&task.text, plan).await,
+                        None => harness_failure(format!("no oracle plan for {}", job.server.name)),
+                    },
+                    (None, None) => harness_failure("the conversation's arm was never started".into()),
+                }
+            }
+        };
+        let session_ms = session_started.elapsed().as_secs_f64() * 1000.0;
+        let verify_started = Instant::now();
+        let verifier = match (&baseline, outcome.validity.is_valid()) {
+            (Ok(baseline), true) => Some(task.verifier.verify(&world.pool(), baseline, outcome.final_answer.as_deref().unwrap_or("")).await),
+            _ => None,
+        };
+        let verify_ms = verify_started.elapsed().as_secs_f64() * 1000.0;
+        let call_ms: f64 = outcome.tool_calls.iter().map(|c| c.latency_ms).sum();
+        let model_ms: f64 = outcome.turns.iter().map(|t| t.latency_ms).sum();
+        let harness_ms = reset_ms + verify_ms + (session_ms - call_ms - model_ms).max(0.0);
+        let transcript: String = outcome.transcript.iter().map(|e| format!("{e}\n")).collect();
+        let timings = HarnessTimings { reset_ms, session_ms, verify_ms, write_ms: 0.0 };
+        let mut record = record_of(ctx, pending, &outcome, verifier, timings);
+        record.conversation = Some(self.place(self.position, messages_before, outcome.turns.first().and_then(|t| t.usage.prompt_tokens)));
+        if let Some(detail) = &infrastructure {
+            record.validity = Validity::invalid(InvalidReason::Infrastructure, detail.clone());
+        }
+        self.earlier_not_passed += u32::from(!record.passed());
+        Finished { record, transcript, harness_ms, infrastructure }
+    }
+
+    /// Where the task at `position` (1-based) sits in this conversation.
+    pub fn place(&self, position: u32, messages_before: u32, context_tokens_at_start: Option<u64>) -> records::ConversationPlace {
+        records::ConversationPlace {
+            id: self.id.clone(),
+            position,
+            tasks: self.tasks.clone(),
+            messages_before,
+            context_tokens_at_start,
+            earlier_not_passed: self.earlier_not_passed,
+        }
+    }
+
+    /// Starts the arm and the conversation's driver; a failure is kept for every task.
+    async fn start(&mut self, job: &crate::plan::PlannedSession, backend_url: &str) {
+        let ctx = self.ctx;
+        let model = &ctx.plan.models[job.model];
+        match crate::arm::connect(job.server, ctx.plan.transport, backend_url, &ctx.serve_prefix, ctx.plan.settings()).await {
+            // As in a cold session: an external arm that does not start is the arm's failure, a
+            // built-in one the harness's.
+            Err(e) if job.server.external().is_some() => {
+                self.failed = Some((InvalidReason::McpTransport, format!("starting {}: {e:#}", job.server.name), false));
+            }
+            Err(e) => self.failed = Some((InvalidReason::Infrastructure, format!("serving {} over HTTP: {e:#}", job.server.name), true)),
+            Ok((conn, guard)) => {
+                let driver = if model.is_oracle() {
+                    Driver::Oracle(agent::oracle::Conversation::open(&conn, true).await)
+                } else {
+                    match ctx.providers.get(&model.spec.id) {
+                        Some(provider) => Driver::Model(agent::session::Conversation::open(&conn, agent::SYSTEM_PROMPT, provider, &ctx.quota).await),
+                        None => {
+                            self.failed = Some((InvalidReason::HarnessError, format!("no provider for model {}", model.spec.id), false));
+                            guard.stop().await;
+                            return;
+                        }
+                    }
+                };
+                self.open = Some((driver, guard));
+            }
+        }
+    }
+
+    /// Ends the conversation and stops the arm.
+    pub async fn close(self) {
+        if let Some((driver, guard)) = self.open {
+            match driver {
+                Driver::Model(c) => c.close().await,
+                Driver::Oracle(c) => c.close().await,
+            }
+            guard.stop().await;
+        }
+    }
+}
+
 /// The record of a session stopped by an interrupt while in flight: invalid, `interrupted`, so a
 /// resume runs it again. What it had done is lost with it; its start and how long it ran until
 /// the signal are kept (`session_ms` then covers the reset too: the parts were not timed apart).
@@ -157,6 +308,7 @@ fn record_of(ctx: &RunContext, pending: &Pending, outcome: &SessionOutcome, veri
         server_info: outcome.server_info.clone(),
         external_arm: job.server.external().map(|a| records::ExternalArmRecord { sha256: a.sha256.clone(), env_names: a.env_names() }),
         retrieval: retrieval_of(job, outcome),
+        conversation: None,
         superseded: None,
     }
 }

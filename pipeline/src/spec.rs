@@ -10,6 +10,7 @@
 //! reps = 1
 //! jobs = 1
 //! transport = "stdio"
+//! session_mode = "warm"               # optional; absent = cold (a fresh conversation per task)
 //! treatment = ["server"]              # the keys in which arms may differ
 //! allow_dirty = false                 # true: a dirty build passes G2, recorded loudly
 //!
@@ -61,6 +62,9 @@ pub struct Spec {
     pub reps: u32,
     pub jobs: u32,
     pub transport: Transport,
+    /// `warm`: one conversation per model, arm and rep through every task; absent, cold.
+    #[serde(default, skip_serializing_if = "is_cold")]
+    pub session_mode: records::SessionMode,
     /// For a module whose servers list a tool catalogue (tool_search): its size; absent, the
     /// module's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -73,6 +77,10 @@ pub struct Spec {
     pub model: ModelParams,
     pub arms: Vec<Arm>,
     pub hashes: Hashes,
+}
+
+fn is_cold(m: &records::SessionMode) -> bool {
+    *m == records::SessionMode::Cold
 }
 
 /// The model and its parameters, for every arm unless an arm overrides one.
@@ -276,6 +284,9 @@ pub struct FreezeArgs {
     pub jobs: u32,
     #[arg(long, value_enum, default_value = "stdio")]
     pub transport: Transport,
+    /// `cold` (a fresh conversation per task) or `warm` (one conversation per arm and rep).
+    #[arg(long, value_enum, default_value = "cold")]
+    pub session_mode: records::SessionMode,
     /// For a module whose servers list a tool catalogue (tool_search): its size (default: the
     /// module's).
     #[arg(long)]
@@ -421,6 +432,7 @@ pub async fn freeze(args: &FreezeArgs) -> anyhow::Result<Spec> {
         reps: args.k,
         jobs: args.jobs,
         transport: args.transport,
+        session_mode: args.session_mode,
         catalogue: args.catalogue,
         treatment: vec!["server".into()],
         allow_dirty: args.allow_dirty,

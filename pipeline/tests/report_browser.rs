@@ -77,6 +77,7 @@ fn fingerprint(r: &SessionRecord) -> Fingerprint {
         build_commit: Some("05c1580457ce1a0702ca9fdf64ab3881fcff4ca2".into()),
         build_dirty: Some(false),
         preflight_skipped: false,
+        session_mode: None,
     }
 }
 
@@ -184,6 +185,7 @@ fn record(oracle: bool, role: Role, task: &str, rep: u32) -> SessionRecord {
         server_info: None,
         external_arm: None,
         retrieval: None,
+        conversation: None,
         superseded: None,
     };
     let fp = fingerprint(&r);
@@ -247,6 +249,7 @@ fn fixture(dir: &Path) -> usize {
         k: REPS,
         jobs: 2,
         transport: records::Transport::Stdio,
+        session_mode: None,
         created_at: t,
         binary_version: Some("0.1.0 (commit 0000000000000000000000000000000000000000, dirty: false)".into()),
         base_url: Some("http://127.0.0.1:9/v1".into()),

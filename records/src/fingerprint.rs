@@ -57,6 +57,11 @@ pub struct Fingerprint {
     pub build_dirty: Option<bool>,
     /// The endpoint preflight was skipped (`--skip-preflight`).
     pub preflight_skipped: bool,
+    /// `warm`: the session was one task of a conversation through several. Absent for a cold
+    /// session (a fresh conversation per task, and every fingerprint written before modes), so
+    /// cold hashes are unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_mode: Option<crate::SessionMode>,
 }
 
 /// The field in which the arms of a pair differ by design.
@@ -139,6 +144,7 @@ pub const FIELDS: &[&str] = &[
     "build_commit",
     "build_dirty",
     "preflight_skipped",
+    "session_mode",
 ];
 
 fn fields(f: &Fingerprint) -> Vec<(String, serde_json::Value)> {
@@ -194,6 +200,7 @@ mod tests {
             build_commit: Some("c".into()),
             build_dirty: Some(false),
             preflight_skipped: false,
+            session_mode: None,
         }
     }
 
@@ -223,6 +230,7 @@ mod tests {
             ("build_commit", Fingerprint { build_commit: Some("d".into()), ..sample() }),
             ("build_dirty", Fingerprint { build_dirty: Some(true), ..sample() }),
             ("preflight_skipped", Fingerprint { preflight_skipped: true, ..sample() }),
+            ("session_mode", Fingerprint { session_mode: Some(crate::SessionMode::Warm), ..sample() }),
         ];
         assert_eq!(variants.len(), FIELDS.len(), "a test variant for every field");
         let every_field_set = Fingerprint {
@@ -231,6 +239,7 @@ mod tests {
             world_scale_override: Some(1),
             catalogue: Some(25),
             arm_sha256: Some("a".into()),
+            session_mode: Some(crate::SessionMode::Warm),
             ..sample()
         };
         let serde_json::Value::Object(map) = serde_json::to_value(&every_field_set).unwrap() else { panic!() };

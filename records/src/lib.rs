@@ -22,7 +22,7 @@ pub use outcome::{
     CallKind, Check, CheckKind, FailedTurn, Groundedness, Grounding, InvalidReason, Offered, OracleFloor, ProviderExtras, Reference, ReferenceKind, Retrieval,
     ToolCallRecord, TurnRecord, Usage, Validity, Verdict, VerifierOutcome,
 };
-pub use session::{Auth, Contradiction, ExternalArmRecord, HarnessTimings, ModelSpec, SCHEMA_VERSION, ServerInfo, SessionRecord, Totals};
+pub use session::{Auth, Contradiction, ConversationPlace, ExternalArmRecord, HarnessTimings, ModelSpec, SCHEMA_VERSION, ServerInfo, SessionRecord, Totals};
 
 use serde::{Deserialize, Serialize};
 
@@ -88,6 +88,27 @@ impl Transport {
         match self {
             Self::Stdio => "stdio",
             Self::Http => "http",
+        }
+    }
+}
+
+/// How an agent meets the server: a fresh conversation per task (cold), or one conversation
+/// working through a module's tasks one after another (warm). Never pooled: the truth lies
+/// between them and the gap is itself a finding.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "snake_case")]
+pub enum SessionMode {
+    #[default]
+    Cold,
+    Warm,
+}
+
+impl SessionMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Cold => "cold",
+            Self::Warm => "warm",
         }
     }
 }

@@ -25,6 +25,9 @@ pub struct ExperimentManifest {
     pub k: u32,
     pub jobs: u32,
     pub transport: Transport,
+    /// `warm`: one conversation per model, arm and rep through every task. Absent for cold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_mode: Option<crate::SessionMode>,
     pub created_at: DateTime<Utc>,
     /// `pipeline --version` of the binary that ran (version and commit). Null in older manifests.
     #[serde(default, skip_serializing_if = "Option::is_none")]

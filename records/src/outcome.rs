@@ -51,11 +51,21 @@ pub enum InvalidReason {
     /// The harness's own infrastructure failed before the session could be attempted (the
     /// database, a world reset, serving the arm); the run stopped.
     Infrastructure,
+    /// Warm sessions only: the conversation ended before this task (it outgrew the model's
+    /// context window, or its server died, in an earlier task), so the task was never attempted.
+    ConversationEnded,
 }
 
 impl InvalidReason {
-    pub const ALL: [Self; 6] =
-        [Self::ProviderError, Self::QuotaOrSessionLimit, Self::McpTransport, Self::HarnessError, Self::Interrupted, Self::Infrastructure];
+    pub const ALL: [Self; 7] = [
+        Self::ProviderError,
+        Self::QuotaOrSessionLimit,
+        Self::McpTransport,
+        Self::HarnessError,
+        Self::Interrupted,
+        Self::Infrastructure,
+        Self::ConversationEnded,
+    ];
 
     /// The name records use (`provider_error`, …).
     pub fn as_str(self) -> &'static str {
@@ -66,6 +76,7 @@ impl InvalidReason {
             Self::HarnessError => "harness_error",
             Self::Interrupted => "interrupted",
             Self::Infrastructure => "infrastructure",
+            Self::ConversationEnded => "conversation_ended",
         }
     }
 

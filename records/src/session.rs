@@ -214,9 +214,33 @@ pub struct SessionRecord {
     /// For a module with a tool catalogue: whether its searches found the tools the task needs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retrieval: Option<crate::outcome::Retrieval>,
+    /// Warm sessions only: where this task sat in its conversation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<ConversationPlace>,
     /// Present only on a record kept under `superseded/`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub superseded: Option<Superseded>,
+}
+
+/// Where a warm session's task sat in its conversation, and what the conversation carried into it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConversationPlace {
+    /// `<model>__<server>__rep<k>`: the records of one conversation share it.
+    pub id: String,
+    /// 1 for the conversation's first task.
+    pub position: u32,
+    /// The conversation's tasks, in the order it worked through them.
+    pub tasks: Vec<String>,
+    /// Messages of earlier tasks the conversation carried into this one (the system prompt not
+    /// counted).
+    pub messages_before: u32,
+    /// Input tokens of this task's first request as the endpoint reported them: the context when
+    /// the task started, its own text included. Null when no request was answered or the
+    /// endpoint reported none (and for the oracle, which has no usage).
+    pub context_tokens_at_start: Option<u64>,
+    /// Earlier tasks of this conversation that did not pass (failed, not scored or invalid):
+    /// whether this task met a conversation an earlier failure may have left in a bad state.
+    pub earlier_not_passed: u32,
 }
 
 impl SessionRecord {
@@ -257,6 +281,9 @@ impl SessionRecord {
         pair("system_prompt_sha256", "system_prompt_sha256", j(&self.system_prompt_sha256), j(&fp.system_prompt_sha256));
         pair("git_commit", "build_commit", j(&self.git_commit), j(&fp.build_commit));
         pair("git_dirty", "build_dirty", j(&self.git_dirty), j(&fp.build_dirty));
+        // A warm session says where it sat in its conversation; a cold one has no conversation.
+        let mode = self.conversation.as_ref().map(|_| crate::SessionMode::Warm);
+        pair("conversation", "session_mode", j(&mode), j(&fp.session_mode));
         // A fingerprinted record has always recorded its transport: null here is a contradiction too.
         pair("transport", "transport", j(&self.transport), j(&Some(fp.transport)));
         let hash_ok = self.fingerprint_sha256.as_deref().is_some_and(|sha| fp.hashes_to(sha));
@@ -370,6 +397,7 @@ mod tests {
             build_commit: Some("c".into()),
             build_dirty: Some(false),
             preflight_skipped: false,
+            session_mode: None,
         };
         SessionRecord {
             schema_version: SCHEMA_VERSION,
@@ -416,6 +444,7 @@ mod tests {
             server_info: None,
             external_arm: None,
             retrieval: None,
+            conversation: None,
             superseded: None,
         }
     }

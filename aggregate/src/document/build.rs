@@ -13,6 +13,7 @@ pub fn of_summary(s: &Summary) -> Document {
     let mut sections = vec![notices(s), super::headline::section(s), chart(), super::tables::attrition(s, &terms), super::tables::models(s, &terms)];
     sections.extend(super::adoption::section(s, &terms));
     sections.extend(super::grounding::section(s, &terms));
+    sections.extend(super::order::section(s, &terms));
     sections.extend(super::tables::oracle(s, &terms));
     sections.push(super::method::provenance(s, &terms));
     sections.push(super::method::method(s));

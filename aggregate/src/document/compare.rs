@@ -106,7 +106,11 @@ pub fn of_comparison(c: &Comparison) -> Document {
             .into(),
         ));
     }
-    notices.push(Block::Notice("Each experiment's numbers and intervals are its own. The sessions of two runs are not paired, so no difference across the experiments is computed or tested here.".into()));
+    if c.gaps.is_empty() {
+        notices.push(Block::Notice("Each experiment's numbers and intervals are its own. The sessions of two runs are not paired, so no difference across the experiments is computed or tested here.".into()));
+    } else {
+        notices.push(Block::Notice("Each experiment's numbers and intervals are its own. Along session_mode the gap B − A is computed too (section Session mode gap): the sessions of two runs are not paired, so each side is resampled on its own.".into()));
+    }
     let mut sections = vec![Section { kind: SectionKind::Notices, heading: None, blocks: notices }];
 
     let mut cells = Vec::new();
@@ -127,6 +131,10 @@ pub fn of_comparison(c: &Comparison) -> Document {
         cells.push(Block::Table(grid(["metric".into(), format!("A: {}", name(&c.a)), format!("B: {}", name(&c.b))], rows)));
     }
     sections.push(Section { kind: SectionKind::Compared, heading: Some("Compared cells".into()), blocks: cells });
+
+    if !c.gaps.is_empty() {
+        sections.push(gap_section(c));
+    }
 
     if !c.refused.is_empty() {
         let items = c
@@ -173,4 +181,47 @@ pub fn of_comparison(c: &Comparison) -> Document {
         blocks: vec![Block::Table(grid(["what".into(), "A".into(), "B".into()], rows))],
     });
     Document { title: format!("mcp-pattern-bench comparison — A: {} · B: {}", name(&c.a), name(&c.b)), sections }
+}
+
+/// A side's session mode as the declared difference shows it (`unset` is cold).
+fn mode(c: &Comparison, a: bool) -> &'static str {
+    let warm = c.differences.iter().find(|d| d.field == "session_mode").map(|d| if a { &d.ours } else { &d.theirs }).is_some_and(|v| v == "warm");
+    if warm { "warm" } else { "cold" }
+}
+
+/// B − A per module, model and arm: success, turns and input tokens (the oracle: its estimate).
+fn gap_section(c: &Comparison) -> Section {
+    let (ma, mb) = (mode(c, true), mode(c, false));
+    let intro = Text::plain(format!(
+        "A is {ma}, B is {mb}: B − A per arm, each mean over the side's valid sessions, the interval a 95% percentile bootstrap that resamples each side on its own (10,000 resamples, the report's seed) — the two runs' sessions are not pairs. The oracle's figures are estimates, so its gap has no interval. Where the gap is positive for the pattern and not for the control, the pattern's cost does not amortise over a conversation; where it is negative, it does."
+    ));
+    let value = |x: Option<f64>, metric: &str| match (x, metric) {
+        (Some(x), "success") => pct(x),
+        (Some(x), _) => readable(x),
+        (None, _) => "—".into(),
+    };
+    let gap = |g: &crate::compare::Gap| -> String {
+        let f: fn(f64) -> String = if g.metric == "success" { signed_pct } else { signed };
+        match g.difference {
+            Some(d) => format!("{}{}", f(d), interval(g.ci95, f)),
+            None => "—".into(),
+        }
+    };
+    let rows = c
+        .gaps
+        .iter()
+        .map(|g| {
+            vec![
+                DocCell::text(format!("{} · {}", g.module, g.model)),
+                DocCell::text(format!("{}: {}", g.role, g.server)),
+                DocCell::text(g.metric.replace('_', " ")),
+                DocCell::text(format!("{} (n={})", value(g.mean_a, &g.metric), g.n_a)),
+                DocCell::text(format!("{} (n={})", value(g.mean_b, &g.metric), g.n_b)),
+                DocCell::text(gap(g)),
+            ]
+        })
+        .collect();
+    let header = ["module · model".to_string(), "arm".into(), "metric (per session)".into(), format!("A: {ma}"), format!("B: {mb}"), "B − A [95% CI]".into()];
+    let table = Table { kind: TableKind::Grid, header: header.into_iter().map(DocCell::text).collect(), align: vec![Align::Left; 6], rows };
+    Section { kind: SectionKind::Compared, heading: Some("Session mode gap".into()), blocks: vec![Block::Paragraph(intro), Block::Table(table)] }
 }

@@ -15,6 +15,7 @@ pub mod format;
 mod grounding;
 mod headline;
 mod method;
+mod order;
 mod tables;
 
 use records::Role;
@@ -43,6 +44,7 @@ pub enum SectionKind {
     Models,
     Adoption,
     Grounding,
+    Order,
     Oracle,
     Provenance,
     Method,
@@ -62,6 +64,7 @@ impl SectionKind {
             Self::Models => "models",
             Self::Adoption => "adoption",
             Self::Grounding => "grounding",
+            Self::Order => "order",
             Self::Oracle => "oracle",
             Self::Provenance => "provenance",
             Self::Method => "method",

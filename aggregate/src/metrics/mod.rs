@@ -20,6 +20,7 @@ mod attrition;
 pub mod classes;
 pub mod grounding;
 mod oracle;
+pub mod order;
 mod paired;
 mod select;
 mod verdict;
@@ -106,6 +107,9 @@ pub struct Summary {
     pub models: Vec<ModelReport>,
     /// Oracle structural floors per module; empty when no oracle sessions.
     pub oracle_floors: Vec<OracleModule>,
+    /// Warm sessions only: per model, module, arm and position in the conversation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub order: Vec<order::OrderRow>,
     /// Where the numbers come from: command, build, dates, k, seeds, model parameters, spec,
     /// preflight, and what wrote the report.
     #[serde(default)]
@@ -285,6 +289,9 @@ pub fn summarise_with(exp: &Experiment, prices: Option<&PriceTable>, opts: &Opti
     if !ignored.is_empty() {
         notices.push(format!("Not part of the experiment layout, left unread: {}.", ignored.join(", ")));
     }
+    if sessions.iter().any(|s| s.record.conversation.is_some()) {
+        notices.push("Warm sessions: per model, arm and rep one conversation worked through the tasks one after another (the world reset before each). Each task is its own record: its turns, calls and tokens are those of the requests made for it, and every such request carried the conversation's earlier tasks. Never pooled with cold sessions; see Order effects, and compare with a cold run of the same plan (aggregate --compare COLD WARM --along session_mode).".to_string());
+    }
 
     Ok(Summary {
         schema: SUMMARY_SCHEMA.into(),
@@ -318,6 +325,7 @@ pub fn summarise_with(exp: &Experiment, prices: Option<&PriceTable>, opts: &Opti
         attrition: attr.into_values().collect(),
         models,
         oracle_floors,
+        order: order::order_rows(sessions.iter().map(|s| &s.record)),
         provenance: crate::provenance::of(exp, opts.seed, invocation),
     })
 }

@@ -125,6 +125,7 @@ pub fn record(m: &str, module: &str, role: &str, task: &str, rep: u32, s: S) -> 
         server_info: None,
         external_arm: None,
         retrieval: None,
+        conversation: None,
         superseded: None,
     }
 }
@@ -186,6 +187,7 @@ pub fn fingerprint_of(r: &SessionRecord) -> Fingerprint {
         build_commit: Some("c0ffee".into()),
         build_dirty: Some(false),
         preflight_skipped: false,
+        session_mode: None,
     }
 }
 
@@ -241,6 +243,7 @@ pub fn manifest(models: &[&str], tasks: &[&str], k: u32) -> ExperimentManifest {
         k,
         jobs: 1,
         transport: records::Transport::Stdio,
+        session_mode: None,
         created_at: t,
         binary_version: None,
         base_url: None,

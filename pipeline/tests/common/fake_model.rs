@@ -38,6 +38,9 @@ pub enum Mode {
     /// flight at once (or `wait` has passed), then gets a plain answer. Parallel clients meet at
     /// once; a client that sends one request at a time waits `wait` each time.
     Rendezvous { parties: usize, wait: Duration },
+    /// Sessions get a plain answer while their request holds at most this many messages; past
+    /// it, OpenAI's 400 `context_length_exceeded`, verbatim.
+    ContextWindow { max_messages: usize },
 }
 
 struct Shared {
@@ -48,6 +51,8 @@ struct Shared {
     max_in_flight: AtomicUsize,
     /// The `Authorization` header of every request, listing and chat alike (`None`: absent).
     authorization: std::sync::Mutex<Vec<Option<String>>>,
+    /// How many messages each session request carried, in arrival order.
+    message_counts: std::sync::Mutex<Vec<usize>>,
 }
 
 pub struct FakeModel {
@@ -64,6 +69,7 @@ impl FakeModel {
             in_flight: AtomicUsize::new(0),
             max_in_flight: AtomicUsize::new(0),
             authorization: Default::default(),
+            message_counts: Default::default(),
         });
         let (tx, rx) = std::sync::mpsc::channel();
         let state = shared.clone();
@@ -97,6 +103,11 @@ impl FakeModel {
     /// The most session requests that were in flight at once.
     pub fn max_in_flight(&self) -> usize {
         self.shared.max_in_flight.load(Ordering::SeqCst)
+    }
+
+    /// How many messages each session request carried, in arrival order.
+    pub fn message_counts(&self) -> Vec<usize> {
+        self.shared.message_counts.lock().unwrap().clone()
     }
 
     /// The `Authorization` header of every request so far, in arrival order.
@@ -172,6 +183,7 @@ async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, Json(body): Json
     let probe = is_probe(&body);
     if !probe {
         s.session_requests.fetch_add(1, Ordering::SeqCst);
+        s.message_counts.lock().unwrap().push(body["messages"].as_array().map_or(0, Vec::len));
     }
     let mode = *s.mode.lock().unwrap();
     match mode {
@@ -208,5 +220,12 @@ async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, Json(body): Json
             rendezvous(&s, parties, wait).await;
             answer("I could not finish the task.")
         }
+        Mode::ContextWindow { max_messages } if body["messages"].as_array().map_or(0, Vec::len) > max_messages => error(
+            StatusCode::BAD_REQUEST,
+            "This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 tokens. Please reduce the length of the messages.",
+            "invalid_request_error",
+            "context_length_exceeded",
+        ),
+        Mode::ContextWindow { .. } => answer("I could not finish the task."),
     }
 }
