@@ -409,3 +409,31 @@ fn a_catalogue_spec_pins_its_size_from_freeze_to_the_records() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("catalogue") && err.contains("25 to 800"), "{err}");
 }
+
+/// A warm spec: freeze writes `session_mode = "warm"`, run starts one conversation per arm and
+/// every record says so; a spec without the key is cold, as before.
+#[test]
+fn a_warm_spec_runs_conversations_from_freeze_to_the_records() {
+    let env = Env::new();
+    let mut args = vec!["freeze", "--module", "tool_orchestrator", "--tasks", "lena_goes_on_leave,hand_ticket_77_to_marcus"];
+    args.extend(["--exp-name", "e", "--models", "oracle", "--session-mode", "warm"]);
+    if env.binary_dirty {
+        args.push("--allow-dirty");
+    }
+    let out = env.pipeline().args(&args).arg("--out").arg(env.spec_path()).output().unwrap();
+    assert!(out.status.success(), "freeze failed: {}", String::from_utf8_lossy(&out.stderr));
+    let spec: toml::Table = std::fs::read_to_string(env.spec_path()).unwrap().parse().unwrap();
+    assert_eq!(spec["session_mode"].as_str(), Some("warm"));
+    let out = env.cmd("run");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let recs = records(&env.exp_dir());
+    assert_eq!(recs.len(), 4);
+    for r in &recs {
+        assert_eq!(r["fingerprint"]["session_mode"], "warm", "{r}");
+        assert_eq!(r["conversation"]["tasks"].as_array().unwrap().len(), 2, "{r}");
+    }
+    let mut cold = spec.clone();
+    cold.remove("session_mode");
+    let text = toml::to_string(&cold).unwrap();
+    assert!(!text.contains("session_mode"));
+}

@@ -193,7 +193,7 @@ fn mode(c: &Comparison, a: bool) -> &'static str {
 fn gap_section(c: &Comparison) -> Section {
     let (ma, mb) = (mode(c, true), mode(c, false));
     let intro = Text::plain(format!(
-        "A is {ma}, B is {mb}: B − A per arm, each mean over the side's valid sessions, the interval a 95% percentile bootstrap that resamples each side on its own (10,000 resamples, the report's seed) — the two runs' sessions are not pairs. The oracle's figures are estimates, so its gap has no interval. Where the gap is positive for the pattern and not for the control, the pattern's cost does not amortise over a conversation; where it is negative, it does."
+        "A is {ma}, B is {mb}: B − A per arm, each mean over the side's valid sessions, the interval a 95% percentile bootstrap that resamples each side on its own (10,000 resamples, the report's seed) — the two runs' sessions are not pairs. The oracle's figures are estimates, so its gap has no interval. Read the pattern's gap against the control's: where the pattern's is the smaller, its cost amortises over a conversation better than the control's; with few sessions a side the intervals are wide, and they say so."
     ));
     let value = |x: Option<f64>, metric: &str| match (x, metric) {
         (Some(x), "success") => pct(x),
