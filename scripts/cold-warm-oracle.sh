@@ -14,7 +14,7 @@ for mode in cold warm; do
 done
 rm -rf docs/cold-warm
 mkdir -p docs/cold-warm
-"$pipeline" aggregate --compare "$results/oracle_all_cold" "$results/oracle_all_warm" --along session_mode --out docs/cold-warm >/dev/null
+"$pipeline" aggregate --compare oracle_all_cold oracle_all_warm --results-dir "$results" --along session_mode --out docs/cold-warm >/dev/null
 # The order effects of the warm run: its own report's section.
 "$pipeline" aggregate --result-dir "$results/oracle_all_warm" >/dev/null
 sed -n '/^## Order effects/,/^## /p' "$results/oracle_all_warm/report.md" | sed '$d' >docs/cold-warm/order-effects.md
