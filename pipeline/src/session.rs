@@ -26,13 +26,7 @@ pub async fn run_one(ctx: &RunContext, pending: &Pending, backend_url: &str, wor
     let job = &pending.session;
     let task = &job.task;
     let model = &ctx.plan.models[job.model];
-    let reset_started = Instant::now();
-    let reset = task.prepare(world).await;
-    let baseline = match reset {
-        Ok(()) => ctx.baseline_of(task, &world.pool()).await.map_err(|e| format!("reading the baseline of the seeded world: {e}")),
-        Err(e) => Err(e),
-    };
-    let reset_ms = reset_started.elapsed().as_secs_f64() * 1000.0;
+    let (baseline, reset_ms) = reset(ctx, task, world).await;
     let session_started = Instant::now();
     let mut infrastructure = None;
     let outcome = match &baseline {
@@ -73,8 +67,34 @@ pub async fn run_one(ctx: &RunContext, pending: &Pending, backend_url: &str, wor
         },
     };
     let session_ms = session_started.elapsed().as_secs_f64() * 1000.0;
+    conclude(ctx, pending, world, &baseline, &outcome, (reset_ms, session_ms), infrastructure).await
+}
+
+/// Resets the world for `task` (its seed included) and reads its verifier's baseline; the
+/// milliseconds it took.
+async fn reset(ctx: &RunContext, task: &tasks::Task, world: &backend::World) -> (Result<tasks::verify::Baseline, String>, f64) {
+    let started = Instant::now();
+    let baseline = match task.prepare(world).await {
+        Ok(()) => ctx.baseline_of(task, &world.pool()).await.map_err(|e| format!("reading the baseline of the seeded world: {e}")),
+        Err(e) => Err(e),
+    };
+    (baseline, started.elapsed().as_secs_f64() * 1000.0)
+}
+
+/// What a cold session and a warm task both end with: the verifier reads the state (a valid
+/// session only), the harness's own time is worked out, and the record is made.
+async fn conclude(
+    ctx: &RunContext,
+    pending: &Pending,
+    world: &backend::World,
+    baseline: &Result<tasks::verify::Baseline, String>,
+    outcome: &SessionOutcome,
+    (reset_ms, session_ms): (f64, f64),
+    infrastructure: Option<String>,
+) -> Finished {
+    let task = &pending.session.task;
     let verify_started = Instant::now();
-    let verifier = match (&baseline, outcome.validity.is_valid()) {
+    let verifier = match (baseline, outcome.validity.is_valid()) {
         (Ok(baseline), true) => Some(task.verifier.verify(&world.pool(), baseline, outcome.final_answer.as_deref().unwrap_or("")).await),
         _ => None,
     };
@@ -87,7 +107,7 @@ pub async fn run_one(ctx: &RunContext, pending: &Pending, backend_url: &str, wor
     let harness_ms = reset_ms + verify_ms + (session_ms - call_ms - model_ms).max(0.0);
     let transcript: String = outcome.transcript.iter().map(|e| format!("{e}\n")).collect();
     let timings = HarnessTimings { reset_ms, session_ms, verify_ms, write_ms: 0.0 };
-    let mut record = record_of(ctx, pending, &outcome, verifier, timings);
+    let mut record = record_of(ctx, pending, outcome, verifier, timings);
     if let Some(detail) = &infrastructure {
         record.validity = Validity::invalid(InvalidReason::Infrastructure, detail.clone());
     }
@@ -131,13 +151,7 @@ impl<'a> Warm<'a> {
         let job = &pending.session;
         let task = &job.task;
         self.position += 1;
-        let reset_started = Instant::now();
-        let reset = task.prepare(world).await;
-        let baseline = match reset {
-            Ok(()) => ctx.baseline_of(task, &world.pool()).await.map_err(|e| format!("reading the baseline of the seeded world: {e}")),
-            Err(e) => Err(e),
-        };
-        let reset_ms = reset_started.elapsed().as_secs_f64() * 1000.0;
+        let (baseline, reset_ms) = reset(ctx, task, world).await;
         let session_started = Instant::now();
         let mut infrastructure = None;
         let messages_before = match &self.open {
@@ -172,24 +186,11 @@ impl<'a> Warm<'a> {
             }
         };
         let session_ms = session_started.elapsed().as_secs_f64() * 1000.0;
-        let verify_started = Instant::now();
-        let verifier = match (&baseline, outcome.validity.is_valid()) {
-            (Ok(baseline), true) => Some(task.verifier.verify(&world.pool(), baseline, outcome.final_answer.as_deref().unwrap_or("")).await),
-            _ => None,
-        };
-        let verify_ms = verify_started.elapsed().as_secs_f64() * 1000.0;
-        let call_ms: f64 = outcome.tool_calls.iter().map(|c| c.latency_ms).sum();
-        let model_ms: f64 = outcome.turns.iter().map(|t| t.latency_ms).sum();
-        let harness_ms = reset_ms + verify_ms + (session_ms - call_ms - model_ms).max(0.0);
-        let transcript: String = outcome.transcript.iter().map(|e| format!("{e}\n")).collect();
-        let timings = HarnessTimings { reset_ms, session_ms, verify_ms, write_ms: 0.0 };
-        let mut record = record_of(ctx, pending, &outcome, verifier, timings);
-        record.conversation = Some(self.place(self.position, messages_before, outcome.turns.first().and_then(|t| t.usage.prompt_tokens)));
-        if let Some(detail) = &infrastructure {
-            record.validity = Validity::invalid(InvalidReason::Infrastructure, detail.clone());
-        }
-        self.earlier_not_passed += u32::from(!record.passed());
-        Finished { record, transcript, harness_ms, infrastructure }
+        let context_tokens_at_start = outcome.turns.first().and_then(|t| t.usage.prompt_tokens);
+        let mut finished = conclude(ctx, pending, world, &baseline, &outcome, (reset_ms, session_ms), infrastructure).await;
+        finished.record.conversation = Some(self.place(self.position, messages_before, context_tokens_at_start));
+        self.earlier_not_passed += u32::from(!finished.record.passed());
+        finished
     }
 
     /// Where the task at `position` (1-based) sits in this conversation.
