@@ -19,11 +19,11 @@ pub struct AggregateArgs {
     #[arg(long, conflicts_with_all = ["merge", "compare"])]
     pub result_dir: Option<PathBuf>,
     /// Report on several experiments as one — shards of one plan run apart — named under
-    /// `--results-dir`, comma-separated. Refused unless every record of every part has the same
+    /// `--results-dir` (or given by path), comma-separated. Refused unless every record of every part has the same
     /// fingerprint outside the treatment and the plans agree. Needs `--out`.
     #[arg(long, value_delimiter = ',', requires = "out", conflicts_with = "compare")]
     pub merge: Vec<String>,
-    /// Compare two experiments named under `--results-dir`: their cells side by side where the
+    /// Compare two experiments, named under `--results-dir` (or given by path): their cells side by side where the
     /// records are the same measurement, every other cell refused with why. Needs `--out`.
     #[arg(long, num_args = 2, value_names = ["A", "B"], requires = "out")]
     pub compare: Vec<String>,
@@ -70,7 +70,7 @@ pub fn run(args: AggregateArgs) -> anyhow::Result<()> {
         report_dir: None,
     };
     let (dir, report) = if !args.merge.is_empty() {
-        let parts: Vec<PathBuf> = args.merge.iter().map(|n| args.results_dir.join(n)).collect();
+        let parts: Vec<PathBuf> = args.merge.iter().map(|n| experiment_dir(&args.results_dir, n)).collect::<anyhow::Result<_>>()?;
         let out = args.out.clone().context("--merge needs --out DIR")?;
         anyhow::ensure!(!parts.contains(&out), "--out must be a new folder, not one of the parts (their reports stay their own)");
         let merged = aggregate::merge_experiments(&parts)?;
@@ -109,7 +109,7 @@ pub fn run(args: AggregateArgs) -> anyhow::Result<()> {
 }
 
 fn compare(args: &AggregateArgs, opts: &aggregate::Options) -> anyhow::Result<()> {
-    let [a, b] = [&args.compare[0], &args.compare[1]].map(|n| args.results_dir.join(n));
+    let (a, b) = (experiment_dir(&args.results_dir, &args.compare[0])?, experiment_dir(&args.results_dir, &args.compare[1])?);
     let out = args.out.clone().context("--compare needs --out DIR")?;
     anyhow::ensure!(out != a && out != b, "--out must be a new folder, not one of the experiments (their reports stay their own)");
     let comparison = aggregate::compare::compare(&a, &b, &args.along, opts)?;
@@ -118,4 +118,22 @@ fn compare(args: &AggregateArgs, opts: &aggregate::Options) -> anyhow::Result<()
     print!("{}", comparison.markdown());
     eprintln!("wrote {}", written.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
     Ok(())
+}
+
+/// An experiment `--merge` or `--compare` names: a folder under `--results-dir` by that name, or
+/// else the folder at that path (`results/exp` typed as the shell completes it), or neither —
+/// refused naming both places looked at.
+fn experiment_dir(results_dir: &std::path::Path, name: &str) -> anyhow::Result<PathBuf> {
+    let under = results_dir.join(name);
+    if under.is_dir() {
+        return Ok(under);
+    }
+    let path = PathBuf::from(name);
+    anyhow::ensure!(
+        path.is_dir(),
+        "no experiment {name:?}: neither {} nor {} is a folder (name an experiment under --results-dir, or give its path)",
+        under.display(),
+        path.display()
+    );
+    Ok(path)
 }

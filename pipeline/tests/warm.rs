@@ -144,6 +144,15 @@ fn cold_and_warm_compare_side_by_side_with_the_gap() {
     let md = std::fs::read_to_string(out_dir.join("compare.md")).unwrap();
     assert!(md.contains("## Session mode gap") && md.contains("A is cold, B is warm"), "{md}");
 
+    // Experiments given by path (as a shell completes them) are found too; a name that is
+    // neither is refused naming both places looked at.
+    let by_path =
+        pipeline().current_dir(tmp.path()).args(["aggregate", "--compare", "cold", "warm", "--along", "session_mode", "--out", "cmp2"]).output().unwrap();
+    assert_eq!(by_path.status.code(), Some(0), "{}", text(&by_path));
+    let nope = pipeline().current_dir(tmp.path()).args(["aggregate", "--compare", "nope", "warm", "--out", "cmp3"]).output().unwrap();
+    assert_eq!(nope.status.code(), Some(1), "{}", text(&nope));
+    assert!(text(&nope).contains("no experiment \"nope\": neither results/nope nor nope is a folder"), "{}", text(&nope));
+
     // The warm report shows the order effects; the cold one does not.
     for (exp, has) in [("warm", true), ("cold", false)] {
         let rep = pipeline().args(["aggregate", "--result-dir"]).arg(tmp.path().join(exp)).output().unwrap();
