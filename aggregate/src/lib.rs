@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 
 pub use error::{AggregateError, Result};
 pub use load::{Experiment, Loaded, Price, PriceTable, load_experiment};
-pub use merge::merge_experiments;
+pub use merge::{merge_experiments, merge_experiments_with};
 pub use metrics::{Options, Summary, Verdict, summarise};
 pub use provenance::Invocation;
 

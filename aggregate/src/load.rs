@@ -43,6 +43,9 @@ pub struct Experiment {
     /// Entries the layout does not explain; left unread, and listed in the report so nothing is
     /// dropped without a word.
     pub ignored: Vec<PathBuf>,
+    /// A merge reported with `--allow-incomplete`: the planned sessions no part holds, listed
+    /// above the headline. Empty otherwise.
+    pub missing: Vec<String>,
 }
 
 /// The folder (beside report.html) of the sessions' own pages: the report's, never records.
@@ -122,7 +125,7 @@ pub fn load_experiment(dir: &Path) -> Result<Experiment> {
         return Err(AggregateError::NoRecords { path: dir.to_path_buf() });
     }
     one_experiment_name(manifest.as_ref(), &dir.join(records::manifest::FILE), &sessions)?;
-    Ok(Experiment { dir: dir.to_path_buf(), manifest, sessions, superseded, ignored })
+    Ok(Experiment { dir: dir.to_path_buf(), manifest, sessions, superseded, ignored, missing: Vec::new() })
 }
 
 /// Before superseding became a rename, a run that stopped between writing the replaced copy and

@@ -14,6 +14,12 @@ use crate::load::{Experiment, load_experiment};
 /// Loads and merges `dirs` (each one experiment folder). The merged experiment's `dir` is the
 /// first folder; its manifest, when the parts have them, is the union of their plans.
 pub fn merge_experiments(dirs: &[PathBuf]) -> Result<Experiment> {
+    merge_experiments_with(dirs, false)
+}
+
+/// [`merge_experiments`]; with `allow_incomplete`, planned sessions that no part holds are listed
+/// in the merged experiment (and above the report's headline) instead of refusing the merge.
+pub fn merge_experiments_with(dirs: &[PathBuf], allow_incomplete: bool) -> Result<Experiment> {
     let Some(first_dir) = dirs.first() else {
         return Err(AggregateError::Unmergeable { path: PathBuf::new(), detail: "no folder given; name at least one experiment".into() });
     };
@@ -42,7 +48,8 @@ pub fn merge_experiments(dirs: &[PathBuf]) -> Result<Experiment> {
             }
         };
     }
-    let mut merged = Experiment { dir: first_dir.clone(), manifest, sessions: Vec::new(), superseded: Vec::new(), ignored: Vec::new() };
+    check_shards(&parts)?;
+    let mut merged = Experiment { dir: first_dir.clone(), manifest, sessions: Vec::new(), superseded: Vec::new(), ignored: Vec::new(), missing: Vec::new() };
     for part in parts {
         merged.sessions.extend(part.sessions);
         merged.superseded.extend(part.superseded);
@@ -51,7 +58,59 @@ pub fn merge_experiments(dirs: &[PathBuf]) -> Result<Experiment> {
     merged.sessions.sort_by(|a, b| a.path.cmp(&b.path));
     merged.superseded.sort_by(|a, b| a.path.cmp(&b.path));
     check::check(&merged)?;
+    let missing = missing_sessions(&merged);
+    if !missing.is_empty() && !allow_incomplete {
+        const SHOWN: usize = 10;
+        let more = if missing.len() > SHOWN { format!(" and {} more", missing.len() - SHOWN) } else { String::new() };
+        return Err(unmergeable(
+            first_dir,
+            &format!(
+                "the folders hold {} of the plan's sessions; missing: {}{more}. Run (or resume) what is missing, or pass --allow-incomplete to report without them, listed above the headline",
+                merged.sessions.len(),
+                missing.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ")
+            ),
+        ));
+    }
+    merged.missing = missing;
     Ok(merged)
+}
+
+/// Parts that are shards must be shards of one split, each once.
+fn check_shards(parts: &[Experiment]) -> Result<()> {
+    let shards: Vec<(&Path, &records::manifest::ManifestShard)> =
+        parts.iter().filter_map(|p| p.manifest.as_ref().and_then(|m| m.shard.as_ref()).map(|s| (p.dir.as_path(), s))).collect();
+    let Some((_, first)) = shards.first() else { return Ok(()) };
+    let mut seen: std::collections::BTreeMap<u32, &Path> = std::collections::BTreeMap::new();
+    for (dir, s) in &shards {
+        if s.count != first.count {
+            return Err(unmergeable(dir, &format!("it is shard {}/{}, another part a shard of {}: parts of different splits", s.index, s.count, first.count)));
+        }
+        if let Some(other) = seen.insert(s.index, dir) {
+            return Err(unmergeable(dir, &format!("it is shard {}/{}, and so is {}: one shard twice", s.index, s.count, other.display())));
+        }
+    }
+    Ok(())
+}
+
+/// The sessions the merged plan (its manifest: models, servers, tasks of each server's module,
+/// k) holds that no part has recorded, as `model · server · task rep k`. None without a manifest.
+fn missing_sessions(e: &Experiment) -> Vec<String> {
+    let Some(m) = &e.manifest else { return Vec::new() };
+    let have: std::collections::BTreeSet<(String, String, String, u32)> =
+        e.sessions.iter().map(|s| (s.record.model.id.clone(), s.record.server.clone(), s.record.task.clone(), s.record.rep)).collect();
+    let mut out = Vec::new();
+    for model in &m.models {
+        for server in &m.servers {
+            for task in m.tasks.iter().filter_map(|t| t.key.strip_prefix(&format!("{}/", server.module))) {
+                for rep in 1..=m.k {
+                    if !have.contains(&(model.id.clone(), server.name.clone(), task.to_owned(), rep)) {
+                        out.push(format!("{} · {} · {task} rep {rep}", model.id, server.name));
+                    }
+                }
+            }
+        }
+    }
+    out
 }
 
 fn unmergeable(dir: &Path, detail: &str) -> AggregateError {

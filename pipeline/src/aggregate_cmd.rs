@@ -23,6 +23,10 @@ pub struct AggregateArgs {
     /// fingerprint outside the treatment and the plans agree. Needs `--out`.
     #[arg(long, value_delimiter = ',', requires = "out", conflicts_with = "compare")]
     pub merge: Vec<String>,
+    /// With `--merge`: report even when planned sessions are missing from every part (a shard
+    /// that never ran), listing them above the headline; without it such a merge is refused.
+    #[arg(long, requires = "merge")]
+    pub allow_incomplete: bool,
     /// Compare two experiments, named under `--results-dir` (or given by path): their cells side by side where the
     /// records are the same measurement, every other cell refused with why. Needs `--out`.
     #[arg(long, num_args = 2, value_names = ["A", "B"], requires = "out")]
@@ -73,7 +77,7 @@ pub fn run(args: AggregateArgs) -> anyhow::Result<()> {
         let parts: Vec<PathBuf> = args.merge.iter().map(|n| experiment_dir(&args.results_dir, n)).collect::<anyhow::Result<_>>()?;
         let out = args.out.clone().context("--merge needs --out DIR")?;
         anyhow::ensure!(!parts.contains(&out), "--out must be a new folder, not one of the parts (their reports stay their own)");
-        let merged = aggregate::merge_experiments(&parts)?;
+        let merged = aggregate::merge_experiments_with(&parts, args.allow_incomplete)?;
         std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
         invocation.report_dir = Some(out.clone());
         (out, aggregate::report_with(&merged, prices.as_ref(), &opts, &invocation)?)

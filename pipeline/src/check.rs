@@ -44,6 +44,12 @@ pub struct CheckArgs {
     /// `run`: extra HTTP header for the model provider, `NAME=VALUE` (values are never written).
     #[arg(long = "header", value_parser = crate::flags::parse_header)]
     pub headers: Vec<(String, String)>,
+    /// `run`: only shard I of N of the spec's plan (`2/3`); see `pipeline --help`.
+    #[arg(long)]
+    pub shard: Option<String>,
+    /// `run`: how many shards a Kubernetes Indexed Job has, for `JOB_COMPLETION_INDEX`.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub shard_count: Option<u32>,
     /// Selection flags belong to the ad-hoc form (`pipeline --module …`); given here they are
     /// refused with a pointer to it.
     #[arg(long, hide = true, value_delimiter = ',')]
@@ -160,6 +166,7 @@ pub async fn run_cmd(args: CheckArgs) -> anyhow::Result<Exit> {
         request_timeout_secs: args.request_timeout_secs,
         headers: args.headers.clone(),
         check: Some(serde_json::to_value(&manifest)?),
+        shard: crate::shard::Shard::resolve(args.shard.as_deref(), args.shard_count, &|k| std::env::var(k).ok()).map_err(|e| anyhow::anyhow!(e))?,
     };
     let plan = RunPlan::from_spec(&spec, &args.dirs, &options).await?;
     let summary = crate::run::run(plan, |experiment| {

@@ -196,6 +196,11 @@ impl Experiment {
             preflight_skipped: plan.endpoint_models().next().is_some() && plan.preflight_skipped,
             preflight,
             check: plan.check.clone(),
+            shard: plan.shard.map(|s| records::manifest::ManifestShard {
+                index: s.index,
+                count: s.count,
+                source: serde_json::to_value(s.source).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
+            }),
             stopped: None,
         };
         if let Ok(Some(old)) = ExperimentManifest::read(&self.dir) {

@@ -69,6 +69,15 @@ pub struct RunArgs {
     /// cold; `aggregate --compare COLD WARM --along session_mode` sets them side by side.
     #[arg(long, value_enum, default_value = "cold")]
     pub session_mode: SessionMode,
+    /// Run only shard I of N of the plan (`2/3`; 1-based): each shard its own experiment folder,
+    /// put back together with `aggregate --merge`. Without it, a Kubernetes Indexed Job's
+    /// `JOB_COMPLETION_INDEX` (with `--shard-count`) or a Slurm array's `SLURM_ARRAY_TASK_*`
+    /// variables choose the shard.
+    #[arg(long)]
+    pub shard: Option<String>,
+    /// How many shards a Kubernetes Indexed Job has (its `completions`), for `JOB_COMPLETION_INDEX`.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub shard_count: Option<u32>,
     /// Where experiments are written.
     #[arg(long, default_value = "results")]
     pub results_dir: PathBuf,

@@ -26,6 +26,7 @@ pub mod redact;
 pub mod run;
 pub mod servers_cmd;
 pub mod session;
+pub mod shard;
 pub mod signals;
 pub mod spec;
 pub mod sweep;

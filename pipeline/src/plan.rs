@@ -173,6 +173,8 @@ pub struct RunPlan {
     pub command: Vec<String>,
     /// For `pipeline run SPEC`: the gate results the run starts from.
     pub check: Option<serde_json::Value>,
+    /// The part of the plan this run is, when it is one shard of several.
+    pub shard: Option<crate::shard::Shard>,
 }
 
 impl RunPlan {
@@ -216,7 +218,8 @@ impl RunPlan {
         };
         let settings = servers::launch::ArmSettings { catalogue };
         servers::registry::check_settings(settings, &modules_of(&arms)).map_err(|e| anyhow::anyhow!(e))?;
-        let experiment = args.exp_name.clone().unwrap_or_else(|| default_exp_name(args, &arms));
+        let shard = crate::shard::Shard::resolve(args.shard.as_deref(), args.shard_count, &|k| std::env::var(k).ok()).map_err(|e| anyhow::anyhow!(e))?;
+        let experiment = sharded(args.exp_name.clone().unwrap_or_else(|| default_exp_name(args, &arms)), shard);
         check_experiment_name(&experiment).context("--exp-name")?;
         let manifests = manifests_of(&arms, settings).await?;
         check_external_plans(&arms, &tasks, &manifests)?;
@@ -239,6 +242,7 @@ impl RunPlan {
             breaker: Breaker { max_consecutive_invalid: args.max_consecutive_invalid },
             command: crate::redact::command_line(std::env::args()),
             check: None,
+            shard,
         })
     }
 
@@ -286,9 +290,10 @@ impl RunPlan {
                 arm.dir.display()
             );
         }
+        let experiment = sharded(spec.experiment.clone(), options.shard);
         Ok(Self {
-            exp_dir: options.results_dir.join(&spec.experiment),
-            experiment: spec.experiment.clone(),
+            exp_dir: options.results_dir.join(&experiment),
+            experiment,
             arms,
             tasks: vec![ModuleTasks { module: spec.module.clone(), tasks: selected.into_iter().map(Arc::new).collect() }],
             reps: spec.reps,
@@ -305,6 +310,7 @@ impl RunPlan {
             breaker: Breaker { max_consecutive_invalid: options.max_consecutive_invalid },
             command: crate::redact::command_line(std::env::args()),
             check: options.check.clone(),
+            shard: options.shard,
         })
     }
 
@@ -326,6 +332,26 @@ impl RunPlan {
     /// second…) and the same for both arms, the arm that goes first alternating from rep to rep.
     /// A session's `arm_position` is its arm's place in its pair either way.
     pub fn conversations(&self) -> Vec<Vec<PlannedSession>> {
+        let all = self.all_conversations();
+        let Some(shard) = self.shard else { return all };
+        // A unit keeps both arms of a pair (cold) or every conversation of a rep (warm) together.
+        let keys: Vec<String> = all
+            .iter()
+            .map(|c| {
+                let s = &c[0];
+                let model = &self.models[s.model].spec.id;
+                match self.session_mode {
+                    SessionMode::Cold => format!("{model}\u{0}{}\u{0}{}\u{0}{}", s.task.module, s.task.id, s.rep),
+                    SessionMode::Warm => format!("{model}\u{0}{}\u{0}{}", s.task.module, s.rep),
+                }
+            })
+            .collect();
+        let picked: std::collections::BTreeSet<usize> = shard.select(&keys).into_iter().collect();
+        all.into_iter().enumerate().filter(|(i, _)| picked.contains(i)).map(|(_, c)| c).collect()
+    }
+
+    /// [`Self::conversations`] of the whole plan, whatever the shard.
+    fn all_conversations(&self) -> Vec<Vec<PlannedSession>> {
         let mut out = Vec::new();
         for model in 0..self.models.len() {
             let mut pair = 0usize;
@@ -421,6 +447,17 @@ pub struct SpecRunOptions {
     pub request_timeout_secs: u64,
     pub headers: Vec<(String, String)>,
     pub check: Option<serde_json::Value>,
+    /// `--shard I/N`, or the engine's variables: the part of the plan this run is.
+    pub shard: Option<crate::shard::Shard>,
+}
+
+/// A shard's experiment is the plan's name with the shard's place (`exp_shard2of3`): every index
+/// runs the same command line and writes its own folder.
+fn sharded(name: String, shard: Option<crate::shard::Shard>) -> String {
+    match shard {
+        Some(s) => format!("{name}_shard{}of{}", s.index, s.count),
+        None => name,
+    }
 }
 
 /// An experiment name is one plain folder name.
@@ -664,6 +701,7 @@ mod tests {
             request_timeout_secs: 120,
             headers: vec![],
             check: None,
+            shard: None,
         };
         let dirs = InputDirs { tasks_dir: None, build_dir: None };
         let from_spec = RunPlan::from_spec(&spec, &dirs, &options).await.unwrap();

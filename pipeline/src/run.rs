@@ -164,6 +164,12 @@ pub async fn run(plan: RunPlan, accepted: impl FnOnce(&Experiment) -> anyhow::Re
         ..Default::default()
     };
     let reruns: usize = rerun.values().sum();
+    if let Some(shard) = plan.shard {
+        eprintln!(
+            "shard {shard} of the plan (from {}): its own experiment folder; `aggregate --merge` puts the shards together",
+            serde_json::to_value(shard.source)?.as_str().unwrap_or("")
+        );
+    }
     eprintln!(
         "experiment {}: {planned} sessions planned, {done} already recorded, {} to run{} with {} job(s) → {}",
         plan.experiment,

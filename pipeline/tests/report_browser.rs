@@ -259,6 +259,7 @@ fn fixture(dir: &Path) -> usize {
             {"name": "model", "passed": true, "detail": "served"},
             {"name": "native_tool_calls", "passed": true, "detail": "called preflight_echo natively"}]}})),
         check: None,
+        shard: None,
         stopped: None,
     };
     std::fs::create_dir_all(dir).unwrap();

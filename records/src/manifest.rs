@@ -44,9 +44,22 @@ pub struct ExperimentManifest {
     /// The spec check (gate results) this run was started from, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check: Option<serde_json::Value>,
+    /// Set when the run was one shard of a plan split across machines: which, of how many, and
+    /// what said so (`flag`, `kubernetes`, `slurm`). The plan, its tasks and k are the whole plan's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ManifestShard>,
     /// Set when the run stopped before every planned session had run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<RunStop>,
+}
+
+/// One shard of a plan (see [`ExperimentManifest::shard`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestShard {
+    /// 1-based.
+    pub index: u32,
+    pub count: u32,
+    pub source: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -268,6 +268,16 @@ pub fn summarise_with(exp: &Experiment, prices: Option<&PriceTable>, opts: &Opti
         manifest.is_some_and(|m| m.preflight_skipped) || sessions.iter().any(|s| s.record.fingerprint.as_ref().is_some_and(|f| f.preflight_skipped));
     let ignored: Vec<String> = exp.ignored.iter().map(|p| p.strip_prefix(&exp.dir).unwrap_or(p).display().to_string()).collect();
     let mut notices = Vec::new();
+    if !exp.missing.is_empty() {
+        const SHOWN: usize = 20;
+        let more = if exp.missing.len() > SHOWN { format!(", and {} more", exp.missing.len() - SHOWN) } else { String::new() };
+        notices.push(format!(
+            "Incomplete (--allow-incomplete): {} planned session{} no merged folder holds, so every figure below is over part of the plan — {}{more}.",
+            exp.missing.len(),
+            if exp.missing.len() == 1 { "" } else { "s" },
+            exp.missing.iter().take(SHOWN).cloned().collect::<Vec<_>>().join("; ")
+        ));
+    }
     if manifest.is_none() {
         notices.push(
             "No manifest.json: the planned k is unknown, so k is taken as the most reps any task of an arm has in the records; a task with fewer has an unknown pass^k, but a rep missing from every task of an arm cannot be seen."

@@ -250,6 +250,7 @@ pub fn manifest(models: &[&str], tasks: &[&str], k: u32) -> ExperimentManifest {
         preflight_skipped: false,
         preflight: None,
         check: None,
+        shard: None,
         stopped: None,
     }
 }
