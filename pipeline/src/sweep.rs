@@ -212,6 +212,12 @@ pub async fn run(args: SweepArgs) -> anyhow::Result<Exit> {
     levels.dedup();
     anyhow::ensure!(args.run.module.len() == 1 && args.run.mcp.is_empty() && !args.run.all, "a sweep runs one module with both arms: --module M");
     anyhow::ensure!(args.run.models.len() == 1, "a sweep runs one model (or the oracle): --models M");
+    let shard = crate::shard::Shard::resolve(args.run.shard.as_deref(), args.run.shard_count, &|k| std::env::var(k).ok()).map_err(|e| anyhow::anyhow!(e))?;
+    anyhow::ensure!(
+        shard.is_none(),
+        "a sweep is not split into shards yet (shard {} was asked for): run each level as its own sharded experiment (`--scale L --shard I/N`) and merge each level's shards with `aggregate --merge`",
+        shard.map(|s| s.to_string()).unwrap_or_default()
+    );
     let module = args.run.module[0].clone();
     let model = args.run.models[0].clone();
     let name = args.run.exp_name.clone().unwrap_or_else(|| format!("sweep_{module}_{}_{}", model.replace(['/', ':'], "_"), factor.word()));

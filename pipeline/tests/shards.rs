@@ -156,4 +156,12 @@ fn a_shard_that_names_no_place_is_refused_before_anything_runs() {
         assert!(t.contains(says), "{t}");
         assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0, "nothing written: {t}");
     }
+    // A sweep's levels are experiments of their own: it is not split (yet), and says how to.
+    let out = pipeline()
+        .args(["sweep", "--module", "tool_orchestrator", "--models", "oracle", "--scale", "1,2", "--shard", "1/2", "--results-dir"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("a sweep is not split into shards yet"), "{}", text(&out));
 }
