@@ -53,7 +53,7 @@ pub(super) fn section(s: &Summary, terms: &Terms) -> Option<Section> {
     }
     let align = [Align::Left, Align::Left, Align::Right, Align::Right, Align::Right, Align::Right, Align::Right, Align::Right];
     let intro = Text::plain(
-        "Whether the entities each valid, scored session's final answer names — ids of tickets, change requests and deploys; customers, users, services, repositories, runbooks — exist in the world as it stood after the session, read at verification. Grounded: exactly one has it; unresolved: several, or one only in part; hallucinated: none. What the answer itself says does not exist is denied and left out of the shares. The rules are docs/grounding.md. Beside the results, never folded into them.",
+        "Whether the entities each valid, scored session's final answer names — ids of tickets, change requests and deploys; customers, users, services, repositories, runbooks — exist in the world as it stood after the session, read at verification. Grounded: exactly one has it; unresolved: several, or one only in part; hallucinated: none. What the answer itself says does not exist is denied and left out of the shares. An unknown name is read only after a kind word (customer …, assigned to …), so hallucinations are a lower bound. The rules are docs/grounding.md. Beside the results, never folded into them.",
     );
     let mut blocks = vec![Block::Paragraph(intro), Block::Table(terms.grid(&header, &align, rows))];
     if total == 0 {
