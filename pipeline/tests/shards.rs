@@ -27,6 +27,34 @@ fn figures(s: &serde_json::Value) -> serde_json::Value {
     s
 }
 
+/// A difference (`path: a vs b`) in an oracle floor's bytes or the estimates made from them, by at
+/// most 0.1 %.
+fn clock_bytes(d: &str) -> bool {
+    let Some((path, values)) = d.split_once(": ") else { return false };
+    let field = path.rsplit('/').next().unwrap_or("");
+    let Some((a, b)) = values.split_once(" vs ") else { return false };
+    let (Ok(a), Ok(b)) = (a.parse::<f64>(), b.parse::<f64>()) else { return false };
+    path.starts_with("/oracle_floors/")
+        && ["result_bytes", "estimated_tokens", "estimated_input_tokens"].contains(&field)
+        && (a - b).abs() <= 0.001 * a.abs().max(b.abs())
+}
+
+/// The paths (`/oracle_floors/0/rows/3/result_bytes`) at which `a` and `b` differ, with both values.
+fn differences(a: &serde_json::Value, b: &serde_json::Value, at: &str) -> Vec<String> {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            keys.into_iter().flat_map(|k| differences(x.get(k).unwrap_or(&Value::Null), y.get(k).unwrap_or(&Value::Null), &format!("{at}/{k}"))).collect()
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            x.iter().zip(y).enumerate().flat_map(|(i, (p, q))| differences(p, q, &format!("{at}/{i}"))).collect()
+        }
+        _ if a == b => vec![],
+        _ => vec![format!("{at}: {a} vs {b}")],
+    }
+}
+
 #[test]
 fn three_kubernetes_shards_merge_into_the_single_machine_report() {
     let tmp = tempfile::tempdir().unwrap();
@@ -73,7 +101,13 @@ fn three_kubernetes_shards_merge_into_the_single_machine_report() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let rep = pipeline().args(["aggregate", "--result-dir"]).arg(tmp.path().join("whole")).output().unwrap();
     assert_eq!(rep.status.code(), Some(0), "{}", text(&rep));
-    assert_eq!(figures(&summary(&merged_dir)), figures(&summary(&tmp.path().join("whole"))), "the merged shards report what one machine reports");
+    // Every figure equal — but the oracle's byte counts of results that carry a timestamp the
+    // session itself wrote: the backend prints fractional seconds without trailing zeros, so such a
+    // result is a few bytes longer or shorter from one run to the next (a known flaw of the
+    // floors, not of sharding). Those may differ by at most 0.1 %; nothing else may differ.
+    let differ: Vec<String> =
+        differences(&figures(&summary(&merged_dir)), &figures(&summary(&tmp.path().join("whole"))), "").into_iter().filter(|d| !clock_bytes(d)).collect();
+    assert!(differ.is_empty(), "the merged shards report what one machine reports; they differ at {differ:#?}");
 
     // A shard twice is refused by name.
     let out = pipeline()
