@@ -176,15 +176,10 @@ pub fn compare(a: &Path, b: &Path, along: &[String], opts: &Options) -> Result<C
 }
 
 /// B − A per arm of one compared cell, from the two experiments' valid sessions.
-fn gaps_of(a: &Experiment, b: &Experiment, cell: &Cell, opts: &Options) -> Vec<Gap> {
+fn gaps_of<'a>(a: &'a Experiment, b: &'a Experiment, cell: &Cell, opts: &Options) -> Vec<Gap> {
     let oracle = matches!(cell.a, CellMetrics::Oracle(_));
-    let valid = |e: &'_ Experiment, model: &str, role: Role| -> Vec<SessionRecord> {
-        e.sessions
-            .iter()
-            .map(|s| &s.record)
-            .filter(|r| r.model.id == model && r.module == cell.module && r.role == role && r.validity.is_valid())
-            .cloned()
-            .collect()
+    let valid = |e: &'a Experiment, model: &str, role: Role| -> Vec<&'a SessionRecord> {
+        e.sessions.iter().map(|s| &s.record).filter(|r| r.model.id == model && r.module == cell.module && r.role == role && r.validity.is_valid()).collect()
     };
     let metrics: &[(&str, fn(&SessionRecord) -> Option<f64>)] = if oracle {
         &[("estimated_input_tokens", |r| r.oracle.as_ref().and_then(|o| o.estimated_input_tokens).map(|t| t as f64))]
@@ -200,8 +195,8 @@ fn gaps_of(a: &Experiment, b: &Experiment, cell: &Cell, opts: &Options) -> Vec<G
         let (ra, rb) = (valid(a, &cell.model_a, role), valid(b, &cell.model_b, role));
         let Some(server) = ra.first().or(rb.first()).map(|r| r.server.clone()) else { continue };
         for (metric, pick) in metrics {
-            let xa: Vec<f64> = ra.iter().filter_map(pick).collect();
-            let xb: Vec<f64> = rb.iter().filter_map(pick).collect();
+            let xa: Vec<f64> = ra.iter().filter_map(|r| pick(r)).collect();
+            let xb: Vec<f64> = rb.iter().filter_map(|r| pick(r)).collect();
             let (mean_a, mean_b) = (crate::stats::mean(&xa), crate::stats::mean(&xb));
             out.push(Gap {
                 module: cell.module.clone(),

@@ -432,8 +432,10 @@ fn a_warm_spec_runs_conversations_from_freeze_to_the_records() {
         assert_eq!(r["fingerprint"]["session_mode"], "warm", "{r}");
         assert_eq!(r["conversation"]["tasks"].as_array().unwrap().len(), 2, "{r}");
     }
+    // Without the key a spec is cold, and a cold spec is written without it, as before modes.
     let mut cold = spec.clone();
     cold.remove("session_mode");
-    let text = toml::to_string(&cold).unwrap();
-    assert!(!text.contains("session_mode"));
+    let parsed: pipeline::spec::Spec = toml::from_str(&toml::to_string(&cold).unwrap()).unwrap();
+    assert_eq!(parsed.session_mode, records::SessionMode::Cold);
+    assert!(!parsed.to_toml().unwrap().contains("session_mode"), "a cold spec's text is what it was before modes");
 }

@@ -442,6 +442,7 @@ pub fn judge(answer: &str, mentions: &[Mention], known: &Known) -> Grounding {
             _ => ReferenceKind::ChangeRequest,
         })
     };
+    let exists = |kind: ReferenceKind, id: i64| known.ids.get(&kind).is_some_and(|ids| ids.contains(&id));
     let mut later = Vec::new();
     for m in mentions {
         let missing = |what: String| if denied_at(m.start) { (Groundedness::Denied, Some(what)) } else { (Groundedness::Hallucinated, Some(what)) };
@@ -456,8 +457,7 @@ pub fn judge(answer: &str, mentions: &[Mention], known: &Known) -> Grounding {
         };
         match &m.what {
             Named::Id(kind, id) => {
-                let exists = known.ids.get(kind).is_some_and(|ids| ids.contains(id));
-                let verdict = if exists { (Groundedness::Grounded, None) } else { missing(format!("no {} {id}", kind.as_str())) };
+                let verdict = if exists(*kind, *id) { (Groundedness::Grounded, None) } else { missing(format!("no {} {id}", kind.as_str())) };
                 later.push(c(1, *kind, format!("#{id}"), verdict));
             }
             Named::ChangeRequest(Some(repo), _) if !is_repo(known, repo) => {}
@@ -472,14 +472,12 @@ pub fn judge(answer: &str, mentions: &[Mention], known: &Known) -> Grounding {
                 let kind = kind_before(m.start);
                 if kind == Some(ReferenceKind::Deploy) || kind == Some(ReferenceKind::Notification) {
                     let kind = kind.expect("some");
-                    let exists = known.ids.get(&kind).is_some_and(|ids| ids.contains(n));
-                    let verdict = if exists { (Groundedness::Grounded, None) } else { missing(format!("no {} {n}", kind.as_str())) };
+                    let verdict = if exists(kind, *n) { (Groundedness::Grounded, None) } else { missing(format!("no {} {n}", kind.as_str())) };
                     later.push(c(4, kind, format!("#{n}"), verdict));
                 } else if kind == Some(ReferenceKind::ChangeRequest) || (kind.is_none() && repo.is_some()) {
                     later.push(c(4, ReferenceKind::ChangeRequest, cr_key(repo.as_deref(), *n), change_request(known, repo.as_deref(), *n, &missing)));
                 } else {
-                    let exists = known.ids.get(&ReferenceKind::Ticket).is_some_and(|ids| ids.contains(n));
-                    let verdict = if exists { (Groundedness::Grounded, None) } else { missing(format!("no ticket {n}")) };
+                    let verdict = if exists(ReferenceKind::Ticket, *n) { (Groundedness::Grounded, None) } else { missing(format!("no ticket {n}")) };
                     later.push(c(4, ReferenceKind::Ticket, format!("#{n}"), verdict));
                 }
             }
