@@ -113,6 +113,40 @@ impl SessionMode {
     }
 }
 
+/// Which side of the tuning line a task is on. Dev tasks are the ones a module's author writes,
+/// reads and reruns while building it; held-out tasks are sealed by hash (`pipeline seal`) and
+/// reported beside the dev tasks, never pooled with them, so a verdict that only fits the texts
+/// it was tuned against shows up as a disagreement.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "snake_case")]
+pub enum Split {
+    #[default]
+    Dev,
+    HeldOut,
+}
+
+impl Split {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Dev => "dev",
+            Self::HeldOut => "held_out",
+        }
+    }
+
+    /// `true` for the default, so records and fingerprints of dev tasks keep the bytes they had
+    /// before splits existed.
+    pub fn is_dev(&self) -> bool {
+        *self == Self::Dev
+    }
+}
+
+impl std::fmt::Display for Split {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl std::fmt::Display for Transport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())

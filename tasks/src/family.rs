@@ -34,6 +34,10 @@ pub struct FamilySpec {
     /// Values the templates see as `vars.<name>`.
     #[serde(default)]
     pub vars: toml::Table,
+    /// Holds the whole family out (`split = "held_out"`); the same as writing it in the
+    /// template's `meta.toml`, and refused if the two disagree.
+    #[serde(default)]
+    pub split: Option<records::Split>,
 }
 
 impl FamilySpec {
@@ -72,8 +76,15 @@ pub fn load_family(module: &str, dir: &Path) -> Result<Vec<Task>, LoadError> {
                 env.render_str(&template, &context).map_err(|e| file_err(path, format!("rendering for n = {size}: {}", describe(&e))))
             };
             let sha256 = instance_hash(&folder, size);
-            build_task(module, format!("{family}_n{size}"), dir, &render, sha256, Some(FamilyInstance { id: family.clone(), size }))
-                .map_err(|e| at_size(e, size))
+            let mut task = build_task(module, format!("{family}_n{size}"), dir, &render, sha256, Some(FamilyInstance { id: family.clone(), size }))
+                .map_err(|e| at_size(e, size))?;
+            if let Some(split) = spec.split {
+                if !task.meta.split.is_dev() && task.meta.split != split {
+                    return Err(file_err(&spec_path, format!("split = \"{split}\" here, but meta.toml says \"{}\": write it in one place", task.meta.split)));
+                }
+                task.meta.split = split;
+            }
+            Ok(task)
         })
         .collect()
 }

@@ -38,6 +38,10 @@ pub struct TaskMeta {
     /// For authors and reports: what the task tests, including any trap. Never shown to models.
     #[serde(default)]
     pub notes: String,
+    /// `dev` (the default) or `held_out`: a held-out task is sealed by hash and reported apart
+    /// from the dev tasks (`docs/held-out.md`).
+    #[serde(default, skip_serializing_if = "records::Split::is_dev")]
+    pub split: records::Split,
 }
 
 fn default_seed() -> u64 {
