@@ -21,7 +21,7 @@
 //! which are not passed here — so a tool call that happens to contain the right words earns
 //! nothing.
 
-use records::{CheckKind, SessionRecord, Verdict};
+use records::{CheckKind, SessionRecord, Verdict, VerifierOutcome};
 use serde::{Deserialize, Serialize};
 
 use crate::stats::{self, Interval};
@@ -121,13 +121,18 @@ pub fn classify(r: &SessionRecord) -> Option<(OutcomeClass, Option<f64>)> {
     if !r.validity.is_valid() {
         return None;
     }
-    let v = r.verifier.as_ref()?;
+    classify_answer(r.verifier.as_ref()?, r.final_answer.as_deref())
+}
+
+/// The class of a verifier's judgement of one final answer (what [`classify`] reads off a
+/// record, and what the gold set grades directly); `None` when it could not score.
+pub fn classify_answer(v: &VerifierOutcome, answer: Option<&str>) -> Option<(OutcomeClass, Option<f64>)> {
     match v.verdict {
         Verdict::Passed => return Some((OutcomeClass::Correct, None)),
         Verdict::CouldNotScore => return None,
         Verdict::Failed => {}
     }
-    let class = match stance(r.final_answer.as_deref()) {
+    let class = match stance(answer) {
         Stance::None => OutcomeClass::NoAnswer,
         Stance::Refuses => OutcomeClass::HonestFailure,
         Stance::Hedges => OutcomeClass::Ambiguous,
