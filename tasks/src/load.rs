@@ -120,8 +120,9 @@ pub fn default_tasks_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Folders of the `tasks` crate itself that live beside the module folders.
-const CRATE_FOLDERS: &[&str] = &["src", "tests", "benches", "examples", "target"];
+/// Folders of the `tasks` crate itself that live beside the module folders (`gold`: the graders'
+/// frozen gold set).
+const CRATE_FOLDERS: &[&str] = &["src", "tests", "benches", "examples", "target", "gold"];
 
 /// Every task of every registered module, in registry then id order.
 pub fn load_all(root: &Path) -> Result<Vec<Task>, LoadError> {
