@@ -48,6 +48,9 @@ enum Command {
     /// Run one module over a series of world scales (`--scale 1,2,4,8`), each level its own
     /// experiment, and report where the pattern starts to pay.
     Sweep(sweep::SweepArgs),
+    /// Seal the held-out tasks, their servers' tool manifests and the graders' gold set by hash
+    /// (`--reason` required to write; `--check` only compares).
+    Seal(crate::held_out::SealArgs),
     /// Scaffold a new pattern module (servers, server test, an example task, registration) that
     /// compiles and passes the gates as generated.
     NewModule(new_module::NewModuleArgs),
@@ -109,6 +112,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Run(args) => check::run_cmd(args).await,
         Command::Aggregate(args) => done(aggregate_cmd::run(args)),
         Command::Sweep(args) => sweep::run(args).await,
+        Command::Seal(args) => crate::held_out::seal_cmd(args).await,
         Command::NewModule(args) => done(new_module::run(args)),
     }
 }

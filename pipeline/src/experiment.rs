@@ -184,7 +184,14 @@ impl Experiment {
                 .collect(),
             tasks: plan
                 .all_tasks()
-                .map(|t| ManifestTask { key: t.key(), sha256: t.sha256.clone(), turn_cap: t.meta.turn_cap, seed: t.meta.seed, scale: t.meta.scale })
+                .map(|t| ManifestTask {
+                    key: t.key(),
+                    sha256: t.sha256.clone(),
+                    turn_cap: t.meta.turn_cap,
+                    seed: t.meta.seed,
+                    scale: t.meta.scale,
+                    split: t.meta.split,
+                })
                 .collect(),
             k: plan.reps,
             jobs: plan.jobs,
@@ -202,6 +209,8 @@ impl Experiment {
                 source: serde_json::to_value(s.source).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
             }),
             stopped: None,
+            split: Some(plan.split.as_str().to_owned()),
+            seal: plan.seal.clone(),
         };
         if let Ok(Some(old)) = ExperimentManifest::read(&self.dir) {
             m.created_at = old.created_at;

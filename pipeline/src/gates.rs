@@ -241,7 +241,7 @@ fn build(spec: &Spec, dirs: &InputDirs, f: &mut Failures) -> (BuildInfo, BuildIn
 /// G3: tasks, tool manifests and the system prompt hash as frozen. Returns the tasks to run.
 async fn frozen_inputs(spec: &Spec, dirs: &InputDirs, arms: &[&'static ServerEntry], f: &mut Failures) -> Option<Vec<Task>> {
     let tasks_dir = dirs.tasks_dir();
-    let tasks = match select_tasks(&tasks_dir, &spec.module, &spec.tasks) {
+    let tasks = match select_tasks(&tasks_dir, &spec.module, &spec.tasks, spec.split) {
         Ok((tasks, missing)) => {
             for id in missing {
                 f.add(Gate::FrozenInputs, format!("task {id} is listed in the spec but has no folder under {}", tasks_dir.display()));
@@ -270,6 +270,11 @@ async fn frozen_inputs(spec: &Spec, dirs: &InputDirs, arms: &[&'static ServerEnt
         }
     }
     if let Some(tasks) = &tasks {
+        // Held-out tasks are also held to their seal (docs/held-out.md), whatever the spec froze.
+        let selected = [crate::plan::ModuleTasks { module: spec.module.clone(), tasks: tasks.iter().cloned().map(std::sync::Arc::new).collect() }];
+        if let Err(e) = crate::held_out::require_seal(&tasks_dir, &selected).await {
+            f.add(Gate::FrozenInputs, format!("{e:#}"));
+        }
         for id in spec.hashes.tasks.keys() {
             if !tasks.iter().any(|t| &t.id == id) {
                 f.add(Gate::FrozenInputs, format!("frozen task {id} is not among the tasks to run"));

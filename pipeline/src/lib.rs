@@ -18,6 +18,7 @@ pub mod exit;
 pub mod experiment;
 pub mod flags;
 pub mod gates;
+pub mod held_out;
 pub mod invoked;
 pub mod list_cmd;
 pub mod new_module;

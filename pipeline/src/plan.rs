@@ -175,6 +175,10 @@ pub struct RunPlan {
     pub check: Option<serde_json::Value>,
     /// The part of the plan this run is, when it is one shard of several.
     pub shard: Option<crate::shard::Shard>,
+    /// Which tasks were selected by split (`--split`, a spec's `split`).
+    pub split: crate::held_out::SplitSelection,
+    /// The seal the held-out tasks were checked against; `None` when the plan has none.
+    pub seal: Option<records::manifest::ManifestSeal>,
 }
 
 impl RunPlan {
@@ -189,10 +193,11 @@ impl RunPlan {
             if !args.tasks.is_empty() {
                 ts.retain(|t| args.tasks.iter().any(|f| t.id.contains(f.as_str())));
             }
+            ts.retain(|t| args.split.admits(t.meta.split));
             tasks.push(ModuleTasks { module: module.to_owned(), tasks: ts.into_iter().map(Arc::new).collect() });
         }
         if tasks.iter().all(|m| m.tasks.is_empty()) {
-            bail!("no task matches --tasks {:?} (see `{} list`)", args.tasks, crate::invoked::program());
+            bail!("no task matches --tasks {:?} with --split {} (see `{} list`)", args.tasks, args.split.as_str(), crate::invoked::program());
         }
         match args.size[..] {
             [] => {}
@@ -223,6 +228,7 @@ impl RunPlan {
         check_experiment_name(&experiment).context("--exp-name")?;
         let manifests = manifests_of(&arms, settings).await?;
         check_external_plans(&arms, &tasks, &manifests)?;
+        let seal = crate::held_out::require_seal(&tasks_dir, &tasks).await?;
         Ok(Self {
             exp_dir: args.results_dir.join(&experiment),
             experiment,
@@ -243,6 +249,8 @@ impl RunPlan {
             command: crate::redact::command_line(std::env::args()),
             check: None,
             shard,
+            split: args.split,
+            seal,
         })
     }
 
@@ -263,7 +271,7 @@ impl RunPlan {
         } else {
             crate::spec::model_plan(&first, Duration::from_secs(options.request_timeout_secs), options.headers.clone())?
         };
-        let (selected, missing) = crate::spec::select_tasks(&dirs.tasks_dir(), &spec.module, &spec.tasks)?;
+        let (selected, missing) = crate::spec::select_tasks(&dirs.tasks_dir(), &spec.module, &spec.tasks, spec.split)?;
         anyhow::ensure!(missing.is_empty(), "G3 frozen inputs: tasks {missing:?} are in the spec but not in {}", dirs.tasks_dir().display());
         for t in &selected {
             anyhow::ensure!(
@@ -290,6 +298,7 @@ impl RunPlan {
                 arm.dir.display()
             );
         }
+        let seal = crate::held_out::require_seal(&dirs.tasks_dir(), &modules).await?;
         let experiment = sharded(spec.experiment.clone(), options.shard);
         Ok(Self {
             exp_dir: options.results_dir.join(&experiment),
@@ -311,6 +320,8 @@ impl RunPlan {
             command: crate::redact::command_line(std::env::args()),
             check: options.check.clone(),
             shard: options.shard,
+            split: spec.split,
+            seal,
         })
     }
 

@@ -271,6 +271,7 @@ fn record_of(ctx: &RunContext, pending: &Pending, outcome: &SessionOutcome, veri
         role: job.server.role,
         task: task.id.clone(),
         task_sha256: task.sha256.clone(),
+        split: task.meta.split,
         rep: job.rep,
         arm_position: job.arm_position,
         model: model.spec.clone(),

@@ -11,6 +11,7 @@
 //! jobs = 1
 //! transport = "stdio"
 //! session_mode = "warm"               # optional; absent = cold (a fresh conversation per task)
+//! split = "all"                       # dev | held_out | all; absent = dev (specs frozen before held-out tasks existed)
 //! treatment = ["server"]              # the keys in which arms may differ
 //! allow_dirty = false                 # true: a dirty build passes G2, recorded loudly
 //!
@@ -65,6 +66,10 @@ pub struct Spec {
     /// `warm`: one conversation per model, arm and rep through every task; absent, cold.
     #[serde(default, skip_serializing_if = "is_cold")]
     pub session_mode: records::SessionMode,
+    /// Which tasks by split; absent = `dev`, what a spec meant before held-out tasks existed.
+    /// `freeze` always writes it.
+    #[serde(default = "legacy_split")]
+    pub split: crate::held_out::SplitSelection,
     /// For a module whose servers list a tool catalogue (tool_search): its size; absent, the
     /// module's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -77,6 +82,10 @@ pub struct Spec {
     pub model: ModelParams,
     pub arms: Vec<Arm>,
     pub hashes: Hashes,
+}
+
+fn legacy_split() -> crate::held_out::SplitSelection {
+    crate::held_out::SplitSelection::Dev
 }
 
 fn is_cold(m: &records::SessionMode) -> bool {
@@ -287,6 +296,9 @@ pub struct FreezeArgs {
     /// `cold` (a fresh conversation per task) or `warm` (one conversation per arm and rep).
     #[arg(long, value_enum, default_value = "cold")]
     pub session_mode: records::SessionMode,
+    /// Which tasks by split: `dev`, `held_out` or `all` (written into the spec).
+    #[arg(long, value_enum, default_value = "all")]
+    pub split: crate::held_out::SplitSelection,
     /// For a module whose servers list a tool catalogue (tool_search): its size (default: the
     /// module's).
     #[arg(long)]
@@ -353,8 +365,18 @@ pub fn model_plan(m: &ModelParams, request_timeout: std::time::Duration, headers
 
 /// The tasks a spec selects, from the module's folder: exactly `ids` if given, else all.
 /// Ids that do not exist are returned as the second value.
-pub fn select_tasks(tasks_dir: &Path, module: &str, ids: &[String]) -> anyhow::Result<(Vec<tasks::Task>, Vec<String>)> {
-    let all = tasks::load_module(tasks_dir, module).with_context(|| format!("loading the tasks of {module}"))?;
+pub fn select_tasks(tasks_dir: &Path, module: &str, ids: &[String], split: crate::held_out::SplitSelection) -> anyhow::Result<(Vec<tasks::Task>, Vec<String>)> {
+    let mut all = tasks::load_module(tasks_dir, module).with_context(|| format!("loading the tasks of {module}"))?;
+    if let Some(t) = all.iter().find(|t| ids.contains(&t.id) && !split.admits(t.meta.split)) {
+        anyhow::bail!(
+            "task {} is {}, but the selection is split = {:?}: list only {} tasks, or change the split",
+            t.key(),
+            t.meta.split,
+            split.as_str(),
+            split.as_str()
+        );
+    }
+    all.retain(|t| split.admits(t.meta.split));
     if ids.is_empty() {
         return Ok((all, vec![]));
     }
@@ -379,7 +401,7 @@ pub async fn freeze(args: &FreezeArgs) -> anyhow::Result<Spec> {
         arms
     };
     crate::plan::check_runnable(&arms)?;
-    let (tasks, missing) = select_tasks(&args.dirs.tasks_dir(), &args.module, &args.tasks)?;
+    let (tasks, missing) = select_tasks(&args.dirs.tasks_dir(), &args.module, &args.tasks, args.split)?;
     anyhow::ensure!(missing.is_empty(), "no task {missing:?} in {}", args.module);
     anyhow::ensure!(!tasks.is_empty(), "no tasks in {}", args.module);
     let work = crate::build_info::BuildInfo::work_tree(args.dirs.build_dir.as_deref());
@@ -433,6 +455,7 @@ pub async fn freeze(args: &FreezeArgs) -> anyhow::Result<Spec> {
         jobs: args.jobs,
         transport: args.transport,
         session_mode: args.session_mode,
+        split: args.split,
         catalogue: args.catalogue,
         treatment: vec!["server".into()],
         allow_dirty: args.allow_dirty,

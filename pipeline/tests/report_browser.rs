@@ -118,6 +118,7 @@ fn record(oracle: bool, role: Role, task: &str, rep: u32) -> SessionRecord {
         role,
         task: task.into(),
         task_sha256: format!("sha-{task}"),
+        split: Default::default(),
         rep,
         arm_position: 1,
         model: model_spec(oracle),
@@ -244,7 +245,14 @@ fn fixture(dir: &Path) -> usize {
             .collect(),
         tasks: TASKS
             .iter()
-            .map(|t| ManifestTask { key: format!("tool_orchestrator/{t}"), sha256: format!("sha-{t}"), turn_cap: 16, seed: 42, scale: 1 })
+            .map(|t| ManifestTask {
+                key: format!("tool_orchestrator/{t}"),
+                sha256: format!("sha-{t}"),
+                turn_cap: 16,
+                seed: 42,
+                scale: 1,
+                split: Default::default(),
+            })
             .collect(),
         k: REPS,
         jobs: 2,
@@ -261,6 +269,8 @@ fn fixture(dir: &Path) -> usize {
         check: None,
         shard: None,
         stopped: None,
+        split: None,
+        seal: None,
     };
     std::fs::create_dir_all(dir).unwrap();
     std::fs::write(dir.join("manifest.json"), serde_json::to_vec_pretty(&manifest).unwrap()).unwrap();

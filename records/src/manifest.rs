@@ -48,6 +48,14 @@ pub struct ExperimentManifest {
     /// what said so (`flag`, `kubernetes`, `slurm`). The plan, its tasks and k are the whole plan's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<ManifestShard>,
+    /// Which tasks the run selected (`--split`): `dev`, `held_out` or `all`. Absent in manifests
+    /// written before splits existed (every task was dev then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<String>,
+    /// The held-out seal the run was checked against, when it included held-out tasks: when it
+    /// was last changed, why, and the lockfile's sha256.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seal: Option<ManifestSeal>,
     /// Set when the run stopped before every planned session had run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<RunStop>,
@@ -60,6 +68,14 @@ pub struct ManifestShard {
     pub index: u32,
     pub count: u32,
     pub source: String,
+}
+
+/// The seal of the held-out tasks a run was checked against (see [`ExperimentManifest::seal`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestSeal {
+    pub sealed_at: DateTime<Utc>,
+    pub reason: String,
+    pub lock_sha256: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -78,6 +94,9 @@ pub struct ManifestTask {
     pub turn_cap: u32,
     pub seed: u64,
     pub scale: u32,
+    /// `held_out` for a sealed held-out task; absent for dev tasks.
+    #[serde(default, skip_serializing_if = "crate::Split::is_dev")]
+    pub split: crate::Split,
 }
 
 /// Why a run stopped early.

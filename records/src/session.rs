@@ -138,6 +138,10 @@ pub struct SessionRecord {
     pub role: Role,
     pub task: String,
     pub task_sha256: String,
+    /// `held_out` for a task sealed apart from tuning (`docs/held-out.md`); absent for dev tasks
+    /// and in records written before splits existed, which were all dev.
+    #[serde(default, skip_serializing_if = "crate::Split::is_dev")]
+    pub split: crate::Split,
     pub rep: u32,
     /// 1 if this arm ran first for its (task, rep) pair, 2 if second (ABBA rotation).
     pub arm_position: u32,
@@ -407,6 +411,7 @@ mod tests {
             role: Role::Pattern,
             task: "t".into(),
             task_sha256: "t".into(),
+            split: Default::default(),
             rep: 1,
             arm_position: 1,
             model,

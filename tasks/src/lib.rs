@@ -27,7 +27,7 @@ pub mod oracle;
 pub mod replay;
 pub mod verify;
 
-pub use load::{FamilyInstance, LoadError, Task, TaskMeta, default_tasks_dir, load_all, load_module};
+pub use load::{FamilyInstance, LoadError, Task, TaskMeta, default_tasks_dir, folder_hash, load_all, load_module};
 pub use oracle::{OraclePlan, Step};
 pub use replay::{ReplayReport, replay};
 pub use verify::{Outcome, Verdict, Verifier};

@@ -272,7 +272,7 @@ pub(crate) fn build_task(module: &str, id: String, dir: &Path, source: Source, s
 }
 
 /// sha256 over the relative paths and bytes of every file below `dir`, in sorted order.
-pub(crate) fn folder_hash(dir: &Path) -> Result<String, LoadError> {
+pub fn folder_hash(dir: &Path) -> Result<String, LoadError> {
     fn walk(base: &Path, dir: &Path, files: &mut Vec<(String, PathBuf)>) -> std::io::Result<()> {
         for e in std::fs::read_dir(dir)? {
             let p = e?.path();

@@ -58,6 +58,7 @@ pub fn record(m: &str, module: &str, role: &str, task: &str, rep: u32, s: S) -> 
         role: if role == "pattern" { records::Role::Pattern } else { records::Role::Control },
         task: task.into(),
         task_sha256: "00".into(),
+        split: Default::default(),
         rep,
         arm_position: 1,
         model: model(m),
@@ -239,7 +240,10 @@ pub fn manifest(models: &[&str], tasks: &[&str], k: u32) -> ExperimentManifest {
             .into_iter()
             .map(|role| ManifestServer { name: format!("m1_{role}"), module: "m1".into(), role, manifest_sha256: "00".into() })
             .collect(),
-        tasks: tasks.iter().map(|t| ManifestTask { key: format!("m1/{t}"), sha256: "00".into(), turn_cap: 20, seed: 1, scale: 1 }).collect(),
+        tasks: tasks
+            .iter()
+            .map(|t| ManifestTask { key: format!("m1/{t}"), sha256: "00".into(), turn_cap: 20, seed: 1, scale: 1, split: Default::default() })
+            .collect(),
         k,
         jobs: 1,
         transport: records::Transport::Stdio,
@@ -252,6 +256,8 @@ pub fn manifest(models: &[&str], tasks: &[&str], k: u32) -> ExperimentManifest {
         check: None,
         shard: None,
         stopped: None,
+        split: None,
+        seal: None,
     }
 }
 

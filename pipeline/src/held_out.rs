@@ -1,0 +1,330 @@
+//! Held-out tasks and their seal (`docs/held-out.md`).
+//!
+//! A task is `dev` (the default) or `held_out` (`split = "held_out"` in its `meta.toml`, or a
+//! family's `family.toml`). Held-out tasks are the anchor the tuning loop cannot touch: `pipeline
+//! seal` writes `held_out.lock` beside the module folders with the sha256 of every held-out task
+//! folder (text, metadata, verifier, oracle plans, family templates), of every registered
+//! server's tool manifest for the modules that have held-out tasks, and of the graders' gold set
+//! (`gold/`). Every run and check that includes a held-out task compares the tree with the lock
+//! first and refuses, naming each drift, before anything is started. Re-sealing is explicit and
+//! takes a reason, which the lock keeps (with every earlier one) and the report repeats.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use chrono::{DateTime, SecondsFormat, SubsecRound, Utc};
+use records::Split;
+use serde::{Deserialize, Serialize};
+
+use crate::plan::ModuleTasks;
+
+/// The lockfile's name, in the tasks folder.
+pub const LOCK_FILE: &str = "held_out.lock";
+
+/// The graders' gold set's folder, in the tasks folder.
+pub const GOLD_DIR: &str = "gold";
+
+/// Which tasks a run selects: `--split`, a spec's `split`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum SplitSelection {
+    /// Only the dev tasks: the tuning loop's runs, which never need the seal.
+    Dev,
+    /// Only the held-out tasks.
+    HeldOut,
+    /// Both, reported side by side (never pooled).
+    #[default]
+    All,
+}
+
+impl SplitSelection {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Dev => "dev",
+            Self::HeldOut => "held_out",
+            Self::All => "all",
+        }
+    }
+
+    pub fn admits(self, split: Split) -> bool {
+        match self {
+            Self::All => true,
+            Self::Dev => split == Split::Dev,
+            Self::HeldOut => split == Split::HeldOut,
+        }
+    }
+}
+
+/// `held_out.lock`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Lock {
+    pub version: u32,
+    /// When the seal last changed, and why.
+    pub sealed_at: DateTime<Utc>,
+    pub reason: String,
+    /// `module/folder` → sha256 of the held-out task folder (a family's folder once, whatever its sizes).
+    pub tasks: BTreeMap<String, String>,
+    /// Server name → sha256 of its tool manifest at the module's default settings.
+    pub manifests: BTreeMap<String, String>,
+    /// sha256 of the graders' gold set folder; absent when there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gold: Option<String>,
+    /// Every earlier seal, oldest first: when, why and what changed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<Sealing>,
+}
+
+/// One sealing, as the lock's history keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sealing {
+    pub sealed_at: DateTime<Utc>,
+    pub reason: String,
+    pub changed: Vec<String>,
+}
+
+const LOCK_VERSION: u32 = 1;
+
+const LOCK_HEADER: &str = "# The seal of the held-out tasks, the servers' tool manifests and the graders' gold set
+# (docs/held-out.md). Written by `pipeline seal --reason \"…\"`; every run and check that includes
+# a held-out task refuses when the tree differs from it. Do not edit by hand: re-seal, with a reason.
+";
+
+/// What the tree holds now: the entries a lock would have.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Current {
+    pub tasks: BTreeMap<String, String>,
+    pub manifests: BTreeMap<String, String>,
+    pub gold: Option<String>,
+}
+
+impl Lock {
+    pub fn path(tasks_dir: &Path) -> PathBuf {
+        tasks_dir.join(LOCK_FILE)
+    }
+
+    /// The lock of `tasks_dir`, or `None` when it has none.
+    pub fn read(tasks_dir: &Path) -> anyhow::Result<Option<Self>> {
+        let path = Self::path(tasks_dir);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        };
+        let lock: Self = toml::from_str(&text).with_context(|| format!("{} does not parse; restore it from version control, or re-seal", path.display()))?;
+        if lock.version != LOCK_VERSION {
+            bail!("{}: version {} is not one this build reads ({LOCK_VERSION})", path.display(), lock.version);
+        }
+        Ok(Some(lock))
+    }
+
+    /// sha256 of the lockfile's bytes, as recorded in a run's manifest.
+    pub fn file_sha256(tasks_dir: &Path) -> anyhow::Result<String> {
+        let path = Self::path(tasks_dir);
+        Ok(records::sha256_hex(&std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?))
+    }
+
+    /// Every way `now` differs from the seal, one line each, in a stable order.
+    pub fn drift(&self, now: &Current) -> Vec<String> {
+        let mut out = Vec::new();
+        for (key, sha) in &self.tasks {
+            match now.tasks.get(key) {
+                None => out.push(format!("{key}: sealed as held out, but it is no longer a held-out task (removed, or relabelled dev)")),
+                Some(s) if s != sha => out.push(format!("{key}: the task folder changed since it was sealed")),
+                Some(_) => {}
+            }
+        }
+        for key in now.tasks.keys().filter(|k| !self.tasks.contains_key(*k)) {
+            out.push(format!("{key}: held out but not sealed (new, or relabelled from dev)"));
+        }
+        for (name, sha) in &self.manifests {
+            match now.manifests.get(name) {
+                None => out.push(format!("server {name}: sealed, but no longer a server of a module with held-out tasks")),
+                Some(s) if s != sha => out.push(format!("server {name}: its tool manifest changed since the seal")),
+                Some(_) => {}
+            }
+        }
+        for name in now.manifests.keys().filter(|k| !self.manifests.contains_key(*k)) {
+            out.push(format!("server {name}: serves a module with held-out tasks but its manifest is not sealed"));
+        }
+        match (&self.gold, &now.gold) {
+            (Some(a), Some(b)) if a != b => out.push(format!("{GOLD_DIR}/: the graders' gold set changed since the seal")),
+            (Some(_), None) => out.push(format!("{GOLD_DIR}/: sealed, but the gold set is gone")),
+            (None, Some(_)) => out.push(format!("{GOLD_DIR}/: the graders' gold set is not sealed")),
+            _ => {}
+        }
+        out
+    }
+
+    /// The one line a report and a manifest say of it.
+    pub fn describe(&self) -> String {
+        format!("sealed {} — {}", self.sealed_at.to_rfc3339_opts(SecondsFormat::Secs, true), self.reason)
+    }
+}
+
+/// Reads what a lock would hold from `tasks_dir`: every held-out task folder of every registered
+/// module, the tool manifests of both arms of each module that has one, and the gold set.
+pub async fn current(tasks_dir: &Path) -> anyhow::Result<Current> {
+    let all = tasks::load_all(tasks_dir).with_context(|| format!("loading the tasks under {}", tasks_dir.display()))?;
+    let mut out = Current::default();
+    for t in all.iter().filter(|t| t.meta.split == Split::HeldOut) {
+        let folder = t.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let key = format!("{}/{folder}", t.module);
+        if !out.tasks.contains_key(&key) {
+            out.tasks.insert(key, tasks::folder_hash(&t.dir).map_err(|e| anyhow::anyhow!("{e}"))?);
+        }
+        if !out.manifests.keys().any(|k| servers::registry::find(k).is_some_and(|s| s.module == t.module)) {
+            let (pattern, control) = servers::registry::arms(&t.module).with_context(|| format!("{} is not a registered module", t.module))?;
+            for s in [pattern, control] {
+                let m = servers::ToolManifest::offline_with(s, servers::launch::ArmSettings::default())
+                    .await
+                    .with_context(|| format!("listing the tool manifest of {}", s.name))?;
+                out.manifests.insert(s.name.to_owned(), m.sha256());
+            }
+        }
+    }
+    let gold = tasks_dir.join(GOLD_DIR);
+    if gold.is_dir() {
+        out.gold = Some(tasks::folder_hash(&gold).map_err(|e| anyhow::anyhow!("{e}"))?);
+    }
+    Ok(out)
+}
+
+/// For a plan that includes a held-out task: the seal must hold, or nothing is started. Returns
+/// what the manifest records of it; `None` when the plan has no held-out task.
+pub async fn require_seal(tasks_dir: &Path, selected: &[ModuleTasks]) -> anyhow::Result<Option<records::manifest::ManifestSeal>> {
+    let held_out: Vec<String> = selected.iter().flat_map(|m| m.tasks.iter()).filter(|t| t.meta.split == Split::HeldOut).map(|t| t.key()).collect();
+    if held_out.is_empty() {
+        return Ok(None);
+    }
+    let program = crate::invoked::program();
+    let Some(lock) = Lock::read(tasks_dir)? else {
+        bail!(
+            "the plan includes {} held-out task(s) ({}…), but {} has no seal ({LOCK_FILE}): seal them first with `{program} seal --reason \"…\"`, or run the dev tasks only with --split dev",
+            held_out.len(),
+            held_out[0],
+            tasks_dir.display()
+        );
+    };
+    let drift = lock.drift(&current(tasks_dir).await?);
+    if !drift.is_empty() {
+        bail!(
+            "the held-out tasks do not match their seal ({}), so nothing was started:\n  {}\nA held-out task, a server of its module or the gold set changed after sealing. If the change is deliberate, re-seal with `{program} seal --reason \"…\"` (every report then says when and why); to run the dev tasks only, use --split dev.",
+            lock.describe(),
+            drift.join("\n  ")
+        );
+    }
+    Ok(Some(records::manifest::ManifestSeal { sealed_at: lock.sealed_at, reason: lock.reason.clone(), lock_sha256: Lock::file_sha256(tasks_dir)? }))
+}
+
+/// `pipeline seal`.
+#[derive(Debug, clap::Args)]
+pub struct SealArgs {
+    /// Why the seal is made or changed (required to write it): kept in the lock and repeated by
+    /// every report of a run that includes held-out tasks.
+    #[arg(long)]
+    pub reason: Option<String>,
+    /// Only check: exit 1, naming every drift, when the tree differs from the seal; write nothing.
+    #[arg(long, conflicts_with = "reason")]
+    pub check: bool,
+    /// The tasks folder (default: `MCPBENCH_TASKS_DIR`, `./tasks`, or this checkout's).
+    #[arg(long, env = "MCPBENCH_TASKS_DIR")]
+    pub tasks_dir: Option<PathBuf>,
+    /// Print what was found and done as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct SealReport {
+    lock: String,
+    /// `sealed` (written), `unchanged` (already matched), `drifted` (--check, or no reason given).
+    status: &'static str,
+    held_out_tasks: usize,
+    servers: usize,
+    gold: bool,
+    changed: Vec<String>,
+    sealed_at: Option<String>,
+    reason: Option<String>,
+}
+
+pub async fn seal_cmd(args: SealArgs) -> anyhow::Result<crate::exit::Exit> {
+    let tasks_dir = args.tasks_dir.clone().unwrap_or_else(tasks::default_tasks_dir);
+    let now = current(&tasks_dir).await?;
+    let old = Lock::read(&tasks_dir)?;
+    let changed = match &old {
+        Some(lock) => lock.drift(&now),
+        None => vec![format!(
+            "no seal yet: {} held-out task folder(s), {} server manifest(s){}",
+            now.tasks.len(),
+            now.manifests.len(),
+            if now.gold.is_some() { ", the gold set" } else { "" }
+        )],
+    };
+    let path = Lock::path(&tasks_dir);
+    let mut report = SealReport {
+        lock: path.display().to_string(),
+        status: "unchanged",
+        held_out_tasks: now.tasks.len(),
+        servers: now.manifests.len(),
+        gold: now.gold.is_some(),
+        changed: changed.clone(),
+        sealed_at: old.as_ref().map(|l| l.sealed_at.to_rfc3339_opts(SecondsFormat::Secs, true)),
+        reason: old.as_ref().map(|l| l.reason.clone()),
+    };
+    let program = crate::invoked::program();
+    let exit = if changed.is_empty() {
+        if !args.json {
+            println!(
+                "{}: the held-out tasks, their servers' manifests and the gold set match the seal ({}); nothing written",
+                path.display(),
+                old.as_ref().map(Lock::describe).unwrap_or_default()
+            );
+        }
+        crate::exit::Exit::Ok
+    } else if args.check || args.reason.is_none() {
+        report.status = "drifted";
+        if !args.json {
+            eprintln!("{}: the tree differs from the seal:\n  {}", path.display(), changed.join("\n  "));
+            if !args.check {
+                eprintln!("nothing written: sealing needs a reason, kept in the lock and shown in reports: `{program} seal --reason \"…\"`");
+            }
+        }
+        crate::exit::Exit::Refused
+    } else {
+        let reason = args.reason.as_deref().unwrap_or_default().trim().to_owned();
+        if reason.is_empty() {
+            bail!("--reason is empty: say why the seal is made or changed (it is kept in the lock and shown in reports)");
+        }
+        if now.tasks.is_empty() {
+            bail!("no task under {} is held out (split = \"held_out\" in its meta.toml): there is nothing to seal", tasks_dir.display());
+        }
+        let mut history = old.as_ref().map(|l| l.history.clone()).unwrap_or_default();
+        // Whole seconds: the lock is read by people, and nothing needs finer.
+        let sealed_at = Utc::now().trunc_subsecs(0);
+        history.push(Sealing { sealed_at, reason: reason.clone(), changed: changed.clone() });
+        let lock = Lock { version: LOCK_VERSION, sealed_at, reason: reason.clone(), tasks: now.tasks, manifests: now.manifests, gold: now.gold, history };
+        let text = format!("{LOCK_HEADER}{}", toml::to_string(&lock).context("writing the lock as TOML")?);
+        records::write_atomically(&path, text.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
+        report.status = "sealed";
+        report.sealed_at = Some(sealed_at.to_rfc3339_opts(SecondsFormat::Secs, true));
+        report.reason = Some(reason);
+        if !args.json {
+            println!(
+                "{}: sealed {} held-out task folder(s), {} server manifest(s){}:\n  {}",
+                path.display(),
+                lock.tasks.len(),
+                lock.manifests.len(),
+                if lock.gold.is_some() { " and the gold set" } else { "" },
+                changed.join("\n  ")
+            );
+        }
+        crate::exit::Exit::Ok
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    }
+    Ok(exit)
+}
