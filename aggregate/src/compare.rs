@@ -46,6 +46,9 @@ pub struct Comparison {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Gap {
     pub module: String,
+    /// `held_out` for the module's held-out tasks, compared apart from its dev tasks.
+    #[serde(default, skip_serializing_if = "records::Split::is_dev")]
+    pub split: records::Split,
     pub model: String,
     pub role: Role,
     pub server: String,
@@ -74,6 +77,9 @@ pub struct Side {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Cell {
     pub module: String,
+    /// `held_out` for the module's held-out tasks, compared apart from its dev tasks.
+    #[serde(default, skip_serializing_if = "records::Split::is_dev")]
+    pub split: records::Split,
     pub model_a: String,
     pub model_b: String,
     pub tasks: usize,
@@ -91,6 +97,9 @@ pub enum CellMetrics {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Refused {
     pub module: String,
+    /// `held_out` for the module's held-out tasks, compared apart from its dev tasks.
+    #[serde(default, skip_serializing_if = "records::Split::is_dev")]
+    pub split: records::Split,
     pub model_a: Option<String>,
     pub model_b: Option<String>,
     pub reason: String,
@@ -122,29 +131,33 @@ pub fn compare(a: &Path, b: &Path, along: &[String], opts: &Options) -> Result<C
     let mut refused = Vec::new();
     let mut differences: BTreeMap<String, FieldDifference> = BTreeMap::new();
     for (ma, mb) in &pairs {
-        let modules = |e: &Experiment, m: &str| e.sessions.iter().filter(|s| s.record.model.id == m).map(|s| s.record.module.clone()).collect::<BTreeSet<_>>();
+        // A module's dev and held-out tasks are separate cells, as in a report.
+        let modules = |e: &Experiment, m: &str| {
+            e.sessions.iter().filter(|s| s.record.model.id == m).map(|s| (s.record.module.clone(), s.record.split)).collect::<BTreeSet<_>>()
+        };
         let (mods_a, mods_b) = (modules(&ea, ma), modules(&eb, mb));
-        for module in mods_a.union(&mods_b) {
-            let refuse = |reason: String| Refused { module: module.clone(), model_a: Some(ma.clone()), model_b: Some(mb.clone()), reason };
-            if !mods_b.contains(module) {
+        for key in mods_a.union(&mods_b) {
+            let (module, split) = (&key.0, key.1);
+            let refuse = |reason: String| Refused { module: module.clone(), split, model_a: Some(ma.clone()), model_b: Some(mb.clone()), reason };
+            if !mods_b.contains(key) {
                 refused.push(Refused { model_b: None, ..refuse(format!("only in A ({}): B has no sessions of it", ea.dir.display())) });
                 continue;
             }
-            if !mods_a.contains(module) {
+            if !mods_a.contains(key) {
                 refused.push(Refused { model_a: None, ..refuse(format!("only in B ({}): A has no sessions of it", eb.dir.display())) });
                 continue;
             }
-            match like(&ea, &eb, ma, mb, module, &along) {
+            match like(&ea, &eb, ma, mb, module, split, &along) {
                 Err(reason) => refused.push(refuse(reason)),
                 Ok((tasks, found)) => {
                     for d in found {
                         differences.entry(format!("{}={}|{}", d.field, d.ours, d.theirs)).or_insert(d);
                     }
-                    let (Some(a), Some(b)) = (metrics(&sa, ma, module), metrics(&sb, mb, module)) else {
+                    let (Some(a), Some(b)) = (metrics(&sa, ma, module, split), metrics(&sb, mb, module, split)) else {
                         refused.push(refuse("the summary has no metrics for it".into()));
                         continue;
                     };
-                    cells.push(Cell { module: module.clone(), model_a: ma.clone(), model_b: mb.clone(), tasks, a, b });
+                    cells.push(Cell { module: module.clone(), split, model_a: ma.clone(), model_b: mb.clone(), tasks, a, b });
                 }
             }
         }
@@ -179,7 +192,11 @@ pub fn compare(a: &Path, b: &Path, along: &[String], opts: &Options) -> Result<C
 fn gaps_of<'a>(a: &'a Experiment, b: &'a Experiment, cell: &Cell, opts: &Options) -> Vec<Gap> {
     let oracle = matches!(cell.a, CellMetrics::Oracle(_));
     let valid = |e: &'a Experiment, model: &str, role: Role| -> Vec<&'a SessionRecord> {
-        e.sessions.iter().map(|s| &s.record).filter(|r| r.model.id == model && r.module == cell.module && r.role == role && r.validity.is_valid()).collect()
+        e.sessions
+            .iter()
+            .map(|s| &s.record)
+            .filter(|r| r.model.id == model && r.module == cell.module && r.split == cell.split && r.role == role && r.validity.is_valid())
+            .collect()
     };
     let metrics: &[(&str, fn(&SessionRecord) -> Option<f64>)] = if oracle {
         &[("estimated_input_tokens", |r| r.oracle.as_ref().and_then(|o| o.estimated_input_tokens).map(|t| t as f64))]
@@ -200,6 +217,7 @@ fn gaps_of<'a>(a: &'a Experiment, b: &'a Experiment, cell: &Cell, opts: &Options
             let (mean_a, mean_b) = (crate::stats::mean(&xa), crate::stats::mean(&xb));
             out.push(Gap {
                 module: cell.module.clone(),
+                split: cell.split,
                 model: cell.model_a.clone(),
                 role,
                 server: server.clone(),
@@ -246,8 +264,16 @@ fn model_pairs(a: &Experiment, b: &Experiment, along: &[&str]) -> Result<Vec<(St
 /// Whether `module` of model `ma` in A and `mb` in B is one measurement outside `along`: the same
 /// tasks, and for each task and arm fingerprints that agree. Returns the task count and the
 /// declared differences found, or why not.
-fn like(a: &Experiment, b: &Experiment, ma: &str, mb: &str, module: &str, along: &[&str]) -> std::result::Result<(usize, Vec<FieldDifference>), String> {
-    let (fa, fb) = (first_per_task(a, ma, module), first_per_task(b, mb, module));
+fn like(
+    a: &Experiment,
+    b: &Experiment,
+    ma: &str,
+    mb: &str,
+    module: &str,
+    split: records::Split,
+    along: &[&str],
+) -> std::result::Result<(usize, Vec<FieldDifference>), String> {
+    let (fa, fb) = (first_per_task(a, ma, module, split), first_per_task(b, mb, module, split));
     let tasks = |m: &BTreeMap<Key, (&SessionRecord, &PathBuf)>| m.keys().map(|k| k.1.clone()).collect::<BTreeSet<_>>();
     let (ta, tb) = (tasks(&fa), tasks(&fb));
     if ta != tb {
@@ -283,9 +309,9 @@ type Key = (Role, String);
 
 /// The first record of each (arm, task) of `model`'s `module`: the checks have made every record
 /// of one (arm, task) agree, so one stands for all.
-fn first_per_task<'a>(e: &'a Experiment, model: &str, module: &str) -> BTreeMap<Key, (&'a SessionRecord, &'a PathBuf)> {
+fn first_per_task<'a>(e: &'a Experiment, model: &str, module: &str, split: records::Split) -> BTreeMap<Key, (&'a SessionRecord, &'a PathBuf)> {
     let mut m = BTreeMap::new();
-    for s in e.sessions.iter().filter(|s| s.record.model.id == model && s.record.module == module) {
+    for s in e.sessions.iter().filter(|s| s.record.model.id == model && s.record.module == module && s.record.split == split) {
         m.entry((s.record.role, s.record.task.clone())).or_insert((&s.record, &s.path));
     }
     m
@@ -295,10 +321,10 @@ fn or_none(s: String) -> String {
     if s.is_empty() { "none".into() } else { s }
 }
 
-fn metrics(s: &Summary, model: &str, module: &str) -> Option<CellMetrics> {
+fn metrics(s: &Summary, model: &str, module: &str, split: records::Split) -> Option<CellMetrics> {
     if model == "oracle" {
-        return s.oracle_floors.iter().find(|f| f.module == module).map(|f| CellMetrics::Oracle(Box::new(f.clone())));
+        return s.oracle_floors.iter().find(|f| f.module == module && f.split == split).map(|f| CellMetrics::Oracle(Box::new(f.clone())));
     }
     let m = s.models.iter().find(|m| m.model == model)?;
-    m.modules.iter().find(|x| x.module == module).map(|x| CellMetrics::Model(Box::new(x.clone())))
+    m.modules.iter().find(|x| x.module == module && x.split == split).map(|x| CellMetrics::Model(Box::new(x.clone())))
 }

@@ -75,6 +75,7 @@ pub fn all() -> Vec<Definition> {
     let mut v = labels();
     v.extend(attrition());
     v.extend(model_tables());
+    v.extend(split_tables());
     v.extend(oracle_tables());
     v.push(def(
         &["harness overhead"],
@@ -511,6 +512,62 @@ fn model_tables() -> Vec<Definition> {
             "the task's k reps on the arm",
             "yes only when all k reps are recorded, valid and passed; no when a valid rep did not pass; otherwise unknown, never counted as a pass",
             &["models[].modules[].tasks[].<arm>.pass_all_k"],
+        ),
+    ]
+}
+
+/// The dev and held-out section (`document/splits.rs`).
+fn split_tables() -> Vec<Definition> {
+    use Aggregation::*;
+    vec![
+        def(
+            &["split"],
+            Label,
+            "",
+            "dev: the tasks a module is built and tuned against; held_out: tasks sealed by hash and never tuned against (docs/held-out.md). Never pooled",
+            &["models[].modules[].split", "oracle_floors[].split"],
+        ),
+        def(
+            &["tasks of the split"],
+            Summed,
+            "the module's tasks of the split",
+            "the tasks with a session",
+            &["models[].modules[].tasks", "oracle_floors[].rows"],
+        ),
+        def(
+            &["pattern / control"],
+            PerSession,
+            "the valid sessions of the split, per arm",
+            "for a model, each arm's success rate; for the oracle, each role's calls per session (mean over tasks of each task's median)",
+            &["models[].modules[].<arm>.success.rate", "oracle_floors[].per_session.<role>.calls"],
+        ),
+        def(
+            &["input tokens: pattern vs control"],
+            PerSession,
+            "the pairs of the split valid in both arms",
+            "for a model, Σpattern / Σcontrol − 1 of the input tokens over all pairs; for the oracle, each role's estimated input tokens per session (bytes / 4, never a measurement)",
+            &["models[].modules[].paired.input_tokens.relative", "oracle_floors[].per_session.<role>.estimated_input_tokens"],
+        ),
+        def(
+            &["verdict of the split"],
+            Label,
+            "",
+            "the module's verdict over the split's tasks alone, by the rules under Method",
+            &["models[].modules[].verdict"],
+        ),
+        def(
+            &["the pattern loses on"],
+            Label,
+            "",
+            "the first figure on which the pattern did worse on that task: its pass rate over valid sessions; else, as often passed, its mean input tokens per valid session; for the oracle, its plan's calls, else, as many, its estimated input tokens",
+            &["models[].modules[].losing_tasks[].on", "oracle_floors[].losing_tasks[].on"],
+        ),
+        def(
+            &["pattern", "control"],
+            PerTask,
+            "the task's valid sessions of that arm",
+            "the figure named in the row, for each arm",
+            &["models[].modules[].losing_tasks[].pattern", "models[].modules[].losing_tasks[].control", "oracle_floors[].losing_tasks[].pattern"],
         ),
     ]
 }

@@ -49,7 +49,17 @@ fn reports() -> Vec<(tempfile::TempDir, Report)> {
     }
     let rep = aggregate::report(dir.path(), None, &Options::default()).unwrap();
     out.push((dir, rep));
+    out.push(held_out_report());
     out
+}
+
+/// Dev and held-out tasks of one module: the model's pattern fails the held-out task its control
+/// passes, and the oracle's pattern plan takes more calls on its held-out task.
+pub fn held_out_report() -> (tempfile::TempDir, Report) {
+    let dir = tempfile::tempdir().unwrap();
+    held_out_fixture(dir.path());
+    let rep = aggregate::report(dir.path(), None, &Options::default()).unwrap();
+    (dir, rep)
 }
 
 /// The terms the Method section's definitions list defines, parsed from the rendered Markdown:

@@ -99,11 +99,14 @@ fn real_summaries_match_the_schema() {
             write(&d("oracle"), &record("oracle", "m1", role, "t1", rep, s), true);
         }
     }
+    // Dev and held-out tasks, reported apart, with the tasks the pattern loses on.
+    held_out_fixture(&d("held_out"));
     let files = [
         summary_of(&d("planned"), Some(&prices), &opts()),
         summary_of(&d("old"), None, &opts()),
         summary_of(&d("weak"), None, &opts()),
         summary_of(&d("oracle"), None, &opts()),
+        summary_of(&d("held_out"), None, &opts()),
     ];
     let (ok, text) = validate(&files);
     assert!(ok, "{text}");

@@ -4,7 +4,7 @@
 use super::format::pct;
 use super::tables::Terms;
 use super::{Align, Block, Cell, Section, SectionKind, Text, Unit};
-use crate::metrics::{ArmMetrics, Summary};
+use crate::metrics::{ArmMetrics, Comparison, Summary};
 
 /// Tools named in the "most called" cell.
 const TOP: usize = 3;
@@ -20,7 +20,7 @@ pub(super) fn section(s: &Summary, terms: &Terms) -> Option<Section> {
         for module in &m.modules {
             for (role, arm) in [("pattern", &module.pattern), ("control", &module.control)] {
                 let Some(a) = arm else { continue };
-                rows.push(row(&format!("{} · {}", m.model, module.module), role, a));
+                rows.push(row(&format!("{} · {}", m.model, Comparison::label_in(&module.module, module.comparison.as_ref(), module.split)), role, a));
             }
         }
     }

@@ -13,6 +13,7 @@ pub fn of_summary(s: &Summary) -> Document {
     let mut sections = vec![notices(s), super::headline::section(s), chart(), super::tables::attrition(s, &terms), super::tables::models(s, &terms)];
     sections.extend(super::adoption::section(s, &terms));
     sections.extend(super::grounding::section(s, &terms));
+    sections.extend(super::splits::section(s, &terms));
     sections.extend(super::order::section(s, &terms));
     sections.extend(super::tables::oracle(s, &terms));
     sections.push(super::method::provenance(s, &terms));
@@ -34,6 +35,11 @@ fn notices(s: &Summary) -> Section {
     }
     if s.run.preflight_skipped {
         blocks.push(Block::Notice(Text::default().strong("The endpoint preflight was skipped").and(" (--skip-preflight): nothing checked before the sessions that the endpoint answers, serves the model id and returns tool calls natively; a broken setup can look like valid failures.")));
+    }
+    // Above the headline: a verdict that only the texts it was tuned against support is the
+    // failure held-out tasks exist to catch.
+    for d in &s.split_disagreements {
+        blocks.push(Block::Notice(Text::default().strong("Held-out tasks disagree").and(format!(": {}", d.message))));
     }
     blocks.extend(s.notices.iter().map(|n| Block::Notice(n.as_str().into())));
     Section { kind: SectionKind::Notices, heading: None, blocks }

@@ -6,7 +6,7 @@ use super::format::{ci, pct};
 use super::tables::Terms;
 use super::{Align, Block, Cell, Section, SectionKind, Text, Unit};
 use crate::metrics::grounding::GroundingMetrics;
-use crate::metrics::{ArmMetrics, Summary};
+use crate::metrics::{ArmMetrics, Comparison, Summary};
 
 /// Hallucinated references listed in the report; summary.json has them all.
 const LISTED: usize = 50;
@@ -33,7 +33,7 @@ pub(super) fn section(s: &Summary, terms: &Terms) -> Option<Section> {
         for module in &m.modules {
             for (role, arm) in [("pattern", &module.pattern), ("control", &module.control)] {
                 let Some(a) = arm else { continue };
-                let label = format!("{} · {}", m.model, module.module);
+                let label = format!("{} · {}", m.model, Comparison::label_in(&module.module, module.comparison.as_ref(), module.split));
                 rows.push(row(&label, role, a));
                 total += a.grounding.hallucinations.len();
                 for h in &a.grounding.hallucinations {

@@ -118,7 +118,7 @@ fn model_card(x: &ModuleReport) -> Card {
     }
     Card {
         module: x.module.clone(),
-        title: Comparison::label(&x.module, x.comparison.as_ref()),
+        title: Comparison::label_in(&x.module, x.comparison.as_ref(), x.split),
         verdict: Some(x.verdict.as_str().into()),
         reason: Text::plain(x.verdict_reason.clone()),
         servers: vec![],
@@ -158,7 +158,7 @@ fn oracle_card(f: &OracleModule) -> Card {
     let (sp, sc) = (f.server(Role::Pattern), f.server(Role::Control));
     Card {
         module: f.module.clone(),
-        title: Comparison::label(&f.module, f.comparison.as_ref()),
+        title: Comparison::label_in(&f.module, f.comparison.as_ref(), f.split),
         verdict: None,
         reason: Text::plain("pattern ").and_code(sp.clone()).and(" vs control ").and_code(sc.clone()),
         servers: vec![(Role::Pattern, sp), (Role::Control, sc)],

@@ -16,6 +16,7 @@ mod grounding;
 mod headline;
 mod method;
 mod order;
+mod splits;
 mod tables;
 
 use records::Role;
@@ -44,6 +45,8 @@ pub enum SectionKind {
     Models,
     Adoption,
     Grounding,
+    /// Dev and held-out tasks side by side, and the tasks on which the pattern loses.
+    Splits,
     Order,
     Oracle,
     Provenance,
@@ -64,6 +67,7 @@ impl SectionKind {
             Self::Models => "models",
             Self::Adoption => "adoption",
             Self::Grounding => "grounding",
+            Self::Splits => "splits",
             Self::Order => "order",
             Self::Oracle => "oracle",
             Self::Provenance => "provenance",

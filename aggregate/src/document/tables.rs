@@ -142,7 +142,7 @@ fn diff(d: &Option<Diff>, rate: bool, suffix: &str, unit: Unit) -> Cell {
 fn module_blocks(o: &mut Vec<Block>, m: &ModuleReport, prices_loaded: bool, terms: &Terms) {
     o.push(Block::Heading {
         level: 3,
-        text: Text::plain(format!("{} — verdict: ", Comparison::label(&m.module, m.comparison.as_ref()))).strong(m.verdict.as_str()),
+        text: Text::plain(format!("{} — verdict: ", Comparison::label_in(&m.module, m.comparison.as_ref(), m.split))).strong(m.verdict.as_str()),
     });
     o.push(Block::Paragraph(format!("{}.", m.verdict_reason).into()));
     o.extend(m.notices.iter().map(|n| Block::Notice(n.as_str().into())));
@@ -394,7 +394,7 @@ fn oracle_summary_row(f: &OracleModule) -> Vec<Cell> {
     };
     let tasks: std::collections::BTreeSet<&str> = f.rows.iter().map(|r| r.task.as_str()).collect();
     vec![
-        Cell::text(Comparison::label(&f.module, f.comparison.as_ref())),
+        Cell::text(Comparison::label_in(&f.module, f.comparison.as_ref(), f.split)),
         Cell::text(f.server(Role::Pattern)),
         Cell::text(f.server(Role::Control)),
         count(tasks.len(), Unit::Tasks),
@@ -406,7 +406,7 @@ fn oracle_summary_row(f: &OracleModule) -> Vec<Cell> {
 }
 
 fn oracle_tasks(o: &mut Vec<Block>, f: &OracleModule, terms: &Terms) {
-    o.push(Block::Heading { level: 3, text: Comparison::label(&f.module, f.comparison.as_ref()).into() });
+    o.push(Block::Heading { level: 3, text: Comparison::label_in(&f.module, f.comparison.as_ref(), f.split).into() });
     let header = [
         "task",
         "role",

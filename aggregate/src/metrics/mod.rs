@@ -23,11 +23,12 @@ mod oracle;
 pub mod order;
 mod paired;
 mod select;
+pub mod splits;
 mod verdict;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use records::{Provider, SessionRecord};
+use records::{Provider, SessionRecord, Split};
 use serde::{Deserialize, Serialize};
 
 pub use arms::{ArmMetrics, Dist, Rate, TaskArm, TaskRow};
@@ -40,7 +41,7 @@ pub use verdict::{Verdict, decide, few_passes, verdict_rules};
 use attrition::{attrition_row, harness_share};
 use oracle::oracle_module;
 use paired::module_report;
-use select::{CellKey, cell, comparisons, invalid_reason, is_oracle, module_plan, superseded_reason};
+use select::{CellKey, cell, comparisons, invalid_reason, is_oracle, module_plan, planned_splits, superseded_reason};
 
 use crate::check::{self, Fingerprints};
 use crate::error::Result;
@@ -51,7 +52,7 @@ use crate::stats;
 /// is `summary.schema.json` beside this crate. Fields added within a version are optional
 /// there (`method.definitions`, `oracle_floors[].per_session`): scripts reading older summaries
 /// keep working, and no field is renamed or removed without a new version.
-pub const SUMMARY_SCHEMA: &str = "mcp-pattern-bench/aggregate-summary/v3";
+pub const SUMMARY_SCHEMA: &str = "mcp-pattern-bench/aggregate-summary/v4";
 
 /// Knobs of the analysis; the defaults are the published method.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -107,6 +108,10 @@ pub struct Summary {
     pub models: Vec<ModelReport>,
     /// Oracle structural floors per module; empty when no oracle sessions.
     pub oracle_floors: Vec<OracleModule>,
+    /// Modules whose held-out tasks say otherwise than their dev tasks (a verdict, or the
+    /// oracle's floor): the report says so above its headline.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub split_disagreements: Vec<splits::SplitDisagreement>,
     /// Warm sessions only: per model, module, arm and position in the conversation.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub order: Vec<order::OrderRow>,
@@ -152,6 +157,10 @@ pub struct RunInfo {
     pub planned_k: Option<u32>,
     /// The run stopped before every planned session had run (quota, circuit breaker, interrupt).
     pub stopped: Option<records::manifest::RunStop>,
+    /// The held-out seal the run was checked against (from the manifest): when and why it last
+    /// changed. Null when the run had no held-out tasks, or no manifest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seal: Option<records::manifest::ManifestSeal>,
     /// The endpoint preflight was skipped (said by the manifest or by a record's fingerprint).
     pub preflight_skipped: bool,
     /// `checked`: every record has a fingerprint and they agree where they must; `unknown`: no
@@ -190,7 +199,9 @@ pub fn summarise_with(exp: &Experiment, prices: Option<&PriceTable>, opts: &Opti
         for model in &m.models {
             for server in &m.servers {
                 let key = (model.id.clone(), model.provider, server.module.clone(), server.name.clone(), server.role);
-                attr.entry(key.clone()).or_insert_with(|| attrition_row(&key)).planned = Some(m.k as usize * module_plan(m, &server.module).tasks.len());
+                attr.entry(key.clone()).or_insert_with(|| attrition_row(&key)).planned = Some(
+                    m.k as usize * planned_splits(m, &server.module).into_iter().map(|split| module_plan(m, &server.module, split).tasks.len()).sum::<usize>(),
+                );
             }
         }
     }
@@ -222,21 +233,24 @@ pub fn summarise_with(exp: &Experiment, prices: Option<&PriceTable>, opts: &Opti
 
     // Model sessions: (model id, provider) → module → records. A planned module without a record
     // still gets its report, which then says it has no sessions.
-    let mut by_model: BTreeMap<(String, Provider), BTreeMap<String, Vec<&SessionRecord>>> = BTreeMap::new();
+    // Dev and held-out tasks are separate cells from here on: never pooled into one verdict.
+    let mut by_model: BTreeMap<(String, Provider), BTreeMap<(String, Split), Vec<&SessionRecord>>> = BTreeMap::new();
     if let Some(m) = manifest {
         for model in m.models.iter().filter(|x| !x.is_oracle()) {
             for server in &m.servers {
-                by_model.entry((model.id.clone(), model.provider)).or_default().entry(server.module.clone()).or_default();
+                for split in planned_splits(m, &server.module) {
+                    by_model.entry((model.id.clone(), model.provider)).or_default().entry((server.module.clone(), split)).or_default();
+                }
             }
         }
     }
-    let mut oracle: BTreeMap<String, Vec<&SessionRecord>> = BTreeMap::new();
+    let mut oracle: BTreeMap<(String, Split), Vec<&SessionRecord>> = BTreeMap::new();
     for s in sessions {
         let r = &s.record;
         if is_oracle(r) {
-            oracle.entry(r.module.clone()).or_default().push(r);
+            oracle.entry((r.module.clone(), r.split)).or_default().push(r);
         } else {
-            by_model.entry((r.model.id.clone(), r.model.provider)).or_default().entry(r.module.clone()).or_default().push(r);
+            by_model.entry((r.model.id.clone(), r.model.provider)).or_default().entry((r.module.clone(), r.split)).or_default().push(r);
         }
     }
 
@@ -245,11 +259,16 @@ pub fn summarise_with(exp: &Experiment, prices: Option<&PriceTable>, opts: &Opti
         .map(|((model, provider), modules)| {
             let modules = modules
                 .into_iter()
-                .flat_map(|(module, recs)| {
-                    let plan = manifest.map(|m| module_plan(m, &module));
+                .flat_map(|((module, split), recs)| {
+                    let plan = manifest.map(|m| module_plan(m, &module, split));
                     comparisons(&recs)
                         .into_iter()
-                        .map(|(comparison, cell)| ModuleReport { comparison, ..module_report(&model, &module, &cell, plan.as_ref(), prices, opts) })
+                        .map(|(comparison, cell)| ModuleReport {
+                            comparison,
+                            split,
+                            losing_tasks: splits::losing_model_tasks(&cell),
+                            ..module_report(&model, &module, &cell, plan.as_ref(), prices, opts)
+                        })
                         .collect::<Vec<_>>()
                 })
                 .collect();
@@ -259,8 +278,15 @@ pub fn summarise_with(exp: &Experiment, prices: Option<&PriceTable>, opts: &Opti
 
     let oracle_floors = oracle
         .into_iter()
-        .flat_map(|(module, recs)| {
-            comparisons(&recs).into_iter().map(|(comparison, cell)| OracleModule { comparison, ..oracle_module(module.clone(), &cell) }).collect::<Vec<_>>()
+        .flat_map(|((module, split), recs)| {
+            comparisons(&recs)
+                .into_iter()
+                .map(|(comparison, cell)| {
+                    let mut f = OracleModule { comparison, split, ..oracle_module(module.clone(), &cell) };
+                    f.losing_tasks = splits::losing_oracle_tasks(&f);
+                    f
+                })
+                .collect::<Vec<_>>()
         })
         .collect();
 
@@ -303,7 +329,7 @@ pub fn summarise_with(exp: &Experiment, prices: Option<&PriceTable>, opts: &Opti
         notices.push("Warm sessions: per model, arm and rep one conversation worked through the tasks one after another (the world reset before each). Each task is its own record: its turns, calls and tokens are those of the requests made for it, and every such request carried the conversation's earlier tasks. Never pooled with cold sessions; see Order effects, and compare with a cold run of the same plan (aggregate --compare COLD WARM --along session_mode).".to_string());
     }
 
-    Ok(Summary {
+    let mut summary = Summary {
         schema: SUMMARY_SCHEMA.into(),
         experiments: experiments.into_iter().collect(),
         method: Method {
@@ -324,6 +350,7 @@ pub fn summarise_with(exp: &Experiment, prices: Option<&PriceTable>, opts: &Opti
             manifest: manifest.is_some(),
             planned_k: manifest.map(|m| m.k),
             stopped: manifest.and_then(|m| m.stopped.clone()),
+            seal: manifest.and_then(|m| m.seal.clone()),
             preflight_skipped,
             fingerprints,
             superseded: exp.superseded.len(),
@@ -337,7 +364,10 @@ pub fn summarise_with(exp: &Experiment, prices: Option<&PriceTable>, opts: &Opti
         oracle_floors,
         order: order::order_rows(sessions.iter().map(|s| &s.record)),
         provenance: crate::provenance::of(exp, opts.seed, invocation),
-    })
+        split_disagreements: Vec::new(),
+    };
+    summary.split_disagreements = splits::disagreements(&summary);
+    Ok(summary)
 }
 
 pub const PAIR_SETS: &str = "\"all pairs\": every (task, rep) pair valid in both arms, whatever the outcome — what each arm costs as used, failures included. \"both passed\": only the pairs where both arms passed — what success costs in each arm. A saving over all pairs that the both-passed pairs do not show was made by failing differently, and is no saving.";

@@ -16,6 +16,9 @@ pub struct OracleModule {
     /// As [`ModuleReport::comparison`](super::ModuleReport::comparison).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comparison: Option<Comparison>,
+    /// As [`ModuleReport::split`](super::ModuleReport::split).
+    #[serde(default, skip_serializing_if = "records::Split::is_dev")]
+    pub split: records::Split,
     pub rows: Vec<OracleRow>,
     /// Σ over tasks of the per-task median estimated tokens (context at the end), per role;
     /// a role with a task lacking the figure is absent.
@@ -27,6 +30,10 @@ pub struct OracleModule {
     /// What one session of each role takes: the figures the report's tables and chart show.
     #[serde(default)]
     pub per_session: BTreeMap<Role, OraclePerSession>,
+    /// The tasks on which the pattern's plan takes more calls than the control's, or as many with
+    /// more estimated input.
+    #[serde(default)]
+    pub losing_tasks: Vec<super::splits::LosingTask>,
 }
 
 impl OracleModule {
@@ -137,7 +144,16 @@ pub(super) fn oracle_module(module: String, recs: &[&SessionRecord]) -> OracleMo
     let total_estimated_tokens = total(|r| r.estimated_tokens);
     let total_estimated_input_tokens = total(|r| r.estimated_input_tokens);
     let per_session = per_session(&rows);
-    OracleModule { module, comparison: None, rows, total_estimated_tokens, total_estimated_input_tokens, per_session }
+    OracleModule {
+        module,
+        comparison: None,
+        split: records::Split::Dev,
+        rows,
+        total_estimated_tokens,
+        total_estimated_input_tokens,
+        per_session,
+        losing_tasks: Vec::new(),
+    }
 }
 
 /// Each role's [`OraclePerSession`] over its rows (one per task).

@@ -20,6 +20,10 @@ pub struct ModuleReport {
     /// one report per (pattern, control) pair. Absent for an ordinary two-arm module.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comparison: Option<Comparison>,
+    /// `held_out` for the module's held-out tasks, reported apart from its dev tasks (absent for
+    /// dev): a module with both has two reports, never one pooled verdict.
+    #[serde(default, skip_serializing_if = "records::Split::is_dev")]
+    pub split: records::Split,
     pub pattern: Option<ArmMetrics>,
     pub control: Option<ArmMetrics>,
     pub paired: Paired,
@@ -37,6 +41,10 @@ pub struct ModuleReport {
     pub power: Option<Power>,
     pub notices: Vec<String>,
     pub tasks: Vec<TaskRow>,
+    /// The tasks on which the pattern did worse: a lower pass rate, or as often passed with more
+    /// input tokens per valid session.
+    #[serde(default)]
+    pub losing_tasks: Vec<super::splits::LosingTask>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -328,6 +336,8 @@ pub(super) fn module_report(
         .collect();
 
     ModuleReport {
+        split: records::Split::Dev,
+        losing_tasks: Vec::new(),
         module: module.into(),
         comparison: None,
         pattern,

@@ -23,6 +23,14 @@ impl Comparison {
             None => module.to_owned(),
         }
     }
+
+    /// [`Self::label`], marked when the report is of the module's held-out tasks.
+    pub fn label_in(module: &str, comparison: Option<&Self>, split: records::Split) -> String {
+        match split {
+            records::Split::Dev => Self::label(module, comparison),
+            records::Split::HeldOut => format!("{} · held-out", Self::label(module, comparison)),
+        }
+    }
 }
 
 /// A module's records as the reports compare them: one cell when each side has one server
@@ -73,9 +81,20 @@ pub(super) struct ModulePlan {
     pub(super) tasks: Vec<String>,
 }
 
-pub(super) fn module_plan(m: &records::ExperimentManifest, module: &str) -> ModulePlan {
-    let tasks = m.tasks.iter().filter_map(|t| t.key.strip_prefix(module)?.strip_prefix('/').map(str::to_owned)).collect();
+pub(super) fn module_plan(m: &records::ExperimentManifest, module: &str, split: records::Split) -> ModulePlan {
+    let tasks = m.tasks.iter().filter(|t| t.split == split).filter_map(|t| t.key.strip_prefix(module)?.strip_prefix('/').map(str::to_owned)).collect();
     ModulePlan { k: m.k, tasks }
+}
+
+/// The splits a manifest planned tasks of `module` in (dev when it planned none: the module's
+/// report then says it has no sessions).
+pub(super) fn planned_splits(m: &records::ExperimentManifest, module: &str) -> BTreeSet<records::Split> {
+    let mut out: BTreeSet<records::Split> =
+        m.tasks.iter().filter(|t| t.key.strip_prefix(module).is_some_and(|r| r.starts_with('/'))).map(|t| t.split).collect();
+    if out.is_empty() {
+        out.insert(records::Split::Dev);
+    }
+    out
 }
 
 /// Why a replaced attempt was rerun: the rerun's reason and what the attempt had been.

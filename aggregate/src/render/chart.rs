@@ -112,8 +112,8 @@ fn missing(a: &Option<ArmMetrics>) -> &'static str {
 /// module rows). Per session because that is what a reader compares across arms and modules:
 /// a sum over tasks grows with a module's task count, and a model session is billed per session.
 fn rows(s: &Summary) -> Vec<Row> {
-    let estimate = |module: &str, role: Role| -> Option<f64> {
-        let f = s.oracle_floors.iter().find(|f| f.module == module)?;
+    let estimate = |module: &str, split: records::Split, role: Role| -> Option<f64> {
+        let f = s.oracle_floors.iter().find(|f| f.module == module && f.split == split)?;
         f.per_session_of(role, |m| m.estimated_input_tokens).ok()
     };
     let success = |a: &Option<ArmMetrics>| match a.as_ref().and_then(|m| m.success.rate.map(|r| (m, r))) {
@@ -145,9 +145,13 @@ fn rows(s: &Summary) -> Vec<Row> {
                     .modules
                     .iter()
                     .map(|x| Group {
-                        module: x.module.clone(),
+                        module: crate::metrics::Comparison::label_in(&x.module, None, x.split),
                         arms: [f(&x.pattern), f(&x.control)],
-                        estimates: if estimates { [estimate(&x.module, Role::Pattern), estimate(&x.module, Role::Control)] } else { [None, None] },
+                        estimates: if estimates {
+                            [estimate(&x.module, x.split, Role::Pattern), estimate(&x.module, x.split, Role::Control)]
+                        } else {
+                            [None, None]
+                        },
                         note: (!percent && !x.few_passes.is_empty()).then_some("spent failing — no saving"),
                     })
                     .collect(),
@@ -185,7 +189,12 @@ fn rows(s: &Summary) -> Vec<Row> {
                         Ok(v) => Slot::Bar(Bar { value: v, ci: None, label: readable(v) }),
                         Err(why) => Slot::Missing(why),
                     };
-                    Group { module: f.module.clone(), arms: [slot(Role::Pattern), slot(Role::Control)], estimates: [None, None], note: None }
+                    Group {
+                        module: crate::metrics::Comparison::label_in(&f.module, None, f.split),
+                        arms: [slot(Role::Pattern), slot(Role::Control)],
+                        estimates: [None, None],
+                        note: None,
+                    }
                 })
                 .collect()
         };

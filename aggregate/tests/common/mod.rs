@@ -401,3 +401,22 @@ fn grounding(task: &str, rep: u32, verdict: V) -> Option<records::Grounding> {
     }
     Some(records::Grounding { references })
 }
+
+/// Dev and held-out tasks of one module (t1 dev, t2 held out): the model's pattern fails t2,
+/// which its control passes, and the oracle's pattern plan for t2 takes more calls.
+pub fn held_out_fixture(dir: &Path) {
+    for (task, split) in [("t1", records::Split::Dev), ("t2", records::Split::HeldOut)] {
+        for role in ["pattern", "control"] {
+            let verdict = if task == "t2" && role == "pattern" { V::Failed } else { V::Passed };
+            let mut r = record("m", "m1", role, task, 1, ok(verdict, 100, 2));
+            r.split = split;
+            write(dir, &r, false);
+            let mut o = record("oracle", "m1", role, task, 1, S { turns: 0, input: None, cached: None, output: None, ..ok(V::Passed, 0, 0) });
+            o.split = split;
+            if task == "t2" && role == "pattern" {
+                o.oracle.as_mut().unwrap().calls = 9;
+            }
+            write(dir, &o, false);
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! Dev and held-out tasks side by side (`docs/held-out.md`): a module's records are reported per
+//! split, never pooled into one verdict; here, the tasks on which the pattern loses, and whether
+//! the held-out verdict (or, for the oracle, the structural floor) agrees with the dev one.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use records::{Role, SessionRecord, Split};
+use serde::{Deserialize, Serialize};
+
+use super::select::passed;
+use super::{ModuleReport, OracleModule, Summary};
+
+/// A task on which the pattern did worse than the control, and how.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LosingTask {
+    pub task: String,
+    /// What it lost on: `success` (a lower pass rate), `input_tokens` (as often passed, more
+    /// input tokens per valid session), `calls` (the oracle's floor: more calls),
+    /// `estimated_input_tokens` (the oracle's floor: as many calls, more estimated input).
+    pub on: String,
+    /// The pattern's figure and the control's, as the report prints them.
+    pub pattern: f64,
+    pub control: f64,
+}
+
+/// Per task of one comparison cell: where the pattern does worse. A task counts once, on the
+/// first figure it loses on (success before input tokens): cost only matters at equal success.
+pub(super) fn losing_model_tasks(recs: &[&SessionRecord]) -> Vec<LosingTask> {
+    let tasks: BTreeSet<&str> = recs.iter().map(|r| r.task.as_str()).collect();
+    let mut out = Vec::new();
+    for task in tasks {
+        let arm = |role: Role| -> Vec<&SessionRecord> { recs.iter().copied().filter(|r| r.task == task && r.role == role && r.validity.is_valid()).collect() };
+        let (p, c) = (arm(Role::Pattern), arm(Role::Control));
+        if p.is_empty() || c.is_empty() {
+            continue;
+        }
+        let rate = |v: &[&SessionRecord]| v.iter().filter(|r| passed(r)).count() as f64 / v.len() as f64;
+        let (pr, cr) = (rate(&p), rate(&c));
+        if pr < cr {
+            out.push(LosingTask { task: task.to_owned(), on: "success".into(), pattern: pr, control: cr });
+            continue;
+        }
+        let tokens = |v: &[&SessionRecord]| -> Option<f64> {
+            let xs: Vec<f64> = v.iter().map(|r| r.totals.input_tokens.map(|t| t as f64)).collect::<Option<Vec<_>>>()?;
+            crate::stats::mean(&xs)
+        };
+        if let (Some(pt), Some(ct)) = (tokens(&p), tokens(&c)) {
+            if pr == cr && pt > ct {
+                out.push(LosingTask { task: task.to_owned(), on: "input_tokens".into(), pattern: pt, control: ct });
+            }
+        }
+    }
+    out
+}
+
+/// The oracle's floor per task: where the pattern's plan takes more calls, or as many with more
+/// estimated input.
+pub(super) fn losing_oracle_tasks(m: &OracleModule) -> Vec<LosingTask> {
+    let tasks: BTreeSet<&str> = m.rows.iter().map(|r| r.task.as_str()).collect();
+    let mut out = Vec::new();
+    for task in tasks {
+        let row = |role: Role| m.rows.iter().find(|r| r.task == task && r.role == role);
+        let (Some(p), Some(c)) = (row(Role::Pattern), row(Role::Control)) else { continue };
+        match (p.calls, c.calls) {
+            (Some(pc), Some(cc)) if pc > cc => out.push(LosingTask { task: task.to_owned(), on: "calls".into(), pattern: pc as f64, control: cc as f64 }),
+            (Some(pc), Some(cc)) if pc == cc => {
+                if let (Some(pt), Some(ct)) = (p.estimated_input_tokens, c.estimated_input_tokens) {
+                    if pt > ct {
+                        out.push(LosingTask { task: task.to_owned(), on: "estimated_input_tokens".into(), pattern: pt as f64, control: ct as f64 });
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Where dev and held-out tasks disagree about a module, for the report to say above its
+/// headline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SplitDisagreement {
+    /// A model id, or `oracle` for the structural floor.
+    pub model: String,
+    pub module: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<super::Comparison>,
+    /// What each split says: a verdict, or for the oracle whether the pattern's floor is lower.
+    pub dev: String,
+    pub held_out: String,
+    /// The sentence the report prints.
+    pub message: String,
+}
+
+/// Every (model, module, comparison) whose held-out result says otherwise than its dev result.
+pub(super) fn disagreements(s: &Summary) -> Vec<SplitDisagreement> {
+    let mut out = Vec::new();
+    for m in &s.models {
+        for (key, [dev, held]) in pairs(&m.modules, |x: &ModuleReport| (x.module.clone(), x.comparison.clone(), x.split)) {
+            if dev.verdict == held.verdict {
+                continue;
+            }
+            let label = super::Comparison::label(&key.0, key.1.as_ref());
+            let message = if dev.verdict == super::Verdict::Confirmed {
+                format!(
+                    "{label} ({}): this module's advantage does not hold on held-out tasks — confirmed on the dev tasks, {} on the held-out ones.",
+                    m.model,
+                    held.verdict.as_str()
+                )
+            } else {
+                format!(
+                    "{label} ({}): dev and held-out tasks disagree — {} on the dev tasks, {} on the held-out ones.",
+                    m.model,
+                    dev.verdict.as_str(),
+                    held.verdict.as_str()
+                )
+            };
+            out.push(SplitDisagreement {
+                model: m.model.clone(),
+                module: key.0,
+                comparison: key.1,
+                dev: dev.verdict.as_str().into(),
+                held_out: held.verdict.as_str().into(),
+                message,
+            });
+        }
+    }
+    for (key, [dev, held]) in pairs(&s.oracle_floors, |x: &OracleModule| (x.module.clone(), x.comparison.clone(), x.split)) {
+        let lower = |f: &OracleModule| -> Option<bool> {
+            let p = f.per_session_of(Role::Pattern, |x| x.calls).ok()?;
+            let c = f.per_session_of(Role::Control, |x| x.calls).ok()?;
+            Some(p < c)
+        };
+        let (Some(d), Some(h)) = (lower(dev), lower(held)) else { continue };
+        if d == h {
+            continue;
+        }
+        let word = |x: bool| if x { "fewer calls than the control" } else { "no fewer calls than the control" };
+        let label = super::Comparison::label(&key.0, key.1.as_ref());
+        let message = if d {
+            format!(
+                "{label} (oracle floor): this module's structural advantage does not hold on held-out tasks — its plans take {} per session on the dev tasks, {} on the held-out ones.",
+                word(d),
+                word(h)
+            )
+        } else {
+            format!(
+                "{label} (oracle floor): dev and held-out tasks disagree — the pattern's plans take {} per session on the dev tasks, {} on the held-out ones.",
+                word(d),
+                word(h)
+            )
+        };
+        out.push(SplitDisagreement { model: "oracle".into(), module: key.0, comparison: key.1, dev: word(d).into(), held_out: word(h).into(), message });
+    }
+    out
+}
+
+type CellKey = (String, Option<super::Comparison>);
+
+/// The (dev, held-out) pairs of reports of the same module and comparison.
+fn pairs<T>(items: &[T], key: impl Fn(&T) -> (String, Option<super::Comparison>, Split)) -> Vec<(CellKey, [&T; 2])> {
+    let mut by: BTreeMap<CellKey, [Option<&T>; 2]> = BTreeMap::new();
+    for x in items {
+        let (module, comparison, split) = key(x);
+        by.entry((module, comparison)).or_default()[split as usize] = Some(x);
+    }
+    by.into_iter().filter_map(|(k, [d, h])| Some((k, [d?, h?]))).collect()
+}
