@@ -183,6 +183,27 @@ pub fn pairs_needed(sd: f64, delta: f64) -> Option<u64> {
     Some((((Z_95 + Z_80) * sd / delta).powi(2)).ceil().max(2.0) as u64)
 }
 
+/// Cohen's kappa: how far two raters' labels of the same items agree beyond what their own
+/// label frequencies would give by chance, κ = (p_o − p_e) / (1 − p_e), over `(rater a, rater b)`
+/// pairs. `None` when it is undefined: no pairs, or chance agreement already 1 (both raters used
+/// one and the same label for everything), where there is nothing left to agree beyond chance.
+pub fn cohen_kappa<L: Ord>(pairs: &[(L, L)]) -> Option<f64> {
+    if pairs.is_empty() {
+        return None;
+    }
+    let n = pairs.len() as f64;
+    let mut a: std::collections::BTreeMap<&L, f64> = std::collections::BTreeMap::new();
+    let mut b: std::collections::BTreeMap<&L, f64> = std::collections::BTreeMap::new();
+    for (x, y) in pairs {
+        *a.entry(x).or_default() += 1.0;
+        *b.entry(y).or_default() += 1.0;
+    }
+    let observed = pairs.iter().filter(|(x, y)| x == y).count() as f64 / n;
+    let expected: f64 = a.iter().map(|(label, ka)| ka / n * b.get(label).copied().unwrap_or(0.0) / n).sum();
+    // 1 − p_e is 0 only when both used a single, shared label; guard rounding just below it too.
+    (1.0 - expected > 1e-12).then(|| (observed - expected) / (1.0 - expected))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -289,5 +310,26 @@ mod tests {
         // sd = delta → (1.96 + 0.84)² ≈ 7.85 → 8 pairs.
         assert_eq!(pairs_needed(1.0, 1.0), Some(8));
         assert_eq!(pairs_needed(1.0, 0.0), None);
+    }
+
+    #[test]
+    fn cohen_kappa_matches_the_textbook_example_and_is_undefined_without_spread() {
+        // Wikipedia, "Cohen's kappa", worked example: 50 grant proposals read by two readers,
+        // 20 yes/yes, 5 yes/no, 10 no/yes, 15 no/no: p_o = 0.7, p_e = 0.5, κ = 0.4.
+        let mut pairs = Vec::new();
+        pairs.extend(std::iter::repeat_n(("yes", "yes"), 20));
+        pairs.extend(std::iter::repeat_n(("yes", "no"), 5));
+        pairs.extend(std::iter::repeat_n(("no", "yes"), 10));
+        pairs.extend(std::iter::repeat_n(("no", "no"), 15));
+        assert!((cohen_kappa(&pairs).unwrap() - 0.4).abs() < 1e-12);
+        // Full agreement over two labels is 1.
+        assert_eq!(cohen_kappa(&[("a", "a"), ("b", "b")]), Some(1.0));
+        // Agreement no better than chance is 0: each rater says "a" half the time, independently.
+        assert_eq!(cohen_kappa(&[("a", "a"), ("a", "b"), ("b", "a"), ("b", "b")]), Some(0.0));
+        // Both raters used one label for everything: chance agreement is 1, κ is undefined.
+        assert_eq!(cohen_kappa(&[("a", "a"), ("a", "a")]), None);
+        assert_eq!(cohen_kappa::<&str>(&[]), None);
+        // One rater constant, the other not: defined, and 0 (p_o = p_e = ½).
+        assert_eq!(cohen_kappa(&[("a", "a"), ("a", "b")]), Some(0.0));
     }
 }

@@ -253,7 +253,7 @@ fn retrieval_is_reported_beside_success_and_never_folded_into_it() {
 fn outcome_classes_read_the_checks_and_the_answer_only() {
     use records::{Check, CheckKind::*};
     let dir = tempfile::tempdir().unwrap();
-    let check = |name: &str, kind, held| Check { name: name.into(), kind, held };
+    let check = |name: &str, kind, held| Check { name: name.into(), kind, held, negative: false };
     let with = |r: records::SessionRecord, answer: Option<&str>, checks: Vec<Check>| {
         let mut r = r;
         r.final_answer = answer.map(str::to_owned);

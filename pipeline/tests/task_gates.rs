@@ -1,6 +1,6 @@
 //! Gates G5 (neutrality) and G7 (ground truth) over every task of every registered module,
 //! through the real servers over stdio (`pipeline serve`), against the real backend on real
-//! Postgres; and the completeness rule: eight tasks per module.
+//! Postgres; and the completeness rule: eight dev tasks and at least four held-out ones per module.
 //!
 //! The trials are generated from the registry (libtest-mimic), so a new module is gated with no
 //! new test code: `cargo nextest run -p pipeline --test task_gates gates_MODULE`.
@@ -10,8 +10,11 @@ use backend::local::LocalBackend;
 use libtest_mimic::{Arguments, Failed, Trial};
 use tasks::gates::{banned_terms, ground_truth_with, neutrality_violations};
 
-/// Eight tasks per module, among them traps and one that cannot be done.
+/// Eight dev tasks per module, among them traps and one that cannot be done.
 const TASKS_PER_MODULE: usize = 8;
+
+/// Held-out tasks per module at least (a family counts once): sealed, never tuned against.
+const HELD_OUT_PER_MODULE: usize = 4;
 
 fn main() -> std::process::ExitCode {
     let args = Arguments::from_args();
@@ -34,11 +37,21 @@ fn serve_command() -> Vec<String> {
 fn eight_tasks(module: &str) -> Result<(), Failed> {
     let all = tasks::load_module(&tasks::default_tasks_dir(), module).map_err(|e| e.to_string())?;
     // Task families (one template, a task per size) come on top of the eight.
-    let plain = all.iter().filter(|t| t.family.is_none()).count();
+    let plain = all.iter().filter(|t| t.family.is_none() && t.meta.split == records::Split::Dev).count();
     if plain != TASKS_PER_MODULE {
         return Err(format!(
-            "{module} has {plain} task(s) besides its task families; a module has {TASKS_PER_MODULE}, among them traps and one \
+            "{module} has {plain} dev task(s) besides its task families; a module has {TASKS_PER_MODULE}, among them traps and one \
              that cannot be done (docs/adding-a-pattern-module.md, section 3)"
+        )
+        .into());
+    }
+    let held_out: std::collections::BTreeSet<&std::path::Path> =
+        all.iter().filter(|t| t.meta.split == records::Split::HeldOut).map(|t| t.dir.as_path()).collect();
+    if held_out.len() < HELD_OUT_PER_MODULE {
+        return Err(format!(
+            "{module} has {} held-out task(s); a module has at least {HELD_OUT_PER_MODULE}, written to its question rather than its \
+             pattern and sealed with `pipeline seal` (docs/held-out.md)",
+            held_out.len()
         )
         .into());
     }

@@ -290,6 +290,12 @@ pub struct Check {
     pub name: String,
     pub kind: CheckKind,
     pub held: bool,
+    /// A check that only asserts an absence — nothing changed (an `unchanged` table, a
+    /// `same_as_seeded` assertion), the answer does not say something (`must_not_contain`):
+    /// holding it is no sign that any work was done or anything right was said. Absent (false)
+    /// in records written before it was kept.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub negative: bool,
 }
 
 /// What a check looks at: the world's final state, or the final answer's text.

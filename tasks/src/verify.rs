@@ -129,8 +129,8 @@ impl Verifier {
     async fn judge(&self, pool: &PgPool, baseline: &Baseline, answer: &str) -> Result<(Vec<String>, Vec<Check>), String> {
         let mut failed = Vec::new();
         let mut checks = Vec::new();
-        let mut check = |name: String, kind: CheckKind, why: Option<String>| {
-            checks.push(Check { name, kind, held: why.is_none() });
+        let mut check = |name: String, kind: CheckKind, negative: bool, why: Option<String>| {
+            checks.push(Check { name, kind, held: why.is_none(), negative });
             failed.extend(why);
         };
         let queries: Vec<String> = self.sql.iter().map(|a| a.query.clone()).collect();
@@ -143,26 +143,26 @@ impl Verifier {
             };
             let seeded = if a.same_as_seeded { " (as seeded)" } else { "" };
             let why = (!same(&got, &want)).then(|| format!("{}: expected {want}{seeded}, got {got}", a.name));
-            check(a.name.clone(), CheckKind::State, why);
+            check(a.name.clone(), CheckKind::State, a.same_as_seeded, why);
         }
         for t in &self.unchanged {
             let before = baseline.tables.get(t).ok_or_else(|| format!("no baseline was recorded for table {t}"))?;
             let now = backend::world::table_hash(pool, t).await.map_err(|e| e.to_string())?;
             let why = (&now != before).then(|| format!("table {t} changed, but the task must leave it as it was"));
-            check(format!("table {t} unchanged"), CheckKind::State, why);
+            check(format!("table {t} unchanged"), CheckKind::State, true, why);
         }
         let lower = answer.to_lowercase();
         for m in &self.answer.must_mention {
             let why = (!lower.contains(&m.to_lowercase())).then(|| format!("the answer does not mention {m:?}"));
-            check(format!("mentions {m:?}"), CheckKind::Answer, why);
+            check(format!("mentions {m:?}"), CheckKind::Answer, false, why);
         }
         for group in &self.answer.must_mention_any {
             let why = (!group.iter().any(|m| lower.contains(&m.to_lowercase()))).then(|| format!("the answer mentions none of {group:?}"));
-            check(format!("mentions one of {group:?}"), CheckKind::Answer, why);
+            check(format!("mentions one of {group:?}"), CheckKind::Answer, false, why);
         }
         for m in &self.answer.must_not_contain {
             let why = lower.contains(&m.to_lowercase()).then(|| format!("the answer contains {m:?}, which it must not"));
-            check(format!("does not contain {m:?}"), CheckKind::Answer, why);
+            check(format!("does not contain {m:?}"), CheckKind::Answer, true, why);
         }
         Ok((failed, checks))
     }

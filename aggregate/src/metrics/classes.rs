@@ -12,10 +12,14 @@
 //!   class says so rather than guess.
 //! * `wrong_confident`: it failed, the answer states its result plainly, and a state check failed
 //!   — or, for a task checked on its answer alone, no check held.
-//! * `partial`: it failed, the answer states its result plainly, every state check held and some
-//!   answer check did not (the work was done, the report of it is off), with the fraction of the
-//!   verifier's checks that held. Records written before checks were kept count a plain failed
-//!   claim as `wrong_confident`.
+//! * `partial`: it failed, the answer states its result plainly, every state check held, and
+//!   something right was done or said — a check held that asserts more than an absence (more
+//!   than "nothing changed" or "the answer does not say X") — while some answer check did not
+//!   (the work was done, or the question half answered, and the report is off), with the
+//!   fraction of the verifier's checks that held. A plain answer to a question that gets nothing
+//!   right is `wrong_confident`, however many "nothing changed" checks hold, and so is one that
+//!   says what it must not (a `must_not_contain` failed: a wrong claim, not a missing one). Records written
+//!   before checks were kept count a plain failed claim as `wrong_confident`.
 //!
 //! The stance is read from the final answer's text only — never from tool arguments or results,
 //! which are not passed here — so a tool call that happens to contain the right words earns
@@ -68,7 +72,21 @@ const REFUSALS: &[&str] = &[
     "please specify",
     "please clarify",
     "need more information",
+    "did not find",
+    "didn't find",
+    "not find",
+    "nothing found",
+    "none found",
+    "no results",
+    "no matching",
 ];
+
+/// "No tickets found", "no open change requests were found": `no` and, within a few words,
+/// `found` — a report that there is nothing, not a claim of a result.
+fn says_none_found(lower: &str) -> bool {
+    let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric() && c != '\'').filter(|w| !w.is_empty()).collect();
+    words.iter().enumerate().any(|(i, w)| *w == "no" && words[i + 1..].iter().take(5).any(|x| *x == "found"))
+}
 
 /// Phrases of an answer that hedges (lower case).
 const HEDGES: &[&str] =
@@ -78,7 +96,7 @@ const HEDGES: &[&str] =
 pub fn stance(answer: Option<&str>) -> Stance {
     let Some(text) = answer.map(str::trim).filter(|t| !t.is_empty()) else { return Stance::None };
     let lower = text.to_lowercase();
-    if REFUSALS.iter().any(|p| lower.contains(p)) || lower.ends_with('?') {
+    if REFUSALS.iter().any(|p| lower.contains(p)) || says_none_found(&lower) || lower.ends_with('?') {
         Stance::Refuses
     } else if HEDGES.iter().any(|p| lower.contains(p)) {
         Stance::Hedges
@@ -139,7 +157,10 @@ pub fn classify_answer(v: &VerifierOutcome, answer: Option<&str>) -> Option<(Out
         Stance::States => {
             let state_failed = v.checks.iter().any(|c| c.kind == CheckKind::State && !c.held);
             let held = v.checks.iter().filter(|c| c.held).count();
-            if v.checks.is_empty() || state_failed || held == 0 {
+            // Something right done or said: a check held that asserts more than an absence.
+            let something_right = v.checks.iter().any(|c| c.held && !c.negative);
+            let says_what_it_must_not = v.checks.iter().any(|c| c.kind == CheckKind::Answer && c.negative && !c.held);
+            if v.checks.is_empty() || state_failed || held == 0 || !something_right || says_what_it_must_not {
                 OutcomeClass::WrongConfident
             } else {
                 return Some((OutcomeClass::Partial, Some(held as f64 / v.checks.len() as f64)));
@@ -198,5 +219,40 @@ mod tests {
         assert_eq!(stance(Some("I think the ticket is probably resolved.")), Stance::Hedges);
         assert_eq!(stance(Some("Ticket 77 is now marked as resolved.")), Stance::States);
         assert_eq!(stance(Some("Priya Raman is on the payments team.")), Stance::States);
+        assert_eq!(stance(Some("No tickets found for Wen.")), Stance::Refuses);
+        assert_eq!(stance(Some("No open change requests were found in that repository.")), Stance::Refuses);
+        assert_eq!(stance(Some("I did not find a customer of that name.")), Stance::Refuses);
+        // "no" and "found" far apart, or "found" alone, is a claim.
+        assert_eq!(stance(Some("I found ticket 77 and resolved it; no further action is needed, and the customer was notified as found.")), Stance::States);
+    }
+
+    fn judged(checks: &[(CheckKind, bool, bool)]) -> VerifierOutcome {
+        // (kind, held, negative)
+        VerifierOutcome {
+            verdict: Verdict::Failed,
+            reasons: vec!["a check failed".into()],
+            elapsed_ms: 1.0,
+            checks: checks.iter().enumerate().map(|(i, &(kind, held, negative))| records::Check { name: format!("c{i}"), kind, held, negative }).collect(),
+            grounding: None,
+        }
+    }
+
+    #[test]
+    fn partial_needs_something_right_not_only_absences() {
+        let plain = Some("Priya Raman is on the search team.");
+        // A question: nothing changed and nothing forbidden was said, but nothing it asked for.
+        let read_only = judged(&[(CheckKind::State, true, true), (CheckKind::Answer, true, true), (CheckKind::Answer, false, false)]);
+        assert_eq!(classify_answer(&read_only, plain), Some((OutcomeClass::WrongConfident, None)));
+        // The same question half answered: partial.
+        let half = judged(&[(CheckKind::State, true, true), (CheckKind::Answer, true, false), (CheckKind::Answer, false, false)]);
+        assert_eq!(classify_answer(&half, plain).map(|(c, _)| c), Some(OutcomeClass::Partial));
+        // Half answered, but saying what it must not: a wrong claim.
+        let wrong = judged(&[(CheckKind::State, true, true), (CheckKind::Answer, true, false), (CheckKind::Answer, false, true)]);
+        assert_eq!(classify_answer(&wrong, plain).map(|(c, _)| c), Some(OutcomeClass::WrongConfident));
+        // A write that was made, reported wrongly: partial, with the share of checks that held.
+        let written = judged(&[(CheckKind::State, true, false), (CheckKind::State, true, true), (CheckKind::Answer, false, false)]);
+        let (class, share) = classify_answer(&written, plain).unwrap();
+        assert_eq!(class, OutcomeClass::Partial);
+        assert!((share.unwrap() - 2.0 / 3.0).abs() < 1e-9);
     }
 }
