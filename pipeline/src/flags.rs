@@ -29,10 +29,11 @@ pub struct RunArgs {
     #[arg(long, value_delimiter = ',')]
     pub tasks: Vec<String>,
     /// Which tasks by split: `dev` (the tuning loop's), `held_out` (sealed; see `pipeline seal`)
-    /// or `all`, reported side by side and never pooled. A run that includes held-out tasks
-    /// refuses unless they match their seal.
-    #[arg(long, value_enum, default_value = "all")]
-    pub split: crate::held_out::SplitSelection,
+    /// or `all` (the default for a run), reported side by side and never pooled. A run that
+    /// includes held-out tasks refuses unless they match their seal. A sweep reads one split:
+    /// `dev` unless `--split held_out`.
+    #[arg(long, value_enum)]
+    pub split: Option<crate::held_out::SplitSelection>,
     /// Override every task's world scale (`pipeline sweep` takes several, comma-separated).
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub scale: Vec<u32>,

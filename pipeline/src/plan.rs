@@ -193,11 +193,16 @@ impl RunPlan {
             if !args.tasks.is_empty() {
                 ts.retain(|t| args.tasks.iter().any(|f| t.id.contains(f.as_str())));
             }
-            ts.retain(|t| args.split.admits(t.meta.split));
+            ts.retain(|t| args.split.unwrap_or_default().admits(t.meta.split));
             tasks.push(ModuleTasks { module: module.to_owned(), tasks: ts.into_iter().map(Arc::new).collect() });
         }
         if tasks.iter().all(|m| m.tasks.is_empty()) {
-            bail!("no task matches --tasks {:?} with --split {} (see `{} list`)", args.tasks, args.split.as_str(), crate::invoked::program());
+            bail!(
+                "no task matches --tasks {:?} with --split {} (see `{} list`)",
+                args.tasks,
+                args.split.unwrap_or_default().as_str(),
+                crate::invoked::program()
+            );
         }
         match args.size[..] {
             [] => {}
@@ -249,7 +254,7 @@ impl RunPlan {
             command: crate::redact::command_line(std::env::args()),
             check: None,
             shard,
-            split: args.split,
+            split: args.split.unwrap_or_default(),
             seal,
         })
     }

@@ -22,6 +22,7 @@ use serde::Serialize;
 
 use crate::exit::Exit;
 use crate::flags::RunArgs;
+use crate::held_out::SplitSelection;
 use crate::plan::RunPlan;
 
 #[derive(Debug, clap::Args)]
@@ -129,6 +130,8 @@ pub struct Level {
 pub struct SweepReport {
     pub sweep: String,
     pub module: String,
+    /// The tasks the levels ran and the figures read: `dev` or `held_out`, never both pooled.
+    pub split: records::Split,
     pub model: String,
     /// `world scale`, `state size` or `catalogue size`.
     pub factor: &'static str,
@@ -218,6 +221,15 @@ pub async fn run(args: SweepArgs) -> anyhow::Result<Exit> {
         "a sweep is not split into shards yet (shard {} was asked for): run each level as its own sharded experiment (`--scale L --shard I/N`) and merge each level's shards with `aggregate --merge`",
         shard.map(|s| s.to_string()).unwrap_or_default()
     );
+    // A level's figures are one report cell: dev and held-out tasks are never pooled, so a sweep
+    // reads one split.
+    let split = match args.run.split {
+        None | Some(SplitSelection::Dev) => records::Split::Dev,
+        Some(SplitSelection::HeldOut) => records::Split::HeldOut,
+        Some(SplitSelection::All) => anyhow::bail!(
+            "a sweep reads one split (dev and held-out tasks are never pooled into one figure): --split dev (the default for a sweep) or --split held_out"
+        ),
+    };
     let module = args.run.module[0].clone();
     let model = args.run.models[0].clone();
     let name = args.run.exp_name.clone().unwrap_or_else(|| format!("sweep_{module}_{}_{}", model.replace(['/', ':'], "_"), factor.word()));
@@ -226,6 +238,7 @@ pub async fn run(args: SweepArgs) -> anyhow::Result<Exit> {
     let mut worst = Exit::Ok;
     for &level in levels.iter().filter(|_| !args.report_only) {
         let mut run = args.run.clone();
+        run.split = Some(if split == records::Split::Dev { SplitSelection::Dev } else { SplitSelection::HeldOut });
         match factor {
             Factor::WorldScale => run.scale = vec![level],
             Factor::StateSize => run.size = vec![level],
@@ -251,7 +264,7 @@ pub async fn run(args: SweepArgs) -> anyhow::Result<Exit> {
         scale: args.run.scale.first().copied().filter(|_| factor != Factor::WorldScale),
         catalogue: args.run.catalogue.first().copied().filter(|_| factor != Factor::Catalogue),
     };
-    let report = report(&sweep_dir, &name, &module, &model, factor, &levels, fixed)?;
+    let report = report(&sweep_dir, &name, &module, &model, factor, &levels, fixed, split)?;
     records::write_atomically(&sweep_dir.join("sweep.json"), &serde_json::to_vec_pretty(&report)?)?;
     let md = markdown(&report);
     let svg = aggregate::sweep_chart::render_svg(&chart(&report)).context("drawing the sweep's chart")?;
@@ -275,7 +288,17 @@ pub struct Fixed {
 }
 
 /// Reports every level (writing its own report into its folder) and reads the sweep off them.
-pub fn report(sweep_dir: &Path, name: &str, module: &str, model: &str, factor: Factor, levels: &[u32], fixed: Fixed) -> anyhow::Result<SweepReport> {
+#[allow(clippy::too_many_arguments)]
+pub fn report(
+    sweep_dir: &Path,
+    name: &str,
+    module: &str,
+    model: &str,
+    factor: Factor,
+    levels: &[u32],
+    fixed: Fixed,
+    split: records::Split,
+) -> anyhow::Result<SweepReport> {
     let oracle = model == "oracle";
     let w = factor.word();
     let mut out = Vec::new();
@@ -288,7 +311,7 @@ pub fn report(sweep_dir: &Path, name: &str, module: &str, model: &str, factor: F
             Factor::StateSize => (fixed.scale, Some(level), fixed.catalogue),
             Factor::Catalogue => (fixed.scale, None, Some(level)),
         };
-        out.push(Level { experiment: format!("{w}{level}"), scale, size, catalogue, ..level_of(&r.summary, level, module, oracle) });
+        out.push(Level { experiment: format!("{w}{level}"), scale, size, catalogue, ..level_of(&r.summary, level, module, split, oracle) });
     }
     let (diffs, reasons) = comparable(&out, oracle, w);
     let crossover = match crossover(&diffs) {
@@ -300,6 +323,7 @@ pub fn report(sweep_dir: &Path, name: &str, module: &str, model: &str, factor: F
     Ok(SweepReport {
         sweep: name.to_owned(),
         module: module.to_owned(),
+        split,
         model: model.to_owned(),
         factor: factor.title(),
         factor_kind: factor,
@@ -344,9 +368,9 @@ fn comparable(levels: &[Level], oracle: bool, word: &str) -> (Vec<(u32, Option<f
 }
 
 /// One level's figures from its report; the caller fills in `experiment`, `scale` and `size`.
-fn level_of(s: &Summary, level: u32, module: &str, oracle: bool) -> Level {
-    let m: Option<&ModuleReport> = s.models.iter().flat_map(|m| m.modules.iter()).find(|m| m.module == module);
-    let floor = s.oracle_floors.iter().find(|f| f.module == module);
+fn level_of(s: &Summary, level: u32, module: &str, split: records::Split, oracle: bool) -> Level {
+    let m: Option<&ModuleReport> = s.models.iter().flat_map(|m| m.modules.iter()).find(|m| m.module == module && m.split == split);
+    let floor = s.oracle_floors.iter().find(|f| f.module == module && f.split == split);
     let arm = |role: Role| -> Option<LevelArm> {
         let metrics = m.and_then(|m| if role == Role::Pattern { m.pattern.as_ref() } else { m.control.as_ref() });
         let rows: Vec<_> = floor.map(|f| f.rows.iter().filter(|r| r.role == role).collect()).unwrap_or_default();
@@ -415,6 +439,12 @@ pub fn markdown(r: &SweepReport) -> String {
     let w = r.factor_kind.word();
     o.push_str(&format!("**Crossover:** {}.\n\n", r.crossover.sentence(&r.cost, r.factor_kind)));
     o.push_str(&format!("Cost compared: {}. Every level is its own experiment (`{w}<L>/`, with its own report); levels are never pooled.\n\n", r.cost));
+    o.push_str(match r.split {
+        records::Split::Dev => "Tasks: the module's dev tasks (`--split held_out` sweeps its held-out tasks; the two are never pooled).\n\n",
+        records::Split::HeldOut => {
+            "Tasks: the module's **held-out** tasks (sealed; the dev tasks are swept with `--split dev`, and the two are never pooled).\n\n"
+        }
+    });
     o.push_str(&format!(
         "| {w} | arm | server | valid / attempted | success | calls / session | turns / session (mean [95% CI]) | input tokens / session (mean [95% CI]) | floor est. input tokens / session | pattern − control / session | floor est. output tokens / session |\n"
     ));

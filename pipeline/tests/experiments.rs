@@ -213,7 +213,7 @@ fn a_sweep_runs_each_level_as_its_own_experiment_and_reads_off_the_crossover() {
     for level in [1, 2] {
         let exp = sweep.join(format!("scale{level}"));
         let recs = records(&exp);
-        assert_eq!(recs.len(), 2 * common::task_count("tool_orchestrator"), "every task × 2 arms at scale {level}");
+        assert_eq!(recs.len(), 2 * common::dev_task_count("tool_orchestrator"), "every dev task × 2 arms at scale {level}");
         assert!(recs.iter().all(|r| r["fingerprint"]["world_scale_override"] == level && r["world_scale"] == level));
         // Scale adds rows without changing the scale-1 world the tasks are written against.
         assert!(recs.iter().all(|r| r["verifier"]["verdict"] == "passed"), "every oracle session passes at scale {level}");
@@ -222,6 +222,16 @@ fn a_sweep_runs_each_level_as_its_own_experiment_and_reads_off_the_crossover() {
     let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(sweep.join("sweep.json")).unwrap()).unwrap();
     let levels: Vec<u64> = report["levels"].as_array().unwrap().iter().map(|l| l["scale"].as_u64().unwrap()).collect();
     assert_eq!(levels, [1, 2], "levels in order");
+    assert_eq!(report["split"], "dev", "a sweep reads one split, dev unless asked");
+    // Both splits in one sweep would pool them into one figure per level: refused, nothing run.
+    let pooled = pipeline()
+        .args(["sweep", "--module", "tool_orchestrator", "--models", "oracle", "--scale", "2,1", "--split", "all", "--exp-name", "pooled", "--results-dir"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(pooled.status.code(), Some(1), "{}", text(&pooled));
+    assert!(text(&pooled).contains("a sweep reads one split"), "{}", text(&pooled));
+    assert!(!tmp.path().join("pooled").exists(), "nothing written");
     for l in report["levels"].as_array().unwrap() {
         let (p, c) = (l["pattern"]["floor_estimated_input_tokens"].as_f64().unwrap(), l["control"]["floor_estimated_input_tokens"].as_f64().unwrap());
         assert_eq!(l["cost_difference"].as_f64().unwrap(), p - c, "the oracle's cost is its floor");
@@ -243,7 +253,7 @@ fn a_sweep_runs_each_level_as_its_own_experiment_and_reads_off_the_crossover() {
     for l in report["levels"].as_array().unwrap() {
         let level = l["scale"].as_u64().unwrap();
         let row = |arm: &str, server: &str| {
-            let start = format!("| {level} | {arm} | {server} | {n} / {n} | 100%", n = common::task_count("tool_orchestrator"));
+            let start = format!("| {level} | {arm} | {server} | {n} / {n} | 100%", n = common::dev_task_count("tool_orchestrator"));
             md.lines().find(|r| r.starts_with(&start)).unwrap_or_else(|| panic!("no row {start:?}: {md}")).to_owned()
         };
         let per = l["cost_difference_per_session"].as_f64().unwrap();
@@ -259,7 +269,7 @@ fn a_sweep_runs_each_level_as_its_own_experiment_and_reads_off_the_crossover() {
     // The table's per-session figures are the means over the level's tasks of the summed floors.
     for l in report["levels"].as_array().unwrap() {
         let per = l["cost_difference_per_session"].as_f64().unwrap();
-        let tasks = common::task_count("tool_orchestrator") as f64;
+        let tasks = common::dev_task_count("tool_orchestrator") as f64;
         assert!((per * tasks - l["cost_difference"].as_f64().unwrap()).abs() < 1.0, "{l}");
     }
     // --report-only rewrites the sweep's report from the recorded levels and runs nothing.

@@ -64,7 +64,7 @@ fn gates_and_oracle_a_b(module: &str, original: &str, port: &str, control: &str)
     let out = pipeline().arg("run").arg(&spec).arg("--results-dir").arg(&results).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let recs = records(&results.join("ext"));
-    assert_eq!(recs.len(), 3 * 8, "three arms × eight tasks");
+    assert_eq!(recs.len(), 3 * common::task_count(module), "three arms × every task, dev and held-out");
     for r in recs.iter().filter(|r| r["server"] == port) {
         assert_eq!(r["verifier"]["verdict"], "passed", "{r}");
         assert!(r["external_arm"]["env_names"].as_array().unwrap().iter().any(|n| n == "BACKEND_URL"), "names, never values: {r}");

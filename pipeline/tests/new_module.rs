@@ -314,7 +314,7 @@ fn the_scaffolded_module_compiles_and_passes_the_gates() {
     let servers = run_test(&servers_exe, &ws.join("servers"), &[]).unwrap_or_else(|e| panic!("the generated server test fails:\n{e}"));
     assert!(servers.contains("2 passed; 0 failed"), "{servers}");
     let incomplete = run_test(&gates_exe, &ws.join("pipeline"), &["--exact", &format!("eight_tasks_{m}")]).expect_err("one task passes for eight");
-    assert!(incomplete.contains(&format!("{m} has 1 task(s)")), "{incomplete}");
+    assert!(incomplete.contains(&format!("{m} has 1 dev task(s)")), "{incomplete}");
     // The tests that walk the registry and the listings hold with a sixth module.
     let registry = run_test(&test_executable(&messages, "servers", "lib", "servers"), &ws.join("servers"), &["registry::"]).unwrap_or_else(|e| panic!("{e}"));
     assert!(registry.contains("2 passed; 0 failed"), "{registry}");

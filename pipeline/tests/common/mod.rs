@@ -70,3 +70,8 @@ pub fn copy_dir(src: &Path, dst: &Path) {
 pub fn task_count(module: &str) -> usize {
     tasks::load_module(&tasks::default_tasks_dir(), module).unwrap().len()
 }
+
+/// The module's dev tasks (what a sweep runs by default), family instances included.
+pub fn dev_task_count(module: &str) -> usize {
+    tasks::load_module(&tasks::default_tasks_dir(), module).unwrap().iter().filter(|t| t.meta.split == records::Split::Dev).count()
+}
