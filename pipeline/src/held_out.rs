@@ -32,6 +32,7 @@ pub enum SplitSelection {
     /// Only the dev tasks: the tuning loop's runs, which never need the seal.
     Dev,
     /// Only the held-out tasks.
+    #[value(name = "held_out")]
     HeldOut,
     /// Both, reported side by side (never pooled).
     #[default]

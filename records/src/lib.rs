@@ -123,6 +123,7 @@ impl SessionMode {
 pub enum Split {
     #[default]
     Dev,
+    #[cfg_attr(feature = "clap", value(name = "held_out"))]
     HeldOut,
 }
 
