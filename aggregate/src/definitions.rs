@@ -559,7 +559,7 @@ fn split_tables() -> Vec<Definition> {
             &["the pattern loses on"],
             Label,
             "",
-            "the first figure on which the pattern did worse on that task: its pass rate over valid sessions; else, as often passed, its mean input tokens per valid session; for the oracle, its plan's calls, else, as many, its estimated input tokens",
+            "the first figure on which the pattern did worse on that task: its pass rate over valid sessions; else, as often passed, its mean input tokens per valid session; for the oracle, its plan's estimated input tokens, else, costing no more, its calls",
             &["models[].modules[].losing_tasks[].on", "oracle_floors[].losing_tasks[].on"],
         ),
         def(

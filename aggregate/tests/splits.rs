@@ -31,6 +31,7 @@ fn dev_and_held_out_tasks_are_reported_apart_and_a_disagreement_comes_first() {
     let floor = |split: Split| s.oracle_floors.iter().find(|f| f.split == split).unwrap();
     assert_eq!(floor(Split::Dev).per_session_of(Role::Pattern, |p| p.calls), Ok(2.0));
     assert_eq!(floor(Split::HeldOut).per_session_of(Role::Pattern, |p| p.calls), Ok(9.0));
+    // t2 costs the pattern more calls but no more estimated input (the fixture's floors).
     assert_eq!(floor(Split::HeldOut).losing_tasks[0].on, "calls");
 
     // That disagreement is said, and said before the headline.
@@ -44,7 +45,7 @@ fn dev_and_held_out_tasks_are_reported_apart_and_a_disagreement_comes_first() {
     // Labels keep the splits apart in every section, and the section sets them side by side.
     assert!(md.contains("m1 · held-out"), "the held-out report is labelled");
     assert!(md.contains("## Dev and held-out tasks"));
-    assert!(md.contains("| oracle · m1 | held_out | t2 | calls (oracle plan) | 9 | 5 |"), "{md}");
+    assert!(md.contains("| oracle · m1 | held_out | t2 | calls (oracle plan; no more est. input) | 9 | 5 |"), "{md}");
 }
 
 #[test]

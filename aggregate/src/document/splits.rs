@@ -78,7 +78,7 @@ pub(super) fn section(s: &Summary, terms: &Terms) -> Option<Section> {
         blocks.push(Block::Paragraph(Text::plain("On no task did the pattern do worse than the control.")));
     } else {
         blocks.push(Block::Paragraph(Text::plain(format!(
-            "The {} task{} on which the pattern did worse than the control — a lower pass rate, or as often passed with more input tokens per valid session; for the oracle, a plan with more calls, or as many with more estimated input:",
+            "The {} task{} on which the pattern did worse than the control — a lower pass rate, or as often passed with more input tokens per valid session; for the oracle, a plan with more estimated input, or, costing no more, more calls:",
             losing.len(),
             if losing.len() == 1 { "" } else { "s" }
         ))));
@@ -93,7 +93,7 @@ fn losing_row(label: &str, split: Split, t: &LosingTask) -> Vec<Cell> {
     let (on, fmt): (&str, fn(f64) -> String) = match t.on.as_str() {
         "success" => ("success rate", pct),
         "input_tokens" => ("input tokens / session", readable),
-        "calls" => ("calls (oracle plan)", readable),
+        "calls" => ("calls (oracle plan; no more est. input)", readable),
         _ => ("est. input tokens (oracle plan)", readable),
     };
     vec![Cell::text(label), Cell::text(split.as_str()), Cell::text(t.task.as_str()), Cell::text(on), Cell::text(fmt(t.pattern)), Cell::text(fmt(t.control))]

@@ -15,8 +15,9 @@ use super::{ModuleReport, OracleModule, Summary};
 pub struct LosingTask {
     pub task: String,
     /// What it lost on: `success` (a lower pass rate), `input_tokens` (as often passed, more
-    /// input tokens per valid session), `calls` (the oracle's floor: more calls),
-    /// `estimated_input_tokens` (the oracle's floor: as many calls, more estimated input).
+    /// input tokens per valid session), `estimated_input_tokens` (the oracle's floor: more
+    /// estimated input, the cost its reports compare), `calls` (the oracle's floor: no more
+    /// estimated input, but more calls — more round trips).
     pub on: String,
     /// The pattern's figure and the control's, as the report prints them.
     pub pattern: f64,
@@ -53,23 +54,18 @@ pub(super) fn losing_model_tasks(recs: &[&SessionRecord]) -> Vec<LosingTask> {
     out
 }
 
-/// The oracle's floor per task: where the pattern's plan takes more calls, or as many with more
-/// estimated input.
+/// The oracle's floor per task: where the pattern's plan costs more estimated input (the cost
+/// the oracle's reports compare), or, costing no more, takes more calls.
 pub(super) fn losing_oracle_tasks(m: &OracleModule) -> Vec<LosingTask> {
     let tasks: BTreeSet<&str> = m.rows.iter().map(|r| r.task.as_str()).collect();
     let mut out = Vec::new();
     for task in tasks {
         let row = |role: Role| m.rows.iter().find(|r| r.task == task && r.role == role);
         let (Some(p), Some(c)) = (row(Role::Pattern), row(Role::Control)) else { continue };
-        match (p.calls, c.calls) {
-            (Some(pc), Some(cc)) if pc > cc => out.push(LosingTask { task: task.to_owned(), on: "calls".into(), pattern: pc as f64, control: cc as f64 }),
-            (Some(pc), Some(cc)) if pc == cc => {
-                if let (Some(pt), Some(ct)) = (p.estimated_input_tokens, c.estimated_input_tokens) {
-                    if pt > ct {
-                        out.push(LosingTask { task: task.to_owned(), on: "estimated_input_tokens".into(), pattern: pt as f64, control: ct as f64 });
-                    }
-                }
-            }
+        let lose = |on: &str, pattern: u64, control: u64| LosingTask { task: task.to_owned(), on: on.into(), pattern: pattern as f64, control: control as f64 };
+        match ((p.estimated_input_tokens, c.estimated_input_tokens), (p.calls, c.calls)) {
+            ((Some(pt), Some(ct)), _) if pt > ct => out.push(lose("estimated_input_tokens", pt, ct)),
+            (_, (Some(pc), Some(cc))) if pc > cc => out.push(lose("calls", pc, cc)),
             _ => {}
         }
     }
@@ -126,31 +122,32 @@ pub(super) fn disagreements(s: &Summary) -> Vec<SplitDisagreement> {
         }
     }
     for (key, [dev, held]) in pairs(&s.oracle_floors, |x: &OracleModule| (x.module.clone(), x.comparison.clone(), x.split)) {
-        let lower = |f: &OracleModule| -> Option<bool> {
-            let p = f.per_session_of(Role::Pattern, |x| x.calls).ok()?;
-            let c = f.per_session_of(Role::Control, |x| x.calls).ok()?;
-            Some(p < c)
+        // The floor's two costs, each per session: whether the pattern's is the lower.
+        let metrics: [(&str, fn(&super::OraclePerSession) -> Option<f64>); 2] =
+            [("calls", |p| p.calls), ("estimated input tokens", |p| p.estimated_input_tokens)];
+        let lower = |f: &OracleModule, pick: fn(&super::OraclePerSession) -> Option<f64>| -> Option<bool> {
+            Some(f.per_session_of(Role::Pattern, pick).ok()? < f.per_session_of(Role::Control, pick).ok()?)
         };
-        let (Some(d), Some(h)) = (lower(dev), lower(held)) else { continue };
-        if d == h {
+        let flipped: Vec<(&str, bool, bool)> = metrics
+            .iter()
+            .filter_map(|(name, pick)| {
+                let (d, h) = (lower(dev, *pick)?, lower(held, *pick)?);
+                (d != h).then_some((*name, d, h))
+            })
+            .collect();
+        if flipped.is_empty() {
             continue;
         }
-        let word = |x: bool| if x { "fewer calls than the control" } else { "no fewer calls than the control" };
+        let word = |x: bool| if x { "fewer" } else { "no fewer" };
+        let says = |pick: fn(&(&str, bool, bool)) -> bool| flipped.iter().map(|f| format!("{} {}", word(pick(f)), f.0)).collect::<Vec<_>>().join(" and ");
+        let (d, h) = (says(|f| f.1), says(|f| f.2));
         let label = super::Comparison::label(&key.0, key.1.as_ref());
-        let message = if d {
-            format!(
-                "{label} (oracle floor): this module's structural advantage does not hold on held-out tasks — its plans take {} per session on the dev tasks, {} on the held-out ones.",
-                word(d),
-                word(h)
-            )
+        let message = if flipped.iter().any(|f| f.1 && !f.2) {
+            format!("{label} (oracle floor): this module's structural advantage does not hold on held-out tasks — per session its plans take {d} than the control's on the dev tasks, {h} on the held-out ones.")
         } else {
-            format!(
-                "{label} (oracle floor): dev and held-out tasks disagree — the pattern's plans take {} per session on the dev tasks, {} on the held-out ones.",
-                word(d),
-                word(h)
-            )
+            format!("{label} (oracle floor): dev and held-out tasks disagree — per session the pattern's plans take {d} than the control's on the dev tasks, {h} on the held-out ones.")
         };
-        out.push(SplitDisagreement { model: "oracle".into(), module: key.0, comparison: key.1, dev: word(d).into(), held_out: word(h).into(), message });
+        out.push(SplitDisagreement { model: "oracle".into(), module: key.0, comparison: key.1, dev: d, held_out: h, message });
     }
     out
 }
