@@ -380,7 +380,7 @@ enum Decision {
 /// from its start or not at all: when any of its sessions is to run, the recorded ones are run
 /// again too (and superseded), never stitched to a new conversation's tail.
 fn whole_conversations(decided: &mut [(PlannedSession, Decision)]) {
-    let key = |s: &PlannedSession| (s.model, s.server.name, s.rep);
+    let key = |s: &PlannedSession| (s.model, s.server.name, s.task.meta.split, s.rep);
     let to_run: std::collections::BTreeSet<_> = decided.iter().filter(|(_, d)| matches!(d, Decision::Run { .. })).map(|(s, _)| key(s)).collect();
     for (s, d) in decided.iter_mut() {
         if let Decision::Done { attempt, .. } = d

@@ -343,7 +343,8 @@ impl RunPlan {
     /// What the run hands a worker at a time. Cold: every session alone — per model, per module,
     /// per task, per rep, both arms, the arm that goes first alternating from one pair to the
     /// next (ABBA…), so neither arm always meets a cold provider cache or a warm one. Warm: per
-    /// model, module and rep, one conversation per arm through every task of the module, in the
+    /// model, module, split and rep, one conversation per arm through every task of the module's
+    /// split (dev and held-out tasks never share one), in the
     /// module's task order rotated by the rep (rep 1 starts at the first task, rep 2 at the
     /// second…) and the same for both arms, the arm that goes first alternating from rep to rep.
     /// A session's `arm_position` is its arm's place in its pair either way.
@@ -358,7 +359,7 @@ impl RunPlan {
                 let model = &self.models[s.model].spec.id;
                 match self.session_mode {
                     SessionMode::Cold => format!("{model}\u{0}{}\u{0}{}\u{0}{}", s.task.module, s.task.id, s.rep),
-                    SessionMode::Warm => format!("{model}\u{0}{}\u{0}{}", s.task.module, s.rep),
+                    SessionMode::Warm => format!("{model}\u{0}{}\u{0}{}\u{0}{}", s.task.module, s.task.meta.split, s.rep),
                 }
             })
             .collect();
@@ -389,18 +390,26 @@ impl RunPlan {
                         }
                     }
                     SessionMode::Warm => {
-                        if m.tasks.is_empty() {
-                            continue;
-                        }
-                        for rep in 1..=self.reps {
-                            let shift = (rep as usize - 1) % m.tasks.len();
-                            let tasks: Vec<&Arc<Task>> = m.tasks.iter().cycle().skip(shift).take(m.tasks.len()).collect();
-                            let order = ordered(pair);
-                            pair += 1;
-                            for (i, server) in order.into_iter().enumerate() {
-                                out.push(
-                                    tasks.iter().map(|task| PlannedSession { model, task: (*task).clone(), rep, server, arm_position: i as u32 + 1 }).collect(),
-                                );
+                        // Dev and held-out tasks never share a conversation: a held-out task's
+                        // context must not carry the dev tasks (nor the reverse).
+                        for split in [records::Split::Dev, records::Split::HeldOut] {
+                            let of_split: Vec<&Arc<Task>> = m.tasks.iter().filter(|t| t.meta.split == split).collect();
+                            if of_split.is_empty() {
+                                continue;
+                            }
+                            for rep in 1..=self.reps {
+                                let shift = (rep as usize - 1) % of_split.len();
+                                let tasks: Vec<&Arc<Task>> = of_split.iter().copied().cycle().skip(shift).take(of_split.len()).collect();
+                                let order = ordered(pair);
+                                pair += 1;
+                                for (i, server) in order.into_iter().enumerate() {
+                                    out.push(
+                                        tasks
+                                            .iter()
+                                            .map(|task| PlannedSession { model, task: (*task).clone(), rep, server, arm_position: i as u32 + 1 })
+                                            .collect(),
+                                    );
+                                }
                             }
                         }
                     }

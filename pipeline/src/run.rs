@@ -323,7 +323,7 @@ enum WorkerWorld {
 fn work_items(mode: records::SessionMode, pending: Vec<Pending>) -> Vec<Vec<Pending>> {
     let mut items: Vec<Vec<Pending>> = Vec::new();
     for p in pending {
-        let key = |p: &Pending| (p.session.model, p.session.server.name, p.session.rep);
+        let key = |p: &Pending| (p.session.model, p.session.server.name, p.session.task.meta.split, p.session.rep);
         match items.last_mut() {
             Some(last) if mode == records::SessionMode::Warm && last.first().map(key) == Some(key(&p)) => last.push(p),
             _ => items.push(vec![p]),

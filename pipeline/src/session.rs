@@ -141,7 +141,9 @@ impl<'a> Warm<'a> {
     pub fn new(ctx: &'a RunContext, pendings: &[Pending]) -> Self {
         let first = &pendings[0].session;
         let model = &ctx.plan.models[first.model];
-        let id = format!("{}__{}__rep{}", model.spec.id, first.server.name, first.rep);
+        // A held-out conversation is its own (dev and held-out tasks never share one).
+        let split = if first.task.meta.split.is_dev() { String::new() } else { format!("__{}", first.task.meta.split) };
+        let id = format!("{}__{}{split}__rep{}", model.spec.id, first.server.name, first.rep);
         Self { ctx, id, tasks: pendings.iter().map(|p| p.session.task.id.clone()).collect(), open: None, failed: None, position: 0, earlier_not_passed: 0 }
     }
 

@@ -198,3 +198,33 @@ fn a_conversation_that_outgrows_the_context_ends_with_a_named_reason() {
     // The first task's first request not fitting would be a configuration problem; the third's is not.
     assert!(!t.contains("circuit_breaker") && !t.contains("STOPPED EARLY"), "the ended conversation does not trip the breaker: {t}");
 }
+
+/// Dev and held-out tasks never share a conversation: a held-out task's context carries no dev
+/// task, and the held-out conversation has an id of its own.
+#[test]
+fn dev_and_held_out_tasks_are_separate_conversations() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = pipeline()
+        .args(["--module", "tool_orchestrator", "--tasks", "lena_goes_on_leave,two_tickets_for_globex,what_tom_fischer_still_has_open"])
+        .args(["--models", "oracle", "--k", "1", "--session-mode", "warm", "--exp-name", "split", "--results-dir"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let recs = records(&tmp.path().join("split"));
+    assert_eq!(recs.len(), 3 * 2);
+    for r in &recs {
+        let c = &r["conversation"];
+        let held_out = r["task"] == "what_tom_fischer_still_has_open";
+        assert_eq!(r.get("split").and_then(|s| s.as_str()), held_out.then_some("held_out"), "{r}");
+        let (tasks, id) = (c["tasks"].as_array().unwrap(), c["id"].as_str().unwrap());
+        if held_out {
+            assert_eq!(tasks.len(), 1, "the held-out task alone: {c}");
+            assert_eq!(id, format!("oracle__{}__held_out__rep1", r["server"].as_str().unwrap()));
+            assert_eq!(c["messages_before"], 0, "nothing carried in");
+        } else {
+            assert_eq!(tasks.len(), 2, "the dev tasks only: {c}");
+            assert!(tasks.iter().all(|t| t != "what_tom_fischer_still_has_open"), "{c}");
+        }
+    }
+}

@@ -31,7 +31,7 @@ pub(super) fn section(s: &Summary, terms: &Terms) -> Option<Section> {
         .iter()
         .map(|r| {
             vec![
-                Cell::text(format!("{} · {}", r.model, r.module)),
+                Cell::text(format!("{} · {}", r.model, crate::metrics::Comparison::label_in(&r.module, None, r.split))),
                 Cell::text(format!("{}: {}", r.role, r.server)),
                 Cell::figure(r.position.to_string(), Some(r.position as f64), Unit::Tasks),
                 Cell::figure(format!("{} / {}", r.valid, r.attempted), Some(r.valid as f64), Unit::Sessions),

@@ -14,6 +14,9 @@ use crate::stats;
 pub struct OrderRow {
     pub model: String,
     pub module: String,
+    /// `held_out` for the conversations through the module's held-out tasks (absent for dev).
+    #[serde(default, skip_serializing_if = "records::Split::is_dev")]
+    pub split: records::Split,
     pub role: Role,
     pub server: String,
     /// 1 for the conversations' first task.
@@ -37,21 +40,22 @@ pub struct OrderRow {
 
 /// The order rows of every warm session among `recs` (cold ones have no position).
 pub fn order_rows<'a>(recs: impl Iterator<Item = &'a SessionRecord>) -> Vec<OrderRow> {
-    let mut groups: BTreeMap<(String, String, Role, String, u32), Vec<&SessionRecord>> = BTreeMap::new();
+    let mut groups: BTreeMap<(String, String, records::Split, Role, String, u32), Vec<&SessionRecord>> = BTreeMap::new();
     for r in recs {
         if let Some(c) = &r.conversation {
-            groups.entry((r.model.id.clone(), r.module.clone(), r.role, r.server.clone(), c.position)).or_default().push(r);
+            groups.entry((r.model.id.clone(), r.module.clone(), r.split, r.role, r.server.clone(), c.position)).or_default().push(r);
         }
     }
     groups
         .into_iter()
-        .map(|((model, module, role, server, position), rs)| {
+        .map(|((model, module, split, role, server, position), rs)| {
             let valid: Vec<&&SessionRecord> = rs.iter().filter(|r| r.validity.is_valid()).collect();
             let passed = valid.iter().filter(|r| r.passed()).count();
             let mean = |f: &dyn Fn(&SessionRecord) -> Option<f64>| stats::mean(&valid.iter().filter_map(|r| f(r)).collect::<Vec<_>>());
             OrderRow {
                 model,
                 module,
+                split,
                 role,
                 server,
                 position,
