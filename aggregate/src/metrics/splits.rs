@@ -143,9 +143,13 @@ pub(super) fn disagreements(s: &Summary) -> Vec<SplitDisagreement> {
         let (d, h) = (says(|f| f.1), says(|f| f.2));
         let label = super::Comparison::label(&key.0, key.1.as_ref());
         let message = if flipped.iter().any(|f| f.1 && !f.2) {
-            format!("{label} (oracle floor): this module's structural advantage does not hold on held-out tasks — per session its plans take {d} than the control's on the dev tasks, {h} on the held-out ones.")
+            format!(
+                "{label} (oracle floor): this module's structural advantage does not hold on held-out tasks — per session its plans take {d} than the control's on the dev tasks, {h} on the held-out ones."
+            )
         } else {
-            format!("{label} (oracle floor): dev and held-out tasks disagree — per session the pattern's plans take {d} than the control's on the dev tasks, {h} on the held-out ones.")
+            format!(
+                "{label} (oracle floor): dev and held-out tasks disagree — per session the pattern's plans take {d} than the control's on the dev tasks, {h} on the held-out ones."
+            )
         };
         out.push(SplitDisagreement { model: "oracle".into(), module: key.0, comparison: key.1, dev: d, held_out: h, message });
     }
