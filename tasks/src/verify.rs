@@ -153,19 +153,37 @@ impl Verifier {
         }
         let lower = answer.to_lowercase();
         for m in &self.answer.must_mention {
-            let why = (!lower.contains(&m.to_lowercase())).then(|| format!("the answer does not mention {m:?}"));
+            let why = (!mentions(&lower, m)).then(|| format!("the answer does not mention {m:?}"));
             check(format!("mentions {m:?}"), CheckKind::Answer, false, why);
         }
         for group in &self.answer.must_mention_any {
-            let why = (!group.iter().any(|m| lower.contains(&m.to_lowercase()))).then(|| format!("the answer mentions none of {group:?}"));
+            let why = (!group.iter().any(|m| mentions(&lower, m))).then(|| format!("the answer mentions none of {group:?}"));
             check(format!("mentions one of {group:?}"), CheckKind::Answer, false, why);
         }
         for m in &self.answer.must_not_contain {
-            let why = lower.contains(&m.to_lowercase()).then(|| format!("the answer contains {m:?}, which it must not"));
+            let why = mentions(&lower, m).then(|| format!("the answer contains {m:?}, which it must not"));
             check(format!("does not contain {m:?}"), CheckKind::Answer, true, why);
         }
         Ok((failed, checks))
     }
+}
+
+/// Whether the (lower-cased) answer mentions `term`, case-insensitively. A number is a whole
+/// number: a term that starts (ends) with a digit does not match where a digit precedes (follows)
+/// it, so "5" is not found in "15", "#1" not in "#10", "1.5.0" not in "11.5.0" — while "ticket
+/// 5," and "v1.5.0." still match.
+pub fn mentions(lower_answer: &str, term: &str) -> bool {
+    let term = term.to_lowercase();
+    if term.is_empty() {
+        return true;
+    }
+    let starts_digit = term.starts_with(|c: char| c.is_ascii_digit());
+    let ends_digit = term.ends_with(|c: char| c.is_ascii_digit());
+    lower_answer.match_indices(&term).any(|(i, _)| {
+        let before = lower_answer[..i].chars().next_back();
+        let after = lower_answer[i + term.len()..].chars().next();
+        !(starts_digit && before.is_some_and(|c| c.is_ascii_digit())) && !(ends_digit && after.is_some_and(|c| c.is_ascii_digit()))
+    })
 }
 
 /// Query rows (JSON objects) in the comparison shape documented on [`SqlAssertion::query`].
@@ -195,6 +213,16 @@ fn same(a: &Value, b: &Value) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_number_is_mentioned_only_as_a_whole_number() {
+        let a = "ticket #10 has 15 comments; version 11.5.0 shipped, then v1.5.0. ticket 5, yes.";
+        assert!(!mentions(a, "#1") && mentions(a, "#10"), "#1 is not #10");
+        assert!(mentions(a, "5") && !mentions("it has 15 comments", "5"), "a 5 stands alone once in a");
+        assert!(mentions(a, "1.5.0") && !mentions("version 11.5.0 shipped", "1.5.0") && !mentions("1.5.01", "1.5.0"));
+        assert!(mentions(a, "TICKET") && mentions("priya raman", "Priya Raman"), "case-insensitive as before");
+        assert!(mentions("on-call: yes", "on-call") && mentions("paymentsteam", "payments"), "words are still substrings");
+    }
 
     #[test]
     fn rows_take_the_documented_shape() {
