@@ -43,6 +43,9 @@ pub struct Provenance {
     pub binaries: Vec<Build>,
     /// The version of the binary that ran the sessions, from the manifest (null for older runs).
     pub binary_version: Option<String>,
+    /// Where the run's worlds lived (the manifest's `postgres`); null for older runs.
+    #[serde(default)]
+    pub postgres: Option<String>,
     /// Planned repetitions per task and arm (null without a manifest).
     pub k: Option<u32>,
     pub jobs: Option<u32>,
@@ -201,6 +204,7 @@ pub fn of(exp: &Experiment, bootstrap_seed: u64, invocation: &Invocation) -> Pro
         git_dirty: manifest.and_then(|m| m.git_dirty),
         binaries: builds.into_iter().map(|((commit, dirty), sessions)| Build { commit, dirty, sessions }).collect(),
         binary_version: manifest.and_then(|m| m.binary_version.clone()),
+        postgres: manifest.and_then(|m| m.postgres.clone()),
         k: manifest.map(|m| m.k),
         jobs: manifest.map(|m| m.jobs),
         transport: manifest.map(|m| m.transport).or_else(|| records().find_map(|r| r.transport)),

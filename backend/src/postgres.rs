@@ -29,6 +29,15 @@ impl PostgresSource {
         }
     }
 
+    /// What [`Self::from_env`] will use, said before it starts anything: `DATABASE_URL` (its
+    /// address, without user or password) or an embedded cluster of the run's own.
+    pub fn planned() -> String {
+        match std::env::var("DATABASE_URL") {
+            Ok(url) if !url.trim().is_empty() => format!("DATABASE_URL {}", without_userinfo(url.trim())),
+            _ => "an embedded cluster of the run's own (removed at exit)".into(),
+        }
+    }
+
     /// Always a new embedded cluster.
     pub async fn embedded() -> Result<Self, SourceError> {
         let pg = tokio::task::spawn_blocking(EmbeddedPostgres::start).await.map_err(|e| SourceError::Join(e.to_string()))??;
@@ -61,6 +70,17 @@ impl PostgresSource {
 }
 
 /// `postgres://user:secret@host/db` → `postgres://user:***@host/db`.
+/// `url` with any `user:password@` removed.
+fn without_userinfo(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else { return url.to_owned() };
+    let rest = &url[scheme_end + 3..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{}{}", &url[..scheme_end + 3], &rest[at + 1..]),
+        None => url.to_owned(),
+    }
+}
+
 pub fn redact(url: &str) -> String {
     let Some(scheme_end) = url.find("://") else { return url.to_owned() };
     let rest = &url[scheme_end + 3..];
@@ -79,5 +99,7 @@ mod tests {
         assert_eq!(super::redact("postgres://bench:s3cret@localhost:5433/bench"), "postgres://bench:***@localhost:5433/bench");
         assert_eq!(super::redact("postgres://bench@localhost/bench"), "postgres://bench@localhost/bench");
         assert_eq!(super::redact("not a url"), "not a url");
+        assert_eq!(super::without_userinfo("postgres://bench:s3cret@localhost:5433/bench"), "postgres://localhost:5433/bench");
+        assert_eq!(super::without_userinfo("postgres://localhost/bench?user=a@b"), "postgres://localhost/bench?user=a@b");
     }
 }

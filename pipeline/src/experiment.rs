@@ -209,6 +209,7 @@ impl Experiment {
                 source: serde_json::to_value(s.source).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
             }),
             stopped: None,
+            postgres: Some(backend::postgres::PostgresSource::planned()),
             split: Some(plan.split.as_str().to_owned()),
             seal: plan.seal.clone(),
         };

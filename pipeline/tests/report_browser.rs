@@ -269,6 +269,7 @@ fn fixture(dir: &Path) -> usize {
         check: None,
         shard: None,
         stopped: None,
+        postgres: None,
         split: None,
         seal: None,
     };

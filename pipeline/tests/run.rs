@@ -219,3 +219,35 @@ fn model_run_without_credentials_refuses_before_starting() {
     assert!(err.starts_with("error: ") && err.trim_end().lines().count() == 1, "one clean message, whatever RUST_BACKTRACE says: {err}");
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0, "nothing may be written");
 }
+
+/// The manifest and the report say where the worlds lived: an embedded cluster of the run's own,
+/// or the server `DATABASE_URL` names — its address, never its user or password.
+#[tokio::test]
+async fn the_manifest_says_which_postgres_the_run_used() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |exp: &str, database_url: Option<&str>| {
+        let mut c = pipeline();
+        c.args(["--module", "tool_orchestrator", "--tasks", "lena_goes_on_leave", "--models", "oracle", "--k", "1", "--exp-name", exp, "--results-dir"])
+            .arg(tmp.path());
+        if let Some(url) = database_url {
+            c.env("DATABASE_URL", url);
+        }
+        let out = c.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        common::manifest(&tmp.path().join(exp))["postgres"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(run("embedded", None), "an embedded cluster of the run's own (removed at exit)");
+
+    // A server of the user's: an embedded cluster started here stands in for it, reached with a
+    // password in the URL (the cluster trusts local connections, so any password works).
+    let source = backend::postgres::PostgresSource::embedded().await.unwrap();
+    let url = source.admin_url().replacen("postgres://postgres@", "postgres://postgres:s3cret@", 1);
+    assert!(url.contains(":s3cret@"), "{url}");
+    let said = run("external", Some(&url));
+    assert!(said.starts_with("DATABASE_URL postgres://localhost:") && !said.contains("s3cret") && !said.contains("postgres@"), "{said}");
+    let out = pipeline().args(["aggregate", "--result-dir"]).arg(tmp.path().join("external")).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let md = std::fs::read_to_string(tmp.path().join("external/report.md")).unwrap();
+    assert!(md.contains(&format!("| Postgres | {said} |")), "the provenance says it");
+    source.shutdown().unwrap();
+}

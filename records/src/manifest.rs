@@ -48,6 +48,10 @@ pub struct ExperimentManifest {
     /// what said so (`flag`, `kubernetes`, `slurm`). The plan, its tasks and k are the whole plan's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<ManifestShard>,
+    /// Where the run's worlds lived: `DATABASE_URL <address>` (no user, no password) or an
+    /// embedded cluster of the run's own. Absent in older manifests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub postgres: Option<String>,
     /// Which tasks the run selected (`--split`): `dev`, `held_out` or `all`. Absent in manifests
     /// written before splits existed (every task was dev then).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -110,6 +110,7 @@ fn provenance_rows(s: &Summary) -> Vec<(&'static str, Text)> {
             },
         ),
         ("binary version", p.binary_version.clone().unwrap_or_else(|| "not recorded by the run".into())),
+        ("Postgres", p.postgres.clone().unwrap_or_else(|| "not recorded by the run".into())),
         ("harness overhead", {
             let h = &s.run.harness;
             match (h.p50_ms, h.share_p50) {

@@ -256,6 +256,7 @@ pub fn manifest(models: &[&str], tasks: &[&str], k: u32) -> ExperimentManifest {
         check: None,
         shard: None,
         stopped: None,
+        postgres: None,
         split: None,
         seal: None,
     }
