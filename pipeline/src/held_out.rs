@@ -108,23 +108,25 @@ impl Lock {
 
     /// The lock of `tasks_dir`, or `None` when it has none.
     pub fn read(tasks_dir: &Path) -> anyhow::Result<Option<Self>> {
+        Ok(Self::read_with_sha256(tasks_dir)?.map(|(lock, _)| lock))
+    }
+
+    /// The lock and the sha256 of the very bytes it was parsed from (what a run's manifest
+    /// records), or `None` when there is none.
+    pub fn read_with_sha256(tasks_dir: &Path) -> anyhow::Result<Option<(Self, String)>> {
         let path = Self::path(tasks_dir);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
         };
-        let lock: Self = toml::from_str(&text).with_context(|| format!("{} does not parse; restore it from version control, or re-seal", path.display()))?;
+        let unreadable = || format!("{} does not parse; restore it from version control, or re-seal", path.display());
+        let text = std::str::from_utf8(&bytes).with_context(unreadable)?;
+        let lock: Self = toml::from_str(text).with_context(unreadable)?;
         if lock.version != LOCK_VERSION {
             bail!("{}: version {} is not one this build reads ({LOCK_VERSION})", path.display(), lock.version);
         }
-        Ok(Some(lock))
-    }
-
-    /// sha256 of the lockfile's bytes, as recorded in a run's manifest.
-    pub fn file_sha256(tasks_dir: &Path) -> anyhow::Result<String> {
-        let path = Self::path(tasks_dir);
-        Ok(records::sha256_hex(&std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?))
+        Ok(Some((lock, records::sha256_hex(&bytes))))
     }
 
     /// Every way `now` differs from the seal, one line each, in a stable order.
@@ -170,13 +172,14 @@ impl Lock {
 pub async fn current(tasks_dir: &Path) -> anyhow::Result<Current> {
     let all = tasks::load_all(tasks_dir).with_context(|| format!("loading the tasks under {}", tasks_dir.display()))?;
     let mut out = Current::default();
+    let mut modules = std::collections::BTreeSet::new();
     for t in all.iter().filter(|t| t.meta.split == Split::HeldOut) {
         let folder = t.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let key = format!("{}/{folder}", t.module);
         if !out.tasks.contains_key(&key) {
             out.tasks.insert(key, tasks::folder_hash(&t.dir).map_err(|e| anyhow::anyhow!("{e}"))?);
         }
-        if !out.manifests.keys().any(|k| servers::registry::find(k).is_some_and(|s| s.module == t.module)) {
+        if modules.insert(t.module.as_str()) {
             let (pattern, control) = servers::registry::arms(&t.module).with_context(|| format!("{} is not a registered module", t.module))?;
             for s in [pattern, control] {
                 let m = servers::ToolManifest::offline_with(s, servers::launch::ArmSettings::default())
@@ -201,7 +204,7 @@ pub async fn require_seal(tasks_dir: &Path, selected: &[ModuleTasks]) -> anyhow:
         return Ok(None);
     }
     let program = crate::invoked::program();
-    let Some(lock) = Lock::read(tasks_dir)? else {
+    let Some((lock, lock_sha256)) = Lock::read_with_sha256(tasks_dir)? else {
         bail!(
             "the plan includes {} held-out task(s) ({}…), but {} has no seal ({LOCK_FILE}): seal them first with `{program} seal --reason \"…\"`, or run the dev tasks only with --split dev",
             held_out.len(),
@@ -217,7 +220,7 @@ pub async fn require_seal(tasks_dir: &Path, selected: &[ModuleTasks]) -> anyhow:
             drift.join("\n  ")
         );
     }
-    Ok(Some(records::manifest::ManifestSeal { sealed_at: lock.sealed_at, reason: lock.reason.clone(), lock_sha256: Lock::file_sha256(tasks_dir)? }))
+    Ok(Some(records::manifest::ManifestSeal { sealed_at: lock.sealed_at, reason: lock.reason, lock_sha256 }))
 }
 
 /// `pipeline seal`.

@@ -221,7 +221,7 @@ fn dev_and_held_out_tasks_are_separate_conversations() {
         if held_out {
             assert_eq!(tasks.len(), 1, "the held-out task alone: {c}");
             assert_eq!(id, format!("oracle__{}__held_out__rep1", r["server"].as_str().unwrap()));
-            assert_eq!(c["messages_before"], 0, "nothing carried in");
+            assert_eq!(c["position"], 1, "first in its own conversation: nothing carried in");
         } else {
             assert_eq!(tasks.len(), 2, "the dev tasks only: {c}");
             assert!(tasks.iter().all(|t| t != "what_tom_fischer_still_has_open"), "{c}");

@@ -118,12 +118,10 @@ impl SessionMode {
 /// reported beside the dev tasks, never pooled with them, so a verdict that only fits the texts
 /// it was tuned against shows up as a disagreement.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum Split {
     #[default]
     Dev,
-    #[cfg_attr(feature = "clap", value(name = "held_out"))]
     HeldOut,
 }
 

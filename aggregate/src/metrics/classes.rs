@@ -160,7 +160,8 @@ pub fn classify_answer(v: &VerifierOutcome, answer: Option<&str>) -> Option<(Out
             // Something right done or said: a check held that asserts more than an absence.
             let something_right = v.checks.iter().any(|c| c.held && !c.negative);
             let says_what_it_must_not = v.checks.iter().any(|c| c.kind == CheckKind::Answer && c.negative && !c.held);
-            if v.checks.is_empty() || state_failed || held == 0 || !something_right || says_what_it_must_not {
+            // No check held, or no checks at all, is nothing right.
+            if state_failed || !something_right || says_what_it_must_not {
                 OutcomeClass::WrongConfident
             } else {
                 return Some((OutcomeClass::Partial, Some(held as f64 / v.checks.len() as f64)));

@@ -163,7 +163,11 @@ fn pairs<T>(items: &[T], key: impl Fn(&T) -> (String, Option<super::Comparison>,
     let mut by: BTreeMap<CellKey, [Option<&T>; 2]> = BTreeMap::new();
     for x in items {
         let (module, comparison, split) = key(x);
-        by.entry((module, comparison)).or_default()[split as usize] = Some(x);
+        let slot = match split {
+            Split::Dev => 0,
+            Split::HeldOut => 1,
+        };
+        by.entry((module, comparison)).or_default()[slot] = Some(x);
     }
     by.into_iter().filter_map(|(k, [d, h])| Some((k, [d?, h?]))).collect()
 }
