@@ -79,7 +79,7 @@ impl Conversation {
 
     /// Replays `plan` as the conversation's next task.
     pub async fn task(&mut self, task_text: &str, plan: &tasks::OraclePlan) -> SessionOutcome {
-        let started_at = Utc::now();
+        let (started_at, clock) = (Utc::now(), std::time::Instant::now());
         let mut transcript = vec![json!({ "event": "start", "provider": PROVIDER, "task": task_text })];
         let finish =
             |validity: Validity, tool_calls: Vec<ToolCallRecord>, final_answer, offered, oracle, transcript, server_info, stderr: &crate::mcp::StderrTail| {
@@ -122,6 +122,8 @@ impl Conversation {
             let v = Validity::invalid(InvalidReason::ConversationEnded, detail.clone());
             return finish(v, vec![], None, toolbox.offered.clone(), None, transcript, server_info.clone(), &server.stderr);
         }
+        // The replay's own clock starts here: its calls' offsets, moved to the session's.
+        let replay_at_ms = clock.elapsed().as_secs_f64() * 1000.0;
         let report = match tasks::replay(plan, client).await {
             Ok(r) => r,
             Err(e) => {
@@ -166,6 +168,7 @@ impl Conversation {
                 invalid_arguments: false,
                 unknown_tool: false,
                 latency_ms: c.latency_ms,
+                at_ms: Some(replay_at_ms + c.at_ms),
                 arguments_sha256: Some(records::outcome::arguments_sha256(&c.arguments.to_string())),
             });
         }

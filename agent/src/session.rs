@@ -75,6 +75,8 @@ impl StopSignal {
 /// A session's state while it runs; [`Session::finish`] turns it into the outcome.
 struct Session {
     started_at: chrono::DateTime<Utc>,
+    /// Started with `started_at`: what a request's or call's `at_ms` is measured on.
+    clock: std::time::Instant,
     turns: Vec<TurnRecord>,
     tool_calls: Vec<ToolCallRecord>,
     offered: Offered,
@@ -89,6 +91,11 @@ struct Session {
 }
 
 impl Session {
+    /// Milliseconds from `started_at` to something that began `took_ms` ago.
+    fn at_ms(&self, took_ms: f64) -> Option<f64> {
+        Some((self.clock.elapsed().as_secs_f64() * 1000.0 - took_ms).max(0.0))
+    }
+
     fn finish(self, validity: Validity, final_answer: Option<String>, turn_cap_hit: bool) -> SessionOutcome {
         self.finish_with(validity, final_answer, turn_cap_hit, false)
     }
@@ -236,6 +243,7 @@ impl<'a> Conversation<'a> {
         }
         let mut s = Session {
             started_at: Utc::now(),
+            clock: std::time::Instant::now(),
             turns: vec![],
             tool_calls: vec![],
             offered: self.toolbox.as_ref().map(|t| t.offered.clone()).unwrap_or_default(),
@@ -358,6 +366,7 @@ async fn converse(
             usage: completion.usage.clone(),
             retries: completion.retries,
             latency_ms: completion.latency_ms,
+            at_ms: s.at_ms(completion.latency_ms),
             finish_reason: completion.response.finish_reason(),
             tool_calls: reply.tool_calls.len() as u32,
             extras: completion.extras.clone(),
@@ -415,6 +424,7 @@ async fn run_call(s: &mut Session, client: &mcp::Client, toolbox: &Toolbox, turn
         invalid_arguments: false,
         unknown_tool: false,
         latency_ms: 0.0,
+        at_ms: None,
         arguments_sha256: Some(records::outcome::arguments_sha256(&args_text)),
     };
     let parsed = serde_json::from_str::<Value>(&args_text);
@@ -441,6 +451,7 @@ async fn run_call(s: &mut Session, client: &mcp::Client, toolbox: &Toolbox, turn
         record.kind = result.kind;
         record.is_error = result.is_error;
         record.latency_ms = result.latency_ms;
+        record.at_ms = s.at_ms(result.latency_ms);
         result.text
     };
     record.result_bytes = text.len();

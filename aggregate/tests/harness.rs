@@ -8,8 +8,16 @@ use records::{HarnessTimings, TurnRecord, Usage, Verdict as V};
 
 fn timed(mut r: records::SessionRecord, harness_ms: f64, model_ms: f64, retries: u32) -> records::SessionRecord {
     r.provider_retries = Some(retries);
-    r.turn_records =
-        vec![TurnRecord { index: 1, usage: Usage::default(), retries, latency_ms: model_ms, finish_reason: None, tool_calls: 0, extras: Default::default() }];
+    r.turn_records = vec![TurnRecord {
+        index: 1,
+        usage: Usage::default(),
+        retries,
+        latency_ms: model_ms,
+        at_ms: None,
+        finish_reason: None,
+        tool_calls: 0,
+        extras: Default::default(),
+    }];
     // The fixture's one tool call takes 1 ms; reset, verify and write are part of the harness.
     r.harness = HarnessTimings { reset_ms: 2.0, session_ms: model_ms + 1.0 + (harness_ms - 4.0), verify_ms: 1.0, write_ms: 1.0 };
     r

@@ -52,6 +52,7 @@ fn turns() -> Vec<TurnRecord> {
         },
         retries,
         latency_ms,
+        at_ms: None,
         finish_reason: None,
         tool_calls: 0,
         extras: Default::default(),

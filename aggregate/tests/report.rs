@@ -321,6 +321,7 @@ fn adoption_counts_own_tools_waste_and_exact_repeats() {
         invalid_arguments: false,
         unknown_tool: false,
         latency_ms: 1.0,
+        at_ms: None,
         arguments_sha256: args.map(records::outcome::arguments_sha256),
     };
     let mut p = record("m", "m1", "pattern", "t1", 1, ok(V::Passed, 100, 2));

@@ -44,6 +44,13 @@ pub struct CheckArgs {
     /// `run`: extra HTTP header for the model provider, `NAME=VALUE` (values are never written).
     #[arg(long = "header", value_parser = crate::flags::parse_header)]
     pub headers: Vec<(String, String)>,
+    /// `run`: export every session as an OpenTelemetry trace (GenAI conventions) to this OTLP/HTTP
+    /// collector, e.g. `http://127.0.0.1:4318` (`/v1/traces` is added). Without it, the standard
+    /// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT are read (headers from
+    /// OTEL_EXPORTER_OTLP_HEADERS). Export never blocks or fails a session; what did not get
+    /// there is counted in the manifest.
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
     /// `run`: only shard I of N of the spec's plan (`2/3`); see `pipeline --help`.
     #[arg(long)]
     pub shard: Option<String>,
@@ -167,6 +174,7 @@ pub async fn run_cmd(args: CheckArgs) -> anyhow::Result<Exit> {
         headers: args.headers.clone(),
         check: Some(serde_json::to_value(&manifest)?),
         shard: crate::shard::Shard::resolve(args.shard.as_deref(), args.shard_count, &|k| std::env::var(k).ok()).map_err(|e| anyhow::anyhow!(e))?,
+        otlp_endpoint: args.otlp_endpoint.clone(),
     };
     let plan = RunPlan::from_spec(&spec, &args.dirs, &options).await?;
     let summary = crate::run::run(plan, |experiment| {

@@ -209,6 +209,7 @@ impl Experiment {
                 source: serde_json::to_value(s.source).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
             }),
             stopped: None,
+            otlp: plan.otlp.as_ref().map(crate::otlp::planned),
             postgres: Some(backend::postgres::PostgresSource::planned()),
             split: Some(plan.split.as_str().to_owned()),
             seal: plan.seal.clone(),
@@ -240,6 +241,13 @@ impl Experiment {
     pub fn mark_stopped(&self, kind: &str, detail: &str) -> anyhow::Result<()> {
         let Some(mut m) = ExperimentManifest::read(&self.dir)? else { return Ok(()) };
         m.stopped = Some(RunStop { kind: kind.to_owned(), detail: detail.to_owned(), at: chrono::Utc::now() });
+        self.put_manifest(&m)
+    }
+
+    /// Records what the run's trace export reached (see [`records::manifest::OtlpExport`]).
+    pub fn record_otlp(&self, export: records::manifest::OtlpExport) -> anyhow::Result<()> {
+        let Some(mut m) = ExperimentManifest::read(&self.dir)? else { return Ok(()) };
+        m.otlp = Some(export);
         self.put_manifest(&m)
     }
 

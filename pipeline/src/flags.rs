@@ -66,6 +66,13 @@ pub struct RunArgs {
     /// Extra HTTP header for the model provider, `NAME=VALUE` (repeatable; values are never written).
     #[arg(long = "header", value_parser = parse_header)]
     pub headers: Vec<(String, String)>,
+    /// Export every session as an OpenTelemetry trace (GenAI conventions) to this OTLP/HTTP
+    /// collector, e.g. `http://127.0.0.1:4318` (`/v1/traces` is added). Without it, the standard
+    /// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT are read (headers from
+    /// OTEL_EXPORTER_OTLP_HEADERS). Export never blocks or fails a session; what did not get
+    /// there is counted in the manifest.
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
     /// How the agent reaches the servers.
     #[arg(long, value_enum, default_value = "stdio")]
     pub transport: Transport,

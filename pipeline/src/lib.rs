@@ -22,6 +22,7 @@ pub mod held_out;
 pub mod invoked;
 pub mod list_cmd;
 pub mod new_module;
+pub mod otlp;
 pub mod plan;
 pub mod redact;
 pub mod run;

@@ -179,6 +179,9 @@ pub struct RunPlan {
     pub split: crate::held_out::SplitSelection,
     /// The seal the held-out tasks were checked against; `None` when the plan has none.
     pub seal: Option<records::manifest::ManifestSeal>,
+    /// Where the sessions are exported as traces (`--otlp-endpoint` or the OTLP variables); none:
+    /// no export. Not part of any fingerprint: it changes nothing a session does.
+    pub otlp: Option<crate::otlp::Target>,
 }
 
 impl RunPlan {
@@ -256,6 +259,7 @@ impl RunPlan {
             shard,
             split: args.split.unwrap_or_default(),
             seal,
+            otlp: crate::otlp::target(args.otlp_endpoint.as_deref())?,
         })
     }
 
@@ -327,6 +331,7 @@ impl RunPlan {
             shard: options.shard,
             split: spec.split,
             seal,
+            otlp: crate::otlp::target(options.otlp_endpoint.as_deref())?,
         })
     }
 
@@ -474,6 +479,8 @@ pub struct SpecRunOptions {
     pub check: Option<serde_json::Value>,
     /// `--shard I/N`, or the engine's variables: the part of the plan this run is.
     pub shard: Option<crate::shard::Shard>,
+    /// `--otlp-endpoint`.
+    pub otlp_endpoint: Option<String>,
 }
 
 /// A shard's experiment is the plan's name with the shard's place (`exp_shard2of3`): every index
@@ -727,6 +734,7 @@ mod tests {
             headers: vec![],
             check: None,
             shard: None,
+            otlp_endpoint: None,
         };
         let dirs = InputDirs { tasks_dir: None, build_dir: None };
         let from_spec = RunPlan::from_spec(&spec, &dirs, &options).await.unwrap();

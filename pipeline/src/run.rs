@@ -51,6 +51,8 @@ pub struct RunContext {
     started: Instant,
     /// The verifier's baseline per task, read once (see [`RunContext::baseline_of`]).
     baselines: Mutex<std::collections::HashMap<String, tasks::verify::Baseline>>,
+    /// Sends each written record as a trace (`--otlp-endpoint`); taken at the run's end.
+    otlp: Mutex<Option<crate::otlp::Exporter>>,
 }
 
 impl RunContext {
@@ -112,6 +114,8 @@ pub struct RunSummary {
     pub harness_ms: Vec<f64>,
     /// The command line (redacted) for the resume hint.
     pub command: Vec<String>,
+    /// Where this run's traces went and how many got there.
+    pub otlp: Option<(crate::otlp::Target, crate::otlp::Stats)>,
 }
 
 impl RunSummary {
@@ -185,6 +189,10 @@ pub async fn run(plan: RunPlan, accepted: impl FnOnce(&Experiment) -> anyhow::Re
     accepted(&experiment)?;
     experiment.write_manifest(&plan, preflight)?;
     if pending.is_empty() {
+        if let Some(target) = &plan.otlp {
+            // Nothing ran, so nothing was exported: zero counts, not the null of a run going on.
+            experiment.record_otlp(crate::otlp::Stats::default().manifest(target))?;
+        }
         return Ok(summary);
     }
 
@@ -206,6 +214,10 @@ pub async fn run(plan: RunPlan, accepted: impl FnOnce(&Experiment) -> anyhow::Re
         passed: AtomicUsize::new(0),
         started,
         baselines: Mutex::new(Default::default()),
+        otlp: Mutex::new(match plan.otlp.clone() {
+            Some(target) => Some(crate::otlp::Exporter::start(target, &plan.experiment)?),
+            None => None,
+        }),
     });
     let first_spec = pending.first().map(|p| p.session.task.spec()).unwrap_or_default();
     let queue = Arc::new(Mutex::new(VecDeque::from(work_items(plan.session_mode, pending))));
@@ -233,6 +245,15 @@ pub async fn run(plan: RunPlan, accepted: impl FnOnce(&Experiment) -> anyhow::Re
     drop(signals);
     if let Some(bar) = &ctx.progress {
         bar.finish();
+    }
+    // The traces still queued go out now (bounded: a collector that does not answer costs the
+    // run at most this wait), and the manifest says how many got there.
+    let exporter = ctx.otlp.lock().expect("otlp").take();
+    if let Some(exporter) = exporter {
+        let target = exporter.target().clone();
+        let stats = exporter.finish(std::time::Duration::from_secs(15)).await;
+        experiment.record_otlp(stats.manifest(&target))?;
+        summary.otlp = Some((target, stats));
     }
     summary.halt = halt_of(&ctx);
     if let Some(h) = &summary.halt {
@@ -424,6 +445,9 @@ fn write(
     write_atomically(&path.with_extension("transcript.jsonl"), transcript.as_bytes())?;
     record.harness.write_ms = written.elapsed().as_secs_f64() * 1000.0;
     write_atomically(&path, &serde_json::to_vec_pretty(&record)?)?;
+    if let Some(exporter) = ctx.otlp.lock().expect("otlp").as_ref() {
+        exporter.send(&record);
+    }
 
     if let Some(detail) = infrastructure {
         ctx.halt("infrastructure", format!("the harness's own infrastructure failed: {detail}"));
@@ -530,6 +554,19 @@ pub fn print_summary(s: &RunSummary) {
         eprintln!("{} earlier record(s) replaced; they are kept under superseded/", s.replaced);
     }
     eprintln!("records: {}", s.exp_dir.display());
+    if let Some((target, stats)) = &s.otlp {
+        let missing = match stats.not_exported() {
+            0 => String::new(),
+            n => format!("; {n} not exported: {}", stats.last_error.as_deref().unwrap_or("(no error text)")),
+        };
+        eprintln!(
+            "traces: {} of {} session(s) exported to {} ({} spans){missing}",
+            stats.exported_sessions,
+            stats.sessions,
+            target.shown(),
+            stats.exported_spans
+        );
+    }
     let command = crate::invoked::shell_words(&s.command);
     if let Some(h) = &s.halt {
         eprintln!("STOPPED EARLY ({}): {}", h.kind, h.detail);

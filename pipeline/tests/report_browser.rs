@@ -104,6 +104,7 @@ fn record(oracle: bool, role: Role, task: &str, rep: u32) -> SessionRecord {
                 },
                 retries: 0,
                 latency_ms: 400.0 + i as f64,
+                at_ms: None,
                 finish_reason: Some(if i == 1 { "tool_calls" } else { "stop" }.into()),
                 tool_calls: if i == 1 { 2 } else { 0 },
                 extras: Default::default(),
@@ -158,6 +159,7 @@ fn record(oracle: bool, role: Role, task: &str, rep: u32) -> SessionRecord {
                 invalid_arguments: false,
                 unknown_tool: false,
                 latency_ms: 2.0,
+                at_ms: None,
                 arguments_sha256: None,
             })
             .collect(),
@@ -269,6 +271,7 @@ fn fixture(dir: &Path) -> usize {
         check: None,
         shard: None,
         stopped: None,
+        otlp: None,
         postgres: None,
         split: None,
         seal: None,

@@ -63,6 +63,29 @@ pub struct ExperimentManifest {
     /// Set when the run stopped before every planned session had run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<RunStop>,
+    /// Set when the last run of this experiment exported its sessions as OpenTelemetry traces
+    /// (`--otlp-endpoint`): where to, and how many got there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub otlp: Option<OtlpExport>,
+}
+
+/// The trace export of a run (see [`ExperimentManifest::otlp`]). Export never fails a session:
+/// what did not reach the collector is counted here, never retried into the results. The counts
+/// are null while the run is going (and stay null if it was killed before it could write them).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OtlpExport {
+    /// The OTLP/HTTP traces URL, without userinfo or query (header values are never written).
+    pub endpoint: String,
+    /// Sessions this run handed to the exporter, one trace each.
+    pub sessions: Option<u64>,
+    /// Of those, sessions whose trace the collector accepted.
+    pub exported_sessions: Option<u64>,
+    /// Spans in the accepted traces.
+    pub exported_spans: Option<u64>,
+    /// Sessions whose trace was refused, failed to send, or was still unsent when the run ended.
+    pub not_exported_sessions: Option<u64>,
+    /// The last export error, verbatim (null when every export succeeded).
+    pub last_error: Option<String>,
 }
 
 /// One shard of a plan (see [`ExperimentManifest::shard`]).

@@ -117,6 +117,10 @@ pub struct TurnRecord {
     pub retries: u32,
     /// Of the attempt that answered (retries and their waits are not included).
     pub latency_ms: f64,
+    /// When the attempt that answered was sent: milliseconds after the record's `started_at`.
+    /// Null in records written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_ms: Option<f64>,
     pub finish_reason: Option<String>,
     /// Tool calls the model asked for in this turn.
     pub tool_calls: u32,
@@ -192,6 +196,10 @@ pub struct ToolCallRecord {
     /// The function was never offered; the call was not made.
     pub unknown_tool: bool,
     pub latency_ms: f64,
+    /// When the call was made: milliseconds after the record's `started_at`. Null in records
+    /// written before it was kept, and for a call refused before it was made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_ms: Option<f64>,
     /// sha256 of the arguments as canonical JSON (keys sorted; the raw text when it is not
     /// JSON): two calls of one function with the same hash repeated themselves. Null in records
     /// written before it was kept.

@@ -358,6 +358,7 @@ mod tests {
                 usage,
                 retries: 0,
                 latency_ms: 0.0,
+                at_ms: None,
                 finish_reason: None,
                 tool_calls: 0,
                 extras: Default::default(),

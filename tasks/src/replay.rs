@@ -34,6 +34,8 @@ pub struct CallRecord {
     pub result: String,
     pub is_error: bool,
     pub latency_ms: f64,
+    /// When the call was made: milliseconds after the replay started.
+    pub at_ms: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -54,7 +56,7 @@ pub enum ReplayError {
 }
 
 /// The record of one call, and its result parsed as JSON when it is JSON.
-fn record(kind: CallKind, name: String, arguments: Value, result: CallText, started: Instant) -> (CallRecord, Value) {
+fn record(kind: CallKind, name: String, arguments: Value, result: CallText, (origin, started): (Instant, Instant)) -> (CallRecord, Value) {
     let parsed = serde_json::from_str(&result.text).unwrap_or_else(|_| Value::String(result.text.clone()));
     let args_bytes = if arguments.is_null() { 0 } else { arguments.to_string().len() };
     let record = CallRecord {
@@ -66,6 +68,7 @@ fn record(kind: CallKind, name: String, arguments: Value, result: CallText, star
         result: result.text,
         is_error: result.is_error,
         latency_ms: started.elapsed().as_secs_f64() * 1000.0,
+        at_ms: started.duration_since(origin).as_secs_f64() * 1000.0,
     };
     (record, parsed)
 }
@@ -75,9 +78,10 @@ fn record(kind: CallKind, name: String, arguments: Value, result: CallText, star
 pub async fn replay(plan: &OraclePlan, peer: &Peer<RoleClient>) -> Result<ReplayReport, ReplayError> {
     let mut vars: BTreeMap<String, Value> = BTreeMap::new();
     let mut calls = Vec::with_capacity(plan.steps.len());
+    let origin = Instant::now();
     for (i, step) in plan.steps.iter().enumerate() {
         let n = i + 1;
-        let started = Instant::now();
+        let started = (origin, Instant::now());
         let (record, parsed) = if let Some(tool) = &step.tool {
             let raw = serde_json::to_value(step.args.clone().unwrap_or_default()).unwrap_or(Value::Null);
             let args = substitute(&raw, &vars).map_err(|problem| ReplayError::Step { step: n, name: tool.clone(), problem })?;
