@@ -86,7 +86,12 @@ impl Target {
 /// `OTEL_EXPORTER_OTLP_ENDPOINT` (`/v1/traces` appended); none of them: no export. A value that is
 /// not an http(s) URL is refused before anything runs.
 pub fn target(flag: Option<&str>) -> anyhow::Result<Option<Target>> {
-    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    target_from(flag, &|name| std::env::var(name).ok())
+}
+
+/// [`target`] with the environment given.
+fn target_from(flag: Option<&str>, vars: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<Option<Target>> {
+    let env = |name: &str| vars(name).filter(|v| !v.trim().is_empty());
     let (base, source, append) = match (flag, env(TRACES_ENDPOINT_ENV), env(ENDPOINT_ENV)) {
         (Some(f), _, _) => (f.to_owned(), "--otlp-endpoint", true),
         (None, Some(t), _) => (t, TRACES_ENDPOINT_ENV, false),
@@ -520,5 +525,41 @@ fn clip(text: &str) -> String {
     match text.char_indices().nth(MAX) {
         Some((i, _)) => format!("{}…", &text[..i]),
         None => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |name| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| (*v).to_owned())
+    }
+
+    #[test]
+    fn the_flag_wins_then_the_traces_variable_as_given_then_the_base_variable_with_the_path() {
+        let both: &[(&str, &str)] = &[(TRACES_ENDPOINT_ENV, "http://t.example/custom"), (ENDPOINT_ENV, "http://b.example:4318/")];
+        let t = target_from(Some("http://flag.example:4318/"), &vars(both)).unwrap().unwrap();
+        assert_eq!((t.url.as_str(), t.source), ("http://flag.example:4318/v1/traces", "--otlp-endpoint"));
+        let t = target_from(None, &vars(both)).unwrap().unwrap();
+        assert_eq!((t.url.as_str(), t.source), ("http://t.example/custom", TRACES_ENDPOINT_ENV));
+        let t = target_from(None, &vars(&[(ENDPOINT_ENV, "https://b.example:4318/")])).unwrap().unwrap();
+        assert_eq!((t.url.as_str(), t.source), ("https://b.example:4318/v1/traces", ENDPOINT_ENV));
+        assert_eq!(target_from(None, &vars(&[(ENDPOINT_ENV, "  ")])).unwrap(), None, "an empty variable is unset");
+        assert_eq!(target_from(None, &vars(&[])).unwrap(), None);
+    }
+
+    #[test]
+    fn what_is_not_an_http_url_is_refused_naming_where_it_came_from() {
+        for bad in ["localhost:4318", "grpc://c:4317", "http://", "http://a b"] {
+            let e = target_from(Some(bad), &vars(&[])).unwrap_err().to_string();
+            assert!(e.starts_with(&format!("--otlp-endpoint {bad:?} is not an http(s) URL")), "{e}");
+        }
+    }
+
+    #[test]
+    fn the_shown_endpoint_keeps_no_credential() {
+        let t = Target { url: "https://user:pw@c.example:4318/v1/traces?api_key=k".into(), source: ENDPOINT_ENV };
+        assert_eq!(t.shown(), "https://c.example:4318/v1/traces?<redacted>");
     }
 }

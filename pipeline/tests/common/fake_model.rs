@@ -41,6 +41,11 @@ pub enum Mode {
     /// Sessions get a plain answer while their request holds at most this many messages; past
     /// it, OpenAI's 400 `context_length_exceeded`, verbatim.
     ContextWindow { max_messages: usize },
+    /// The probe passes; a session's first request gets a native call of the first offered
+    /// function (`{}` as arguments), the next a plain answer. Usage grows with the messages sent
+    /// (prompt 100 + 7 per message, 40 of them cached after the first request), so every
+    /// request's usage differs.
+    CallThenAnswer,
 }
 
 struct Shared {
@@ -196,6 +201,22 @@ async fn chat(State(s): State<Arc<Shared>>, headers: HeaderMap, Json(body): Json
         Mode::TextCalls => answer(&format!("```json\n{{\"name\": \"{}\", \"arguments\": {{\"word\": \"ready\"}}}}\n```", first_tool(&body))),
         _ if probe => tool_call("preflight_echo", r#"{"word":"ready"}"#),
         Mode::Native => answer("I could not finish the task."),
+        Mode::CallThenAnswer => {
+            let n = body["messages"].as_array().map_or(0, Vec::len) as u64;
+            let usage = json!({ "prompt_tokens": 100 + 7 * n, "completion_tokens": 5 + n, "total_tokens": 105 + 8 * n,
+                "prompt_tokens_details": { "cached_tokens": if n > 2 { 40 } else { 0 } } });
+            let mut response = if body["messages"].as_array().and_then(|m| m.last()).is_some_and(|m| m["role"] == "user") {
+                json!({ "id": "chatcmpl-3", "object": "chat.completion", "created": 1, "model": MODEL,
+                    "choices": [{ "index": 0, "message": { "role": "assistant", "content": null, "tool_calls": [
+                        { "id": "call_1", "type": "function", "function": { "name": first_tool(&body), "arguments": "{}" } }
+                    ] }, "finish_reason": "tool_calls" }] })
+            } else {
+                json!({ "id": "chatcmpl-4", "object": "chat.completion", "created": 1, "model": MODEL,
+                    "choices": [{ "index": 0, "message": { "role": "assistant", "content": "I looked, and could not finish the task." }, "finish_reason": "stop" }] })
+            };
+            response["usage"] = usage;
+            Json(response).into_response()
+        }
         Mode::QuotaInSessions => error(
             StatusCode::TOO_MANY_REQUESTS,
             "You exceeded your current quota, please check your plan and billing details.",

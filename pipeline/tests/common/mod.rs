@@ -28,6 +28,9 @@ pub fn pipeline() -> std::process::Command {
         .env_remove("OPENAI_BASE_URL")
         .env_remove("MCPBENCH_MODELS")
         .env_remove("MCPBENCH_TASKS_DIR")
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_HEADERS")
         .env("RUST_LOG", "warn")
         .current_dir(env!("CARGO_MANIFEST_DIR"));
     c
