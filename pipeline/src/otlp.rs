@@ -319,15 +319,8 @@ pub fn spans_of(r: &SessionRecord) -> Vec<SpanData> {
         let at = t.at_ms.unwrap_or(cursor_ms);
         cursor_ms = at + t.latency_ms;
         let mut s = child(SpanKind::Client, format!("chat {model}"), after(started, at), after(started, cursor_ms));
-        s.attributes = vec![
-            kv(semconv::GEN_AI_OPERATION_NAME, "chat"),
-            kv(semconv::GEN_AI_PROVIDER_NAME, provider),
-            kv(semconv::GEN_AI_REQUEST_MODEL, model.clone()),
-            kv("openinference.span.kind", "LLM"),
-            kv("mcpbench.turn", i64::from(t.index)),
-            kv("mcpbench.retries", i64::from(t.retries)),
-            kv("mcpbench.tool_calls_requested", i64::from(t.tool_calls)),
-        ];
+        s.attributes = chat_attributes(provider, &model, t.index, t.retries);
+        s.attributes.push(kv("mcpbench.tool_calls_requested", i64::from(t.tool_calls)));
         if let Some(served) = &t.extras.served_model {
             s.attributes.push(kv(semconv::GEN_AI_RESPONSE_MODEL, served.clone()));
         }
@@ -359,15 +352,8 @@ pub fn spans_of(r: &SessionRecord) -> Vec<SpanData> {
     }
     if let Some(f) = &r.failed_turn {
         let mut s = child(SpanKind::Client, format!("chat {model}"), ended, ended);
-        s.attributes = vec![
-            kv(semconv::GEN_AI_OPERATION_NAME, "chat"),
-            kv(semconv::GEN_AI_PROVIDER_NAME, provider),
-            kv(semconv::GEN_AI_REQUEST_MODEL, model.clone()),
-            kv("openinference.span.kind", "LLM"),
-            kv("mcpbench.turn", i64::from(f.index)),
-            kv("mcpbench.retries", i64::from(f.retries)),
-            kv(semconv::ERROR_TYPE, "no_answer"),
-        ];
+        s.attributes = chat_attributes(provider, &model, f.index, f.retries);
+        s.attributes.push(kv(semconv::ERROR_TYPE, "no_answer"));
         s.status = Status::error(format!("the request got no answer: {}", clip(&f.detail)));
         spans.push(s);
     }
@@ -381,6 +367,18 @@ pub fn spans_of(r: &SessionRecord) -> Vec<SpanData> {
         spans.push(s);
     }
     spans
+}
+
+/// What every model request's span says, answered or not.
+fn chat_attributes(provider: &'static str, model: &str, turn: u32, retries: u32) -> Vec<KeyValue> {
+    vec![
+        kv(semconv::GEN_AI_OPERATION_NAME, "chat"),
+        kv(semconv::GEN_AI_PROVIDER_NAME, provider),
+        kv(semconv::GEN_AI_REQUEST_MODEL, model.to_owned()),
+        kv("openinference.span.kind", "LLM"),
+        kv("mcpbench.turn", i64::from(turn)),
+        kv("mcpbench.retries", i64::from(retries)),
+    ]
 }
 
 fn push_call(

@@ -297,3 +297,57 @@ fn in_phoenix_each_session_is_one_trace_whose_spans_and_tokens_match_its_record(
         }
     }
 }
+
+/// The spans of records the Phoenix test does not make: a session whose request got no answer
+/// (invalid), and the oracle's (calls with no model request, resources read by URI).
+#[test]
+fn an_unanswered_request_and_the_oracles_calls_become_spans_as_their_records_say() {
+    let fake = FakeModel::start(Mode::BadRequestInSessions);
+    let tmp = tempfile::tempdir().unwrap();
+    let out = model_run(&fake.base_url, tmp.path(), "refused").output().unwrap();
+    let recs = records(&tmp.path().join("refused"));
+    assert!(!recs.is_empty(), "{}", text(&out));
+    for r in recs {
+        let record: records::SessionRecord = serde_json::from_value(r).unwrap();
+        assert!(record.failed_turn.is_some() && !record.validity.is_valid(), "the fake refuses every session request");
+        let spans = pipeline::otlp::spans_of(&record);
+        let root = &spans[0];
+        assert!(matches!(&root.status, opentelemetry::trace::Status::Error { description } if description.contains("invalid session")), "{:?}", root.status);
+        let failed: Vec<_> =
+            spans.iter().filter(|s| s.attributes.iter().any(|kv| kv.key.as_str() == "error.type" && kv.value.as_str() == "no_answer")).collect();
+        assert_eq!(failed.len(), 1, "one span for the request that got no answer");
+        assert!(failed[0].name.starts_with("chat "), "{}", failed[0].name);
+        assert!(!spans.iter().any(|s| s.name == "verify"), "an invalid session is not verified");
+    }
+
+    let out = pipeline()
+        .args(["--module", "resource_gateway", "--tasks", "auth_latency_steps", "--k", "1", "--models", "oracle", "--exp-name", "oracle", "--results-dir"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    let recs = records(&tmp.path().join("oracle"));
+    assert_eq!(recs.len(), 2, "{}", text(&out));
+    for r in recs {
+        let record: records::SessionRecord = serde_json::from_value(r).unwrap();
+        let spans = pipeline::otlp::spans_of(&record);
+        let tools: Vec<_> = spans.iter().filter(|s| s.name.starts_with("execute_tool ")).collect();
+        assert_eq!(tools.len(), record.tool_calls.len());
+        assert!(!tools.is_empty() && spans.iter().all(|s| !s.name.starts_with("chat ")), "the oracle makes calls, no model requests");
+        for (span, call) in tools.iter().zip(&record.tool_calls) {
+            let at = call.at_ms.expect("the oracle records when each call was made");
+            let started = std::time::SystemTime::from(record.started_at);
+            let offset = span.start_time.duration_since(started).unwrap().as_secs_f64() * 1000.0;
+            assert!((offset - at).abs() < 0.01, "{}: span at {offset} ms, call at {at} ms", span.name);
+            let method = span.attributes.iter().find(|kv| kv.key.as_str() == "mcp.method.name").map(|kv| kv.value.as_str().into_owned());
+            let expected = match call.kind {
+                records::outcome::CallKind::Tool => "tools/call",
+                records::outcome::CallKind::ReadResource => "resources/read",
+                records::outcome::CallKind::ListResources => "resources/list",
+            };
+            assert_eq!(method.as_deref(), Some(expected), "{}", span.name);
+        }
+        // Calls in the order they were made, one after the other.
+        let starts: Vec<_> = tools.iter().map(|s| s.start_time).collect();
+        assert!(starts.windows(2).all(|w| w[0] <= w[1]), "{starts:?}");
+    }
+}
