@@ -31,3 +31,4 @@ pub mod shard;
 pub mod signals;
 pub mod spec;
 pub mod sweep;
+pub mod view;
