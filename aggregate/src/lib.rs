@@ -53,6 +53,9 @@ pub struct Report {
     /// Conversations past the HTML page's inline budget: (file name under
     /// [`html::SESSION_DIR`], page).
     pub session_pages: Vec<(String, String)>,
+    /// Where each scored session's conversation is, relative to report.html's folder
+    /// (`report.html#s<i>` or `report-sessions/<file>`), keyed by the record's path.
+    pub session_links: Vec<(PathBuf, String)>,
 }
 
 /// Paths written by [`Report::write`].
@@ -86,7 +89,7 @@ pub fn report_with(exp: &Experiment, prices: Option<&PriceTable>, opts: &Options
     let json = serde_json::to_string_pretty(&summary)? + "\n";
     let svg = chart::render_svg(&summary)?;
     let rendered = html::render(&summary, &document, &svg, exp, invocation.report_dir.as_deref().unwrap_or(&exp.dir));
-    Ok(Report { summary, markdown, json, svg, html: rendered.page, document, session_pages: rendered.session_pages })
+    Ok(Report { summary, markdown, json, svg, html: rendered.page, document, session_pages: rendered.session_pages, session_links: rendered.session_links })
 }
 
 impl Report {

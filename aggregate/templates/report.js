@@ -35,5 +35,7 @@ buttons.forEach(function(b){b.addEventListener('click',function(){
  if(k===sort.key&&k!=='order')sort.desc=!sort.desc;else{sort.key=k;sort.desc=k!=='order';}
  apply();});});
 controls.hidden=false;
+var target=/^#s\d+$/.test(location.hash)&&document.getElementById(location.hash.slice(1));
 apply();
+if(target&&!target.hidden){target.open=true;target.scrollIntoView();}
 })();

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::exit::{Exit, Reported};
-use crate::{aggregate_cmd, bench, check, flags, list_cmd, new_module, servers_cmd, spec, sweep};
+use crate::{aggregate_cmd, bench, check, flags, list_cmd, new_module, servers_cmd, spec, sweep, view};
 
 #[derive(Debug, Parser)]
 #[command(name = "pipeline", version = crate::build_info::VERSION, about = "Measure what an MCP server's architecture costs an LLM agent")]
@@ -51,6 +51,10 @@ enum Command {
     /// Seal the held-out tasks, their servers' tool manifests and the graders' gold set by hash
     /// (`--reason` required to write; `--check` only compares).
     Seal(crate::held_out::SealArgs),
+    /// A local web app over the results folder: every experiment and sweep with its plan, status
+    /// and headline, live while a run writes it; reports, sessions as conversations, and two
+    /// experiments compared. Reads only (docs/view.md).
+    View(view::ViewArgs),
     /// Scaffold a new pattern module (servers, server test, an example task, registration) that
     /// compiles and passes the gates as generated.
     NewModule(new_module::NewModuleArgs),
@@ -85,12 +89,13 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
     // Reading the arms hashes their folders: the child that serves a built-in server for one
     // session (`serve NAME`, spawned for every stdio session) and the backend need none of it.
     let builtin_serve = matches!(&cli.command, Some(Command::Serve(a)) if servers::registry::find(&a.name).is_some());
-    if !matches!(&cli.command, Some(Command::Backend(_) | Command::Serve(_))) {
-        // Those two stop gracefully on a signal of their own; everything else may start an
+    if !matches!(&cli.command, Some(Command::Backend(_) | Command::Serve(_) | Command::View(_))) {
+        // Those three stop gracefully on a signal of their own; everything else may start an
         // external server and must kill it on the way out, however early.
         crate::signals::install();
     }
-    if !builtin_serve && !matches!(&cli.command, Some(Command::Backend(_))) {
+    // The viewer starts no server and reads no arm.
+    if !builtin_serve && !matches!(&cli.command, Some(Command::Backend(_) | Command::View(_))) {
         let dir = arms_dir(cli.arms_dir);
         servers::registry::register_external(servers::external::discover(&dir)?)?;
     }
@@ -114,5 +119,6 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Sweep(args) => sweep::run(args).await,
         Command::Seal(args) => crate::held_out::seal_cmd(args).await,
         Command::NewModule(args) => done(new_module::run(args)),
+        Command::View(args) => done(view::run(args).await),
     }
 }

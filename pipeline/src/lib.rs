@@ -32,3 +32,4 @@ pub mod shard;
 pub mod signals;
 pub mod spec;
 pub mod sweep;
+pub mod view;

@@ -129,6 +129,73 @@ impl HttpOptions {
     }
 }
 
+/// The `Host` and `Origin` check of the streamable HTTP transport, for another HTTP service of the
+/// bench (`pipeline view`): rmcp's own validation run on [`HttpOptions::config`], so both accept
+/// and refuse exactly the same requests — a `Host` not allowed gets 403, a cross-site `Origin`
+/// gets 403, a malformed `Host` 400, and a request without `Origin` (every non-browser client,
+/// and a browser's same-origin `GET`) passes.
+///
+/// rmcp does not export its checks; its service runs them on every request before it looks at
+/// the method, and answers a method it does not serve with 405 and nothing else. So the check is
+/// asked with the request's URI, `Host` and `Origin` under such a method (`PUT`): 405 means
+/// allowed. The service never creates a session or a server.
+#[derive(Clone)]
+pub struct HostOriginCheck {
+    service: StreamableHttpService<NoServer, LocalSessionManager>,
+}
+
+impl std::fmt::Debug for HostOriginCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HostOriginCheck")
+    }
+}
+
+/// The server [`HostOriginCheck`]'s service is typed with; never built.
+#[derive(Debug, Clone)]
+pub struct NoServer;
+
+impl rmcp::ServerHandler for NoServer {}
+
+impl HostOriginCheck {
+    pub fn new(options: &HttpOptions) -> Self {
+        let service = StreamableHttpService::new(
+            || Err(std::io::Error::other("a Host/Origin check serves no MCP session")),
+            Arc::new(LocalSessionManager::default()),
+            options.config(),
+        );
+        Self { service }
+    }
+
+    /// `Ok` when the request may be served; else the status (403, or 400 for a malformed `Host`)
+    /// and rmcp's reason, with where the allowed lists come from.
+    pub async fn check(&self, uri: &axum::http::Uri, headers: &axum::http::HeaderMap) -> Result<(), (axum::http::StatusCode, String)> {
+        use axum::http::{Method, StatusCode, header};
+        let mut probe = axum::http::Request::builder().method(Method::PUT).uri(uri.clone());
+        for name in [header::HOST, header::ORIGIN] {
+            for value in headers.get_all(&name) {
+                probe = probe.header(&name, value);
+            }
+        }
+        let Ok(probe) = probe.body(axum::body::Body::empty()) else {
+            return Err((StatusCode::BAD_REQUEST, "Bad Request: malformed request".into()));
+        };
+        let response = self.service.handle(probe).await;
+        let status = response.status();
+        if status == StatusCode::METHOD_NOT_ALLOWED {
+            return Ok(());
+        }
+        let body = axum::body::to_bytes(axum::body::Body::new(response.into_body()), 64 * 1024).await.unwrap_or_default();
+        let mut reason = String::from_utf8_lossy(&body).trim().to_owned();
+        if reason.is_empty() {
+            reason = status.canonical_reason().unwrap_or("refused").to_owned();
+        }
+        if status == StatusCode::FORBIDDEN {
+            reason.push_str(" (allowed: loopback origins and hosts; add others with --allowed-origin/--allowed-host)");
+        }
+        Err((status, reason))
+    }
+}
+
 /// `/mcp` served by `service`, with the answers the transport spec and the official clients
 /// expect where rmcp's differ:
 ///

@@ -18,7 +18,9 @@ pub fn records(exp: &Path) -> Vec<serde_json::Value> {
     out
 }
 
+pub mod chromium;
 pub mod fake_model;
+pub mod fixture;
 pub mod provider_fakes;
 
 /// The pipeline binary, with no ambient database, model defaults or noisy logs.

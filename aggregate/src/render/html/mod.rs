@@ -35,6 +35,9 @@ const SCRIPT: &str = include_str!("../../../templates/report.js");
 pub struct Rendered {
     pub page: String,
     pub session_pages: Vec<(String, String)>,
+    /// Where each scored session's conversation is, relative to the page: `report.html#s<i>`
+    /// (inline) or `report-sessions/<file>` (a page of its own); keyed by the record's path.
+    pub session_links: Vec<(std::path::PathBuf, String)>,
 }
 
 /// What the templates show of a section.
@@ -109,10 +112,11 @@ pub(crate) fn page(title: &str, body: &str) -> String {
 /// where the page will be written.
 pub fn render(s: &Summary, doc: &Document, svg: &str, exp: &Experiment, report_dir: &std::path::Path) -> Rendered {
     let mut pages = Vec::new();
-    let sessions = sessions::render(exp, report_dir, &mut pages);
+    let mut links = Vec::new();
+    let sessions = sessions::render(exp, report_dir, &mut pages, &mut links);
     let svg = inline_svg(svg);
     let page = ReportPage { title: &doc.title, css: CSS, script: SCRIPT, strip: Some(strip(s)), sections: views(doc), svg: &svg, sessions: &sessions };
-    Rendered { page: page.render().expect("rendering to a String cannot fail"), session_pages: pages }
+    Rendered { page: page.render().expect("rendering to a String cannot fail"), session_pages: pages, session_links: links }
 }
 
 /// A document without a run of its own (a comparison) as a page.

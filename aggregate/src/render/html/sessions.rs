@@ -18,12 +18,26 @@ use crate::transcript;
 
 const RENDER: &str = "rendering to a String cannot fail";
 
-/// The session list's section; sessions past the budget go to `pages` (file name, page).
-pub(super) fn render(exp: &Experiment, report_dir: &std::path::Path, pages: &mut Vec<(String, String)>) -> String {
+/// The session list's section; sessions past the budget go to `pages` (file name, page), and
+/// where each scored session's conversation ended up goes to `links` (record path, link relative
+/// to the report).
+pub(super) fn render(
+    exp: &Experiment,
+    report_dir: &std::path::Path,
+    pages: &mut Vec<(String, String)>,
+    links: &mut Vec<(std::path::PathBuf, String)>,
+) -> String {
     let base = Base { exp, report_dir };
     let mut budget = INLINE_BUDGET;
     let all = &exp.sessions;
-    let sessions = all.iter().enumerate().map(|(i, s)| session(&base, s, i, &mut budget, pages, false)).collect();
+    let sessions: Vec<SessionView> = all.iter().enumerate().map(|(i, s)| session(&base, s, i, &mut budget, pages, false)).collect();
+    for (s, view) in all.iter().zip(&sessions) {
+        let link = match &view.body {
+            Placement::Inline(_) => format!("report.html#s{}", view.index),
+            Placement::OwnPage { href, .. } => href.clone(),
+        };
+        links.push((s.path.clone(), link));
+    }
     let replaced = exp.superseded.iter().enumerate().map(|(i, s)| session(&base, s, all.len() + i, &mut budget, pages, true)).collect();
     SessionList { filters: filters(all), sessions, replaced }.render().expect(RENDER)
 }
