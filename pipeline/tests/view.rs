@@ -157,12 +157,13 @@ fn api(port: u16, path: &str) -> Value {
 
 const KEY: &str = "sk-view-test";
 
-/// A fake-model run of two tasks × both arms × k 2 whose every model request takes `slow`.
-fn slow_run(base_url: &str, results: &Path) -> Child {
+/// A fake-model run of two tasks × both arms × k 2 whose every model request takes `slow`,
+/// exporting its traces to a collector that is down (`otlp`).
+fn slow_run(base_url: &str, results: &Path, otlp: &str) -> Child {
     pipeline()
         .env("OPENAI_API_KEY", KEY)
         .args(["--module", "tool_orchestrator", "--tasks", "lena_goes_on_leave,two_tickets_for_globex", "--models", common::fake_model::MODEL, "--seed", "1"])
-        .args(["--k", "2", "--exp-name", "e", "--base-url", base_url, "--results-dir"])
+        .args(["--k", "2", "--exp-name", "e", "--base-url", base_url, "--otlp-endpoint", otlp, "--results-dir"])
         .arg(results)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -208,7 +209,8 @@ fn a_run_in_progress_updates_in_chromium_without_a_reload_and_the_viewer_writes_
 
     // The run starts while the index polls: the viewer never stands in its way.
     let fake = FakeModel::start(Mode::SlowSessions(Duration::from_millis(1200)));
-    let mut run = KillOnDrop(slow_run(&fake.base_url, &results));
+    let otlp = format!("http://127.0.0.1:{}", std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port());
+    let mut run = KillOnDrop(slow_run(&fake.base_url, &results, &otlp));
     let exp = results.join("e");
 
     // The index: the experiment appears, running, with its plan; the holder is the run's pid.
@@ -251,6 +253,9 @@ fn a_run_in_progress_updates_in_chromium_without_a_reload_and_the_viewer_writes_
     let valid = b.eval("+document.querySelector('#progress .valid').dataset.valid").as_u64().unwrap();
     assert!(valid >= 1, "valid sessions counted: {valid}");
     assert_eq!(b.eval("window.__viewMarker"), "experiment", "the page was not reloaded");
+    let plan = || "document.getElementById('plan').textContent";
+    let shown = b.eval(plan()).as_str().unwrap().to_owned();
+    assert!(shown.contains(&format!("exporting to {otlp}/v1/traces (counted when the run ends)")), "{shown}");
 
     // The run ends: complete, and aggregate's headline appears — still without a reload.
     let mut err = String::new();
@@ -261,6 +266,9 @@ fn a_run_in_progress_updates_in_chromium_without_a_reload_and_the_viewer_writes_
     b.wait_until("the headline", "document.querySelector('#headline .headline[data-ready]')", Duration::from_secs(30));
     assert_eq!(b.eval("window.__viewMarker"), "experiment", "the page was not reloaded when the run ended");
     assert_eq!(b.eval(rows), 8, "every session listed");
+    b.wait_until("the export's counts", &format!("{}.includes('0 of 8 sessions exported')", plan()), Duration::from_secs(10));
+    let shown = b.eval(plan()).as_str().unwrap().to_owned();
+    assert!(shown.contains(&format!("0 of 8 sessions exported to {otlp}/v1/traces (0 spans); 8 not exported: ")), "{shown}");
     assert_eq!(recorded(&mut b, "#progress .recorded"), 8);
     let report = aggregate::report(&exp, None, &aggregate::Options::default()).unwrap();
     let cards: Vec<(String, String)> = report

@@ -259,6 +259,8 @@ struct PlanView {
     created_at: chrono::DateTime<chrono::Utc>,
     binary_version: Option<String>,
     base_url: Option<String>,
+    /// The run's trace export (`--otlp-endpoint`), as the manifest records it.
+    otlp: Option<records::manifest::OtlpExport>,
     command: String,
 }
 
@@ -323,6 +325,7 @@ fn plan_view(m: &ExperimentManifest) -> PlanView {
         created_at: m.created_at,
         binary_version: m.binary_version.clone(),
         base_url: m.base_url.clone(),
+        otlp: m.otlp.clone(),
         command: aggregate::document::format::shell_line(&m.command),
     }
 }

@@ -234,6 +234,14 @@
     drawReport(x);
   }
 
+  // The trace export as the manifest says: counts are null until the run has written them.
+  function traces(o) {
+    if (!o) return 'not exported';
+    if (o.sessions === null) return 'exporting to ' + o.endpoint + ' (counted when the run ends)';
+    var line = o.exported_sessions + ' of ' + o.sessions + ' sessions exported to ' + o.endpoint + ' (' + o.exported_spans + ' spans)';
+    return o.not_exported_sessions ? line + '; ' + o.not_exported_sessions + ' not exported: ' + (o.last_error || 'no error text') : line;
+  }
+
   function planTable(x) {
     var m = x.plan;
     if (!m) return el('p', { class: 'muted', text: x.plan_problem || 'no plan recorded' });
@@ -250,6 +258,7 @@
       ['created', when(m.created_at)],
       ['binary', m.binary_version || 'not recorded'],
       ['endpoint', m.base_url || 'none (oracle) or not recorded'],
+      ['traces', traces(m.otlp)],
       ['command', m.command],
     ];
     return el('table', { class: 'kv' }, el('tbody', null, rows.map(function (r) {
