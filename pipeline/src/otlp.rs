@@ -63,8 +63,21 @@ pub const ENDPOINT_ENV: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
 const QUEUE: usize = 4096;
 /// Sessions per OTLP request.
 const BATCH: usize = 64;
-/// One export request's limit: a collector that does not answer costs a run this much per batch.
+/// One export request's limit unless `OTEL_EXPORTER_OTLP_TRACES_TIMEOUT` or
+/// `OTEL_EXPORTER_OTLP_TIMEOUT` (milliseconds, as the OTLP exporter spec names them) says
+/// otherwise: a collector that does not answer costs a run this much per batch. At the run's end
+/// the queue gets three times this to drain.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+pub const TRACES_TIMEOUT_ENV: &str = "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT";
+pub const TIMEOUT_ENV: &str = "OTEL_EXPORTER_OTLP_TIMEOUT";
+
+/// The request timeout the variables give (the first that parses), else [`REQUEST_TIMEOUT`].
+fn request_timeout(vars: &dyn Fn(&str) -> Option<String>) -> Duration {
+    [TRACES_TIMEOUT_ENV, TIMEOUT_ENV]
+        .iter()
+        .find_map(|name| vars(name).and_then(|v| v.trim().parse::<u64>().ok()))
+        .map_or(REQUEST_TIMEOUT, Duration::from_millis)
+}
 
 /// Where traces go: the full OTLP/HTTP traces URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,16 +165,19 @@ pub struct Exporter {
     queue: tokio::sync::mpsc::Sender<Vec<SpanData>>,
     stats: Arc<Mutex<Stats>>,
     task: tokio::task::JoinHandle<()>,
+    /// How long [`Exporter::finish`] waits for the queue.
+    drain: Duration,
 }
 
 impl Exporter {
     /// Builds the OTLP/HTTP exporter (headers from `OTEL_EXPORTER_OTLP_HEADERS`, as every OTLP
     /// exporter reads them) and starts the sending task. Needs a Tokio runtime.
     pub fn start(target: Target, experiment: &str) -> anyhow::Result<Self> {
+        let timeout = request_timeout(&|name| std::env::var(name).ok());
         let mut exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
             .with_endpoint(target.url.clone())
-            .with_timeout(REQUEST_TIMEOUT)
+            .with_timeout(timeout)
             .with_headers(Default::default())
             .build()
             .map_err(|e| anyhow::anyhow!("setting up the trace export to {}: {e}", target.shown()))?;
@@ -200,7 +216,7 @@ impl Exporter {
             }
             let _ = exporter.shutdown();
         });
-        Ok(Self { target, queue, stats, task })
+        Ok(Self { target, queue, stats, task, drain: timeout * 3 })
     }
 
     pub fn target(&self) -> &Target {
@@ -216,15 +232,16 @@ impl Exporter {
         }
     }
 
-    /// Sends what is queued, waiting at most `wait`; what is still unsent then is not exported.
-    pub async fn finish(self, wait: Duration) -> Stats {
-        let Self { queue, stats, mut task, .. } = self;
+    /// Sends what is queued, waiting at most three request timeouts; what is still unsent then is
+    /// not exported.
+    pub async fn finish(self) -> Stats {
+        let Self { queue, stats, mut task, drain: wait, .. } = self;
         drop(queue);
         if tokio::time::timeout(wait, &mut task).await.is_err() {
             task.abort();
             let mut s = stats.lock().expect("otlp stats");
             let unsent = s.sessions - s.exported_sessions;
-            s.last_error.get_or_insert_with(|| format!("{unsent} session(s) still unsent after waiting {} s for the collector", wait.as_secs()));
+            s.last_error.get_or_insert_with(|| format!("{unsent} session(s) still unsent after waiting {:.1} s for the collector", wait.as_secs_f64()));
         }
         stats.lock().expect("otlp stats").clone()
     }
@@ -553,6 +570,14 @@ mod tests {
             let e = target_from(Some(bad), &vars(&[])).unwrap_err().to_string();
             assert!(e.starts_with(&format!("--otlp-endpoint {bad:?} is not an http(s) URL")), "{e}");
         }
+    }
+
+    #[test]
+    fn the_request_timeout_reads_the_standard_variables_in_milliseconds() {
+        assert_eq!(request_timeout(&vars(&[])), REQUEST_TIMEOUT);
+        assert_eq!(request_timeout(&vars(&[(TIMEOUT_ENV, "1500")])), Duration::from_millis(1500));
+        assert_eq!(request_timeout(&vars(&[(TRACES_TIMEOUT_ENV, "200"), (TIMEOUT_ENV, "1500")])), Duration::from_millis(200));
+        assert_eq!(request_timeout(&vars(&[(TRACES_TIMEOUT_ENV, "soon"), (TIMEOUT_ENV, "1500")])), Duration::from_millis(1500));
     }
 
     #[test]

@@ -251,7 +251,7 @@ pub async fn run(plan: RunPlan, accepted: impl FnOnce(&Experiment) -> anyhow::Re
     let exporter = ctx.otlp.lock().expect("otlp").take();
     if let Some(exporter) = exporter {
         let target = exporter.target().clone();
-        let stats = exporter.finish(std::time::Duration::from_secs(15)).await;
+        let stats = exporter.finish().await;
         experiment.record_otlp(stats.manifest(&target))?;
         summary.otlp = Some((target, stats));
     }

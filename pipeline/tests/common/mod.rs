@@ -33,6 +33,8 @@ pub fn pipeline() -> std::process::Command {
         .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
         .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
         .env_remove("OTEL_EXPORTER_OTLP_HEADERS")
+        .env_remove("OTEL_EXPORTER_OTLP_TIMEOUT")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT")
         .env("RUST_LOG", "warn")
         .current_dir(env!("CARGO_MANIFEST_DIR"));
     c
