@@ -158,10 +158,18 @@ fn frozen_oracle_spec_passes_check_and_runs() {
     assert_eq!(check["git_dirty"], false);
     assert!(records(&env.exp_dir()).is_empty(), "check spends nothing");
 
-    let out = env.cmd("run");
+    // `run SPEC` exports its traces like a flag run (here to a collector that is down).
+    let down = format!("http://127.0.0.1:{}", std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port());
+    let out = env.pipeline().arg("run").arg(env.spec_path()).arg("--results-dir").arg(env.results()).args(["--otlp-endpoint", &down]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let recs = records(&env.exp_dir());
     assert_eq!(recs.len(), 2 * 2, "2 tasks × 2 arms × 1 rep");
+    let otlp = &serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(env.exp_dir().join("manifest.json")).unwrap()).unwrap()["otlp"];
+    assert_eq!(
+        (otlp["endpoint"].as_str(), otlp["sessions"].as_u64(), otlp["exported_sessions"].as_u64()),
+        (Some(format!("{down}/v1/traces").as_str()), Some(4), Some(0)),
+        "{otlp}"
+    );
     for r in &recs {
         assert_eq!(r["validity"]["class"], "valid", "{r}");
         assert_eq!(r["verifier"]["verdict"], "passed", "{r}");
@@ -174,9 +182,11 @@ fn frozen_oracle_spec_passes_check_and_runs() {
     assert_eq!(manifest["check"]["status"], "VALID", "the run manifest carries the gate results");
 
     // The same spec resumes (nothing left to run); another spec may not add to these records.
-    let out = env.cmd("run");
+    let out = env.pipeline().arg("run").arg(env.spec_path()).arg("--results-dir").arg(env.results()).args(["--otlp-endpoint", &down]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && err.contains("4 already recorded, 0 to run"), "{err}");
+    let otlp = &serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(env.exp_dir().join("manifest.json")).unwrap()).unwrap()["otlp"];
+    assert_eq!((otlp["sessions"].as_u64(), otlp["not_exported_sessions"].as_u64()), (Some(0), Some(0)), "nothing ran, nothing to export: {otlp}");
     let mut other = spec.clone();
     other.insert("jobs".into(), toml::Value::Integer(2));
     env.write_spec(&other);
