@@ -13,7 +13,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::fake_model::{FakeModel, MODEL, Mode};
-use common::{manifest, pipeline, records};
+use common::{closed_port, manifest, pipeline, records};
 use serde_json::Value;
 
 /// One module's two arms on two tasks with the fake model: four sessions of two requests each.
@@ -27,12 +27,6 @@ fn model_run(base_url: &str, results: &Path, exp: &str) -> Command {
 
 fn text(out: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
-}
-
-/// A port nothing listens on.
-fn closed_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
 }
 
 #[test]

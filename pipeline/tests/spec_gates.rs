@@ -159,7 +159,7 @@ fn frozen_oracle_spec_passes_check_and_runs() {
     assert!(records(&env.exp_dir()).is_empty(), "check spends nothing");
 
     // `run SPEC` exports its traces like a flag run (here to a collector that is down).
-    let down = format!("http://127.0.0.1:{}", std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port());
+    let down = format!("http://127.0.0.1:{}", common::closed_port());
     let out = env.pipeline().arg("run").arg(env.spec_path()).arg("--results-dir").arg(env.results()).args(["--otlp-endpoint", &down]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let recs = records(&env.exp_dir());

@@ -209,7 +209,7 @@ fn a_run_in_progress_updates_in_chromium_without_a_reload_and_the_viewer_writes_
 
     // The run starts while the index polls: the viewer never stands in its way.
     let fake = FakeModel::start(Mode::SlowSessions(Duration::from_millis(1200)));
-    let otlp = format!("http://127.0.0.1:{}", std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port());
+    let otlp = format!("http://127.0.0.1:{}", common::closed_port());
     let mut run = KillOnDrop(slow_run(&fake.base_url, &results, &otlp));
     let exp = results.join("e");
 

@@ -178,21 +178,7 @@ fn refusal(status: StatusCode, title: &str, lead: &str, detail: Option<&str>) ->
 
 /// `/e/<id>/` with each component percent-encoded.
 fn exp_url(id: &str) -> String {
-    let enc: Vec<String> = id.split('/').map(percent).collect();
-    format!("/e/{}/", enc.join("/"))
-}
-
-fn percent(s: &str) -> String {
-    use std::fmt::Write;
-    let mut out = String::new();
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-            out.push(b as char);
-        } else {
-            write!(out, "%{b:02X}").unwrap();
-        }
-    }
-    out
+    format!("/e/{}/", aggregate::html::href(id))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -372,7 +358,7 @@ impl App {
                     outcome: b.outcome,
                     invalid_reason: b.invalid_reason.clone(),
                     ended_at: b.ended_at,
-                    href: format!("{}session/{}", exp_url(&e.id), path.split('/').map(percent).collect::<Vec<_>>().join("/")),
+                    href: format!("{}session/{}", exp_url(&e.id), aggregate::html::href(path)),
                 })
                 .collect(),
         });
@@ -478,7 +464,11 @@ fn sweep_files(name: &str, dir: &Path, levels: &[ExperimentView]) -> Option<Swee
     }
     let written_at: Option<chrono::DateTime<chrono::Utc>> = present.iter().filter_map(|(_, m)| m.modified().ok()).min().map(Into::into);
     let newer_levels = levels.iter().filter(|l| l.last_session_at.zip(written_at).is_some_and(|(s, w)| s > w)).map(|l| l.id.clone()).collect();
-    Some(SweepFiles { files: present.into_iter().map(|(f, _)| (f.clone(), format!("/sweep/{}/{f}", percent(name)))).collect(), written_at, newer_levels })
+    Some(SweepFiles {
+        files: present.into_iter().map(|(f, _)| (f.clone(), format!("/sweep/{}/{f}", aggregate::html::href(name)))).collect(),
+        written_at,
+        newer_levels,
+    })
 }
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {

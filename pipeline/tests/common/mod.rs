@@ -40,6 +40,11 @@ pub fn pipeline() -> std::process::Command {
     c
 }
 
+/// A loopback port nothing listens on (bound, then let go): a collector or server that is down.
+pub fn closed_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
 /// Every file under `dir`, recursively, with its bytes.
 pub fn all_files(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
     let mut out = Vec::new();

@@ -23,6 +23,7 @@ use crate::document::{Align, Block, Card, Difference, Document, PairSet, Section
 use crate::load::Experiment;
 pub use crate::load::SESSION_DIR;
 use crate::metrics::Summary;
+pub use sessions::href;
 
 /// Bytes of rendered conversations kept in report.html; the rest go to linked pages.
 pub const INLINE_BUDGET: usize = 3 * 1024 * 1024;

@@ -236,8 +236,9 @@ fn relative(dir: &std::path::Path, path: &std::path::Path) -> String {
     }
 }
 
-/// A percent-encoded relative link to a file beside the report.
-fn href(rel: &str) -> String {
+/// A percent-encoded link: every byte but unreserved characters and `/` escaped (so each path
+/// component of `rel` is encoded and the separators stay).
+pub fn href(rel: &str) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     for b in rel.bytes() {

@@ -234,10 +234,14 @@
     drawReport(x);
   }
 
-  // The trace export as the manifest says: counts are null until the run has written them.
-  function traces(o) {
+  // The trace export as the manifest says: counts are null until the run has written them, and
+  // stay null when it was killed first.
+  function traces(o, state) {
     if (!o) return 'not exported';
-    if (o.sessions === null) return 'exporting to ' + o.endpoint + ' (counted when the run ends)';
+    if (o.sessions === null) {
+      return state === 'running' ? 'exporting to ' + o.endpoint + ' (counted when the run ends)'
+        : 'to ' + o.endpoint + ': not counted (the run ended before it could write the counts)';
+    }
     var line = o.exported_sessions + ' of ' + o.sessions + ' sessions exported to ' + o.endpoint + ' (' + o.exported_spans + ' spans)';
     return o.not_exported_sessions ? line + '; ' + o.not_exported_sessions + ' not exported: ' + (o.last_error || 'no error text') : line;
   }
@@ -258,7 +262,7 @@
       ['created', when(m.created_at)],
       ['binary', m.binary_version || 'not recorded'],
       ['endpoint', m.base_url || 'none (oracle) or not recorded'],
-      ['traces', traces(m.otlp)],
+      ['traces', traces(m.otlp, x.status.state)],
       ['command', m.command],
     ];
     return el('table', { class: 'kv' }, el('tbody', null, rows.map(function (r) {
