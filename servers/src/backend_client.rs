@@ -18,7 +18,8 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Clone)]
 pub struct BackendClient {
-    http: reqwest::Client,
+    /// The HTTP client, or why none could be built (every call then fails with that reason).
+    http: Result<reqwest::Client, String>,
     base: String,
     settings: crate::launch::ArmSettings,
 }
@@ -44,10 +45,24 @@ impl CallError {
 }
 
 impl BackendClient {
+    /// A client for the backend at `base`.
+    ///
+    /// A plain `http://` backend (the bench's own, on loopback or a container network) never
+    /// needs TLS, so its client trusts no certificate authority and never reads the system's
+    /// store: reading it cost every server start ≈ 6 ms (dev build; 4 × in `proxy_aggregator`,
+    /// which holds a client per backend), and a slim container without CA certificates made
+    /// building the client fail, which took the server down. An `https://` backend gets the
+    /// platform's verifier; when that cannot be built, every call says why.
     pub fn new(base: impl Into<String>) -> Self {
-        let http =
-            reqwest::Client::builder().timeout(REQUEST_TIMEOUT).connect_timeout(Duration::from_secs(2)).build().expect("a plain HTTP client always builds");
-        Self { http, base: base.into().trim_end_matches('/').to_owned(), settings: crate::launch::ArmSettings::default() }
+        let base = base.into().trim_end_matches('/').to_owned();
+        let builder = reqwest::Client::builder().timeout(REQUEST_TIMEOUT).connect_timeout(Duration::from_secs(2));
+        let plain = base.get(..7).is_some_and(|scheme| scheme.eq_ignore_ascii_case("http://"));
+        let builder = if plain { builder.tls_certs_only([]) } else { builder };
+        let http = builder.build().map_err(|e| {
+            let cause = std::error::Error::source(&e).map_or_else(|| e.to_string(), ToString::to_string);
+            format!("no HTTPS client could be built for the backend ({cause}); is a CA certificate store installed?")
+        });
+        Self { http, base, settings: crate::launch::ArmSettings::default() }
     }
 
     /// This client, for a server started with the run's `settings` (the world it fronts: today
@@ -84,7 +99,8 @@ impl BackendClient {
 
     async fn send(&self, method: Method, path: &str, query: Option<&impl Serialize>, body: Option<&impl Serialize>) -> Result<Value, CallError> {
         let url = format!("{}{path}", self.base);
-        let mut req = self.http.request(method, &url);
+        let http = self.http.as_ref().map_err(|reason| CallError::Unreachable { url: url.clone(), reason: reason.clone() })?;
+        let mut req = http.request(method, &url);
         if let Some(q) = query {
             req = req.query(q);
         }

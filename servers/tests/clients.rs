@@ -221,3 +221,36 @@ async fn the_inspector_cli_sets_an_optional_numeric_parameter_over_stdio_and_htt
     task.abort();
     b.shutdown().await.unwrap();
 }
+
+/// A server reaches the bench's plain-HTTP backend on a machine with no CA certificates (a slim
+/// container): its backend client never reads the certificate store. Building a client that
+/// did failed there and took the server down at start. An `https://` backend on such a machine
+/// gets a tool error that names the missing store, and the server stays up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_need_no_ca_certificates_for_a_plain_http_backend() {
+    let b = common::backend().await;
+    let empty = tempfile::tempdir().unwrap();
+    let no_store = |backend_url: &str| {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-bench-server"));
+        cmd.args(servers::launch::stdio_args("proxy_aggregator", backend_url))
+            .env("SSL_CERT_FILE", empty.path().join("none.pem"))
+            .env("SSL_CERT_DIR", empty.path())
+            .stderr(Stdio::null());
+        cmd
+    };
+    use rmcp::ServiceExt;
+    let plain = ().serve(rmcp::transport::TokioChildProcess::new(no_store(b.url())).unwrap()).await.expect("a server starts with no CA store");
+    // Every one of the aggregator's backend clients (it holds one per backend) answers.
+    for (backend, operation) in [("repos", "get_repo"), ("runbooks", "get_runbook"), ("deploys", "get_deploy")] {
+        let got = common::call(&plain, "call_backend", json!({ "backend": backend, "operation": operation, "arguments": { "id": 1 } })).await;
+        assert_eq!(common::ok_json(&got)["id"], 1, "{backend} through the plain-HTTP backend: {}", common::text(&got));
+    }
+    plain.cancel().await.unwrap();
+
+    let tls = ().serve(rmcp::transport::TokioChildProcess::new(no_store("https://127.0.0.1:9")).unwrap()).await.expect("a server starts with no CA store");
+    let refused = common::call(&tls, "call_backend", json!({ "backend": "repos", "operation": "get_repo", "arguments": { "id": 1 } })).await;
+    let text = common::err_text(&refused);
+    assert!(text.contains("no HTTPS client could be built") && text.contains("CA certificate"), "{text}");
+    tls.cancel().await.unwrap();
+    b.shutdown().await.unwrap();
+}
