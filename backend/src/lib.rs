@@ -54,6 +54,14 @@ impl AppState {
     pub fn pool(&self) -> sqlx::PgPool {
         self.world.pool()
     }
+
+    /// One connection of the current database, for a handler that runs more than one
+    /// statement. Back-to-back statements on the pool would each take a connection, and the
+    /// one just used goes back in a task of its own, so the next often found none idle and
+    /// opened another: a new Postgres backend for the second statement of a request.
+    pub async fn db(&self) -> Result<sqlx::pool::PoolConnection<sqlx::Postgres>, ApiError> {
+        Ok(self.world.pool().acquire().await?)
+    }
 }
 
 #[derive(OpenApi)]

@@ -178,8 +178,11 @@ impl Cluster {
         Ok(())
     }
 
+    /// A world copy's pool. No ping before handing out an idle connection: a copy lives for one
+    /// session, and a connection that died (Postgres gone) fails its statement either way, so
+    /// the ping was a round trip per statement bought for nothing.
     fn pool_for(&self, db: &str) -> PgPool {
-        PgPoolOptions::new().max_connections(8).acquire_timeout(Duration::from_secs(10)).connect_lazy_with(self.options_for(db))
+        PgPoolOptions::new().max_connections(8).acquire_timeout(Duration::from_secs(10)).test_before_acquire(false).connect_lazy_with(self.options_for(db))
     }
 
     pub async fn close(&self) {
@@ -343,7 +346,10 @@ impl World {
         let db = world_db(&self.name, spare.generation);
         let mut conn = spare.pool.acquire().await.map_err(db_err(format!("connecting to {db}")))?;
         sqlx::query("SELECT 1").execute(&mut *conn).await.map_err(db_err(format!("checking that {db} answers")))?;
-        drop(conn);
+        // Handed back before the reset returns: dropped, it would go back in a task of its own,
+        // and the task's seed or the verifier's baseline right after would open a second
+        // backend for want of an idle one.
+        conn.return_to_pool().await;
         let served = Current { spec, generation: spare.generation, pool: spare.pool };
         let retired = std::mem::replace(&mut *self.state.write().expect("world lock"), served);
         self.refill(&mut spares, spec);
@@ -416,7 +422,7 @@ async fn prepare_spare(cluster: Arc<Cluster>, name: String, generation: u64, spe
     cluster.clone_template(&db, spec).await?;
     let cloned_ms = started.elapsed().as_secs_f64() * 1000.0;
     let pool = cluster.pool_for(&db);
-    drop(pool.acquire().await.map_err(db_err(format!("connecting to {db}")))?);
+    pool.acquire().await.map_err(db_err(format!("connecting to {db}")))?.return_to_pool().await;
     tracing::debug!(db, cloned_ms, ready_ms = started.elapsed().as_secs_f64() * 1000.0, "spare ready");
     Ok(Spare { spec, generation, pool })
 }
@@ -445,40 +451,97 @@ pub async fn canonical_dump_hash(pool: &PgPool) -> Result<String, WorldError> {
 /// Runs read queries in one READ ONLY transaction (a query that tries to write fails) and
 /// returns each query's rows as JSON objects. For verifiers, which must only read state.
 pub async fn read_only_rows(pool: &PgPool, queries: &[String]) -> Result<Vec<Vec<serde_json::Value>>, WorldError> {
-    let mut tx = pool.begin().await.map_err(db_err("starting a read-only transaction"))?;
-    sqlx::query("SET TRANSACTION READ ONLY").execute(&mut *tx).await.map_err(db_err("starting a read-only transaction"))?;
-    sqlx::query("SET LOCAL TimeZone = 'UTC'").execute(&mut *tx).await.map_err(db_err("starting a read-only transaction"))?;
-    let mut out = Vec::with_capacity(queries.len());
-    for q in queries {
-        let wrapped = format!("SELECT to_json(x) FROM ({q}) x");
-        let rows: Vec<serde_json::Value> = sqlx::query_scalar(sqlx::AssertSqlSafe(wrapped))
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(|source| WorldError::Database { doing: format!("running `{q}`"), source })?;
-        out.push(rows);
-    }
-    tx.rollback().await.map_err(db_err("ending a read-only transaction"))?;
+    let mut read = ReadOnly::begin(pool).await?;
+    let out = read.rows(queries).await?;
+    read.end().await?;
     Ok(out)
+}
+
+/// One READ ONLY transaction on one connection, time zone pinned to UTC: what a verifier reads
+/// the world through, so that everything one verdict reads (its checks, its table hashes, the
+/// grounding of the answer) comes from one snapshot and one Postgres backend.
+///
+/// The connection goes back to its pool before [`ReadOnly::end`] returns. Dropped, a pooled
+/// connection goes back in a task of its own, and a query right after that finds none idle
+/// and opens another: a new Postgres backend, whose start costs more than most reads.
+pub struct ReadOnly {
+    conn: Option<sqlx::pool::PoolConnection<sqlx::Postgres>>,
+}
+
+impl ReadOnly {
+    pub async fn begin(pool: &PgPool) -> Result<Self, WorldError> {
+        let mut conn = pool.acquire().await.map_err(db_err("starting a read-only transaction"))?;
+        // One round trip: BEGIN and the SET go as one simple query.
+        sqlx::raw_sql("BEGIN READ ONLY; SET LOCAL TimeZone = 'UTC'").execute(&mut *conn).await.map_err(db_err("starting a read-only transaction"))?;
+        Ok(Self { conn: Some(conn) })
+    }
+
+    fn conn(&mut self) -> &mut sqlx::PgConnection {
+        self.conn.as_deref_mut().expect("a ReadOnly holds its connection until it ends")
+    }
+
+    /// Each query's rows as JSON objects.
+    pub async fn rows(&mut self, queries: &[String]) -> Result<Vec<Vec<serde_json::Value>>, WorldError> {
+        let mut out = Vec::with_capacity(queries.len());
+        for q in queries {
+            let wrapped = format!("SELECT to_json(x) FROM ({q}) x");
+            let rows: Vec<serde_json::Value> = sqlx::query_scalar(sqlx::AssertSqlSafe(wrapped))
+                .fetch_all(self.conn())
+                .await
+                .map_err(|source| WorldError::Database { doing: format!("running `{q}`"), source })?;
+            out.push(rows);
+        }
+        Ok(out)
+    }
+
+    /// sha256 (hex) of one table's rows as JSON in id order, the bytes [`canonical_dump_hash`]
+    /// hashes for that table. Hashed by Postgres, so the dump never crosses the socket.
+    pub async fn table_hash(&mut self, table: &str) -> Result<String, WorldError> {
+        if !seed::TABLES.contains(&table) {
+            return Err(WorldError::Name(table.to_owned()));
+        }
+        let sql = format!("SELECT encode(sha256(convert_to(coalesce(json_agg(t ORDER BY t.id), '[]'::json)::text, 'UTF8')), 'hex') FROM {table} t");
+        sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).fetch_one(self.conn()).await.map_err(db_err(format!("hashing {table}")))
+    }
+
+    /// Ends the transaction (it only read: nothing to keep) and hands the connection back.
+    pub async fn end(mut self) -> Result<(), WorldError> {
+        let mut conn = self.conn.take().expect("a ReadOnly holds its connection until it ends");
+        sqlx::raw_sql("ROLLBACK").execute(&mut *conn).await.map_err(db_err("ending a read-only transaction"))?;
+        conn.return_to_pool().await;
+        Ok(())
+    }
+}
+
+impl Drop for ReadOnly {
+    /// Not ended (an error on the way, or a cancelled future): the connection is still inside
+    /// the transaction, so it is closed rather than handed to the next user.
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.as_mut() {
+            conn.close_on_drop();
+        }
+    }
 }
 
 /// Runs a task's extra seed rows (`seed.sql`: INSERTs, UPDATEs) on a freshly reset world, in one
 /// transaction: all of it or nothing.
 pub async fn apply_task_seed(pool: &PgPool, sql: &str) -> Result<(), WorldError> {
-    let mut tx = pool.begin().await.map_err(db_err("starting the task's seed"))?;
+    let mut conn = pool.acquire().await.map_err(db_err("starting the task's seed"))?;
+    let mut tx = conn.begin().await.map_err(db_err("starting the task's seed"))?;
     sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
         .execute(&mut *tx)
         .await
         .map_err(|source| WorldError::Database { doing: "running the task's seed.sql".into(), source })?;
     tx.commit().await.map_err(db_err("committing the task's seed"))?;
+    // Handed back now (see [`ReadOnly`]): the baseline is read right after.
+    conn.return_to_pool().await;
     Ok(())
 }
 
 /// sha256 of one table's rows in id order (see [`canonical_dump_hash`]).
 pub async fn table_hash(pool: &PgPool, table: &str) -> Result<String, WorldError> {
-    if !seed::TABLES.contains(&table) {
-        return Err(WorldError::Name(table.to_owned()));
-    }
-    let rows = read_only_rows(pool, &[format!("SELECT coalesce(json_agg(t ORDER BY t.id), '[]'::json)::text AS j FROM {table} t")]).await?;
-    let text = rows.first().and_then(|r| r.first()).map(|v| v["j"].as_str().unwrap_or_default().to_owned()).unwrap_or_default();
-    Ok(hex::encode(Sha256::digest(text.as_bytes())))
+    let mut read = ReadOnly::begin(pool).await?;
+    let hash = read.table_hash(table).await?;
+    read.end().await?;
+    Ok(hash)
 }

@@ -199,3 +199,47 @@ async fn reset_off_loopback_needs_the_token() {
     assert_eq!(no_token.oneshot(request(Some("Bearer s3cret-token"))).await.unwrap().status(), 403);
     b.shutdown().await;
 }
+
+/// A session's statements share one Postgres backend of its world copy: the reset's check, a
+/// task's seed and the verifier's reads, back to back, and requests that each run several
+/// statements (a ticket's references checked, then the write). A pooled connection goes back to
+/// its pool in a task of its own (sqlx pings it first), so statements issued back to back on
+/// the pool found none idle and opened another backend — a process start each, on a database no
+/// backend had read yet; sessions used two to four. Requests here come 50 ms apart, as a
+/// model's calls come seconds apart: two requests closer than a connection's return can still
+/// take two backends, as two concurrent ones must.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sequential_work_on_a_world_uses_one_backend_of_its_copy() {
+    use backend::world::ReadOnly;
+    use sqlx::Connection;
+    let b = TestBackend::start().await;
+    b.world.reset(WorldSpec::default()).await.unwrap();
+    let pool = b.world.pool();
+    backend::world::apply_task_seed(
+        &pool,
+        "INSERT INTO customers (name, tier, region, contact_email, created_at) VALUES ('Backend Count Ltd', 'standard', 'eu-west', 'it@count.example', now())",
+    )
+    .await
+    .unwrap();
+    for _ in 0..3 {
+        let mut read = ReadOnly::begin(&pool).await.unwrap();
+        let rows = read.rows(&["SELECT count(*) AS n FROM customers WHERE name = 'Backend Count Ltd'".to_owned()]).await.unwrap();
+        assert_eq!(rows[0][0]["n"], 1);
+        assert_eq!(read.table_hash("tickets").await.unwrap().len(), 64);
+        read.end().await.unwrap();
+    }
+    for i in 0..10 {
+        let (status, ticket) = b.post("/tickets", json!({ "title": format!("count {i}"), "customer_id": 1, "assignee_id": 2 })).await;
+        assert_eq!(status, 201, "{ticket}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let (status, patched) = b.patch(&format!("/tickets/{}", ticket["id"]), json!({ "customer_id": 2, "assignee_id": 3 })).await;
+        assert_eq!(status, 200, "{patched}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let mut admin = sqlx::PgConnection::connect(&b.admin_url()).await.unwrap();
+    let backends: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE datname = $1").bind(b.world.database()).fetch_one(&mut admin).await.unwrap();
+    assert_eq!(backends, 1, "backends connected to {}", b.world.database());
+    admin.close().await.unwrap();
+    b.shutdown().await;
+}

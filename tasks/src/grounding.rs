@@ -24,6 +24,7 @@ use std::sync::LazyLock;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use backend::PgPool;
+use backend::world::ReadOnly;
 use records::{Groundedness, Grounding, Reference, ReferenceKind};
 use regex::Regex;
 
@@ -336,7 +337,7 @@ fn person_name(phrase: &str) -> Option<&str> {
 }
 
 /// Reads what [`judge`] needs to know about the mentions of `answer`, in one read-only transaction.
-pub async fn read_known(pool: &PgPool, mentions: &[Mention]) -> Result<Known, String> {
+pub async fn read_known(read: &mut ReadOnly, mentions: &[Mention]) -> Result<Known, String> {
     let mut ids: BTreeMap<ReferenceKind, BTreeSet<i64>> = BTreeMap::new();
     let mut numbers = BTreeSet::new();
     for m in mentions {
@@ -373,7 +374,7 @@ pub async fn read_known(pool: &PgPool, mentions: &[Mention]) -> Result<Known, St
     for (kind, wanted) in &ids {
         queries.push(format!("SELECT id FROM {} WHERE id IN ({})", table_of(*kind), list(wanted)));
     }
-    let mut rows = backend::world::read_only_rows(pool, &queries).await.map_err(|e| e.to_string())?.into_iter();
+    let mut rows = read.rows(&queries).await.map_err(|e| e.to_string())?.into_iter();
     let mut next = || rows.next().unwrap_or_default();
     let text = |r: &serde_json::Value, key: &str| r[key].as_str().map(str::to_owned);
     let customers = next().iter().filter_map(|r| text(r, "name")).collect();
@@ -402,11 +403,20 @@ fn table_of(kind: ReferenceKind) -> &'static str {
 
 /// Scans `answer`, reads the world, judges: the grounding of one final answer.
 pub async fn ground(pool: &PgPool, answer: &str) -> Result<Grounding, String> {
+    let mut read = ReadOnly::begin(pool).await.map_err(|e| e.to_string())?;
+    let grounding = ground_in(&mut read, answer).await;
+    read.end().await.map_err(|e| e.to_string())?;
+    grounding
+}
+
+/// [`ground`] inside a read the caller holds (a verifier's, so the answer is grounded in the
+/// snapshot its checks read).
+pub async fn ground_in(read: &mut ReadOnly, answer: &str) -> Result<Grounding, String> {
     if answer.trim().is_empty() {
         return Ok(Grounding::default());
     }
     let mentions = scan(answer);
-    let known = read_known(pool, &mentions).await?;
+    let known = read_known(read, &mentions).await?;
     Ok(judge(answer, &mentions, &known))
 }
 

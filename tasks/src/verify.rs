@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use backend::PgPool;
+use backend::world::ReadOnly;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -96,13 +97,15 @@ impl Verifier {
 
     /// Records what `unchanged` compares against. Call it right after the reset.
     pub async fn baseline(&self, pool: &PgPool) -> Result<Baseline, String> {
+        let mut read = ReadOnly::begin(pool).await.map_err(|e| e.to_string())?;
         let mut tables = BTreeMap::new();
         for t in &self.unchanged {
-            tables.insert(t.clone(), backend::world::table_hash(pool, t).await.map_err(|e| e.to_string())?);
+            tables.insert(t.clone(), read.table_hash(t).await.map_err(|e| e.to_string())?);
         }
         let seeded: Vec<(usize, String)> = self.sql.iter().enumerate().filter(|(_, a)| a.same_as_seeded).map(|(i, a)| (i, a.query.clone())).collect();
         let queries: Vec<String> = seeded.iter().map(|(_, q)| q.clone()).collect();
-        let rows = if queries.is_empty() { Vec::new() } else { backend::world::read_only_rows(pool, &queries).await.map_err(|e| e.to_string())? };
+        let rows = read.rows(&queries).await.map_err(|e| e.to_string())?;
+        read.end().await.map_err(|e| e.to_string())?;
         let values = seeded.into_iter().map(|(i, _)| i).zip(rows.into_iter().map(shape)).collect();
         Ok(Baseline { tables, values })
     }
@@ -110,12 +113,21 @@ impl Verifier {
     /// Judges the final state in `pool` and the final `answer`.
     pub async fn verify(&self, pool: &PgPool, baseline: &Baseline, answer: &str) -> Outcome {
         let started = Instant::now();
-        let result = self.judge(pool, baseline, answer).await;
-        // Read in the same state the checks read; a failure to read it leaves grounding missing
-        // (null), never empty, and does not change the verdict.
-        let grounding = match &result {
-            Ok(_) => crate::grounding::ground(pool, answer).await.ok(),
-            Err(_) => None,
+        let (result, grounding) = match ReadOnly::begin(pool).await {
+            Ok(mut read) => {
+                let result = self.judge(&mut read, baseline, answer).await;
+                // Read in the same snapshot the checks read; a failure to read it leaves
+                // grounding missing (null), never empty, and does not change the verdict.
+                let grounding = match &result {
+                    Ok(_) => crate::grounding::ground_in(&mut read, answer).await.ok(),
+                    Err(_) => None,
+                };
+                // Ending a transaction that only read cannot lose anything; a failure to end
+                // it is the connection's, and the pool drops that connection.
+                let _ = read.end().await;
+                (result, grounding)
+            }
+            Err(e) => (Err(e.to_string()), None),
         };
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         match result {
@@ -126,7 +138,7 @@ impl Verifier {
     }
 
     /// Every check, held or not, and the reason of each that failed.
-    async fn judge(&self, pool: &PgPool, baseline: &Baseline, answer: &str) -> Result<(Vec<String>, Vec<Check>), String> {
+    async fn judge(&self, read: &mut ReadOnly, baseline: &Baseline, answer: &str) -> Result<(Vec<String>, Vec<Check>), String> {
         let mut failed = Vec::new();
         let mut checks = Vec::new();
         let mut check = |name: String, kind: CheckKind, negative: bool, why: Option<String>| {
@@ -134,7 +146,7 @@ impl Verifier {
             failed.extend(why);
         };
         let queries: Vec<String> = self.sql.iter().map(|a| a.query.clone()).collect();
-        let results = backend::world::read_only_rows(pool, &queries).await.map_err(|e| e.to_string())?;
+        let results = read.rows(&queries).await.map_err(|e| e.to_string())?;
         for (i, (a, rows)) in self.sql.iter().zip(results).enumerate() {
             let got = shape(rows);
             let want = match &a.expect {
@@ -147,7 +159,7 @@ impl Verifier {
         }
         for t in &self.unchanged {
             let before = baseline.tables.get(t).ok_or_else(|| format!("no baseline was recorded for table {t}"))?;
-            let now = backend::world::table_hash(pool, t).await.map_err(|e| e.to_string())?;
+            let now = read.table_hash(t).await.map_err(|e| e.to_string())?;
             let why = (&now != before).then(|| format!("table {t} changed, but the task must leave it as it was"));
             check(format!("table {t} unchanged"), CheckKind::State, true, why);
         }

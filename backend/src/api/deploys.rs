@@ -120,10 +120,10 @@ pub struct NewDeploy {
     responses((status = 201, description = "The deploy, recorded as `succeeded`", body = Deploy)))]
 async fn create_deploy(State(state): State<AppState>, ApiJson(d): ApiJson<NewDeploy>) -> ApiResult<(StatusCode, Json<Deploy>)> {
     check_text("version", &d.version, VERSION_MAX)?;
-    let pool = state.pool();
-    check_ref(&pool, Table::Services, "service_id", d.service_id).await?;
+    let mut db = state.db().await?;
+    check_ref(&mut db, Table::Services, "service_id", d.service_id).await?;
     if let Some(u) = d.deployed_by {
-        check_ref(&pool, Table::Users, "deployed_by", u).await?;
+        check_ref(&mut db, Table::Users, "deployed_by", u).await?;
     }
     let row: Deploy = sqlx::query_as(
         "INSERT INTO deploys (service_id, version, environment, status, deployed_by, started_at)
@@ -133,7 +133,7 @@ async fn create_deploy(State(state): State<AppState>, ApiJson(d): ApiJson<NewDep
     .bind(&d.version)
     .bind(d.environment.as_str())
     .bind(d.deployed_by)
-    .fetch_one(&pool)
+    .fetch_one(&mut *db)
     .await?;
     Ok((StatusCode::CREATED, Json(row)))
 }
@@ -156,13 +156,15 @@ pub struct DeployPatch {
     responses((status = 200, description = "The deploy, now `rolled_back`", body = Deploy), (status = 404, description = "No deploy has this id", body = ErrorBody), (status = 409, description = "The deploy is not `succeeded`, so it cannot be rolled back", body = ErrorBody)))]
 async fn update_deploy(State(state): State<AppState>, ApiPath(id): ApiPath<i64>, ApiJson(p): ApiJson<DeployPatch>) -> ApiResult<Json<Deploy>> {
     let DeployTransition::RolledBack = p.status;
-    let pool = state.pool();
-    let row: Option<Deploy> =
-        sqlx::query_as("UPDATE deploys SET status = 'rolled_back' WHERE id = $1 AND status = 'succeeded' RETURNING *").bind(id).fetch_optional(&pool).await?;
+    let mut db = state.db().await?;
+    let row: Option<Deploy> = sqlx::query_as("UPDATE deploys SET status = 'rolled_back' WHERE id = $1 AND status = 'succeeded' RETURNING *")
+        .bind(id)
+        .fetch_optional(&mut *db)
+        .await?;
     if let Some(row) = row {
         return Ok(Json(row));
     }
-    let current: Option<String> = sqlx::query_scalar("SELECT status FROM deploys WHERE id = $1").bind(id).fetch_optional(&pool).await?;
+    let current: Option<String> = sqlx::query_scalar("SELECT status FROM deploys WHERE id = $1").bind(id).fetch_optional(&mut *db).await?;
     match current {
         None => Err(ApiError::not_found("deploy", id)),
         Some(status) => Err(ApiError::Conflict(format!("deploy {id} is {status}; only a succeeded deploy can be rolled back"))),

@@ -1,7 +1,6 @@
 //! The flat, vendor-shaped REST API: one module per resource, each with its own router.
 
 use serde::{Deserialize, Deserializer, Serialize};
-use sqlx::PgPool;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 
@@ -144,8 +143,8 @@ pub fn check_len(field: &str, value: &str, max: usize) -> ApiResult<()> {
 }
 
 /// Fails with a 422 naming `field` unless a row with `id` exists in `table`.
-pub async fn check_ref(pool: &PgPool, table: Table, field: &str, id: i64) -> ApiResult<()> {
-    let exists: bool = sqlx::query_scalar(table.exists_sql()).bind(id).fetch_one(pool).await?;
+pub async fn check_ref(db: &mut sqlx::PgConnection, table: Table, field: &str, id: i64) -> ApiResult<()> {
+    let exists: bool = sqlx::query_scalar(table.exists_sql()).bind(id).fetch_one(db).await?;
     if exists { Ok(()) } else { Err(ApiError::invalid(field, format!("no {} with id {id}", table.noun()))) }
 }
 

@@ -99,16 +99,16 @@ pub struct NewNotification {
     responses((status = 201, description = "The notification, sent", body = Notification)))]
 async fn create_notification(State(state): State<AppState>, ApiJson(n): ApiJson<NewNotification>) -> ApiResult<(StatusCode, Json<Notification>)> {
     check_text("message", &n.message, MESSAGE_MAX)?;
-    let pool = state.pool();
-    check_ref(&pool, Table::Users, "user_id", n.user_id).await?;
+    let mut db = state.db().await?;
+    check_ref(&mut db, Table::Users, "user_id", n.user_id).await?;
     if let Some(t) = n.ticket_id {
-        check_ref(&pool, Table::Tickets, "ticket_id", t).await?;
+        check_ref(&mut db, Table::Tickets, "ticket_id", t).await?;
     }
     let row: Notification = sqlx::query_as("INSERT INTO notifications (user_id, ticket_id, message, created_at) VALUES ($1, $2, $3, now()) RETURNING *")
         .bind(n.user_id)
         .bind(n.ticket_id)
         .bind(&n.message)
-        .fetch_one(&pool)
+        .fetch_one(&mut *db)
         .await?;
     Ok((StatusCode::CREATED, Json(row)))
 }

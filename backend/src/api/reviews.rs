@@ -6,6 +6,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use sqlx::Connection;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
@@ -94,8 +95,8 @@ async fn get_change_request(State(state): State<AppState>, ApiPath(id): ApiPath<
         .ok_or_else(|| ApiError::not_found("change request", id))
 }
 
-async fn require_change_request(pool: &sqlx::PgPool, id: i64) -> ApiResult<()> {
-    let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM change_requests WHERE id = $1)").bind(id).fetch_one(pool).await?;
+async fn require_change_request(db: &mut sqlx::PgConnection, id: i64) -> ApiResult<()> {
+    let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM change_requests WHERE id = $1)").bind(id).fetch_one(db).await?;
     if exists { Ok(()) } else { Err(ApiError::not_found("change request", id)) }
 }
 
@@ -133,14 +134,14 @@ pub struct PageQuery {
     responses((status = 200, description = "One page of the change request's review comments", body = Page<ReviewComment>), (status = 404, description = "No change request has this id", body = ErrorBody)))]
 async fn list_comments(State(state): State<AppState>, ApiPath(id): ApiPath<i64>, ApiQuery(q): ApiQuery<PageQuery>) -> ApiResult<Json<Page<ReviewComment>>> {
     let window = Window::from_query(q.limit, q.offset)?;
-    let pool = state.pool();
-    require_change_request(&pool, id).await?;
+    let mut db = state.db().await?;
+    require_change_request(&mut db, id).await?;
     let rows: Vec<ReviewComment> =
         sqlx::query_as("SELECT *, count(*) OVER () AS total FROM review_comments WHERE change_request_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3")
             .bind(id)
             .bind(window.limit)
             .bind(window.offset)
-            .fetch_all(&pool)
+            .fetch_all(&mut *db)
             .await?;
     Ok(Json(page_of(rows, window)))
 }
@@ -203,9 +204,9 @@ async fn create_comment(
     ApiJson(c): ApiJson<NewComment>,
 ) -> ApiResult<(StatusCode, Json<ReviewComment>)> {
     validate_comment("", &c.path, c.line, &c.body)?;
-    let pool = state.pool();
-    require_change_request(&pool, id).await?;
-    check_ref(&pool, Table::Users, "author_id", c.author_id).await?;
+    let mut db = state.db().await?;
+    require_change_request(&mut db, id).await?;
+    check_ref(&mut db, Table::Users, "author_id", c.author_id).await?;
     let row: ReviewComment = sqlx::query_as(
         "INSERT INTO review_comments (change_request_id, author_id, path, line, body, created_at)
          VALUES ($1, $2, $3, $4, $5, now()) RETURNING *",
@@ -215,7 +216,7 @@ async fn create_comment(
     .bind(&c.path)
     .bind(c.line)
     .bind(&c.body)
-    .fetch_one(&pool)
+    .fetch_one(&mut *db)
     .await?;
     Ok((StatusCode::CREATED, Json(row)))
 }
@@ -240,14 +241,14 @@ super::counted!(Review);
     responses((status = 200, description = "One page of the change request's reviews", body = Page<Review>), (status = 404, description = "No change request has this id", body = ErrorBody)))]
 async fn list_reviews(State(state): State<AppState>, ApiPath(id): ApiPath<i64>, ApiQuery(q): ApiQuery<PageQuery>) -> ApiResult<Json<Page<Review>>> {
     let window = Window::from_query(q.limit, q.offset)?;
-    let pool = state.pool();
-    require_change_request(&pool, id).await?;
+    let mut db = state.db().await?;
+    require_change_request(&mut db, id).await?;
     let rows: Vec<Review> =
         sqlx::query_as("SELECT *, count(*) OVER () AS total FROM reviews WHERE change_request_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3")
             .bind(id)
             .bind(window.limit)
             .bind(window.offset)
-            .fetch_all(&pool)
+            .fetch_all(&mut *db)
             .await?;
     Ok(Json(page_of(rows, window)))
 }
@@ -307,10 +308,10 @@ async fn create_review(
     for (i, c) in r.comments.iter().enumerate() {
         c.validate(&format!("comments[{i}]."))?;
     }
-    let pool = state.pool();
-    require_change_request(&pool, id).await?;
-    check_ref(&pool, Table::Users, "reviewer_id", r.reviewer_id).await?;
-    let mut tx = pool.begin().await?;
+    let mut db = state.db().await?;
+    require_change_request(&mut db, id).await?;
+    check_ref(&mut db, Table::Users, "reviewer_id", r.reviewer_id).await?;
+    let mut tx = db.begin().await?;
     let review: Review =
         sqlx::query_as("INSERT INTO reviews (change_request_id, reviewer_id, verdict, body, created_at) VALUES ($1, $2, $3, $4, now()) RETURNING *")
             .bind(id)

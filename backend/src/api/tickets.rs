@@ -169,12 +169,12 @@ async fn list_tickets(State(state): State<AppState>, ApiQuery(q): ApiQuery<Ticke
 #[utoipa::path(get, path = "/tickets/{id}", tag = "tickets", params(("id" = i64, Path)),
     responses((status = 200, description = "The ticket", body = Ticket), (status = 404, description = "No ticket has this id", body = ErrorBody)))]
 async fn get_ticket(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) -> ApiResult<Json<Ticket>> {
-    fetch(&state.pool(), id).await?.map(Json).ok_or_else(|| ApiError::not_found("ticket", id))
+    fetch(&mut *state.db().await?, id).await?.map(Json).ok_or_else(|| ApiError::not_found("ticket", id))
 }
 
-async fn fetch(pool: &sqlx::PgPool, id: i64) -> ApiResult<Option<Ticket>> {
+async fn fetch(db: &mut sqlx::PgConnection, id: i64) -> ApiResult<Option<Ticket>> {
     let row: Option<TicketRow> =
-        sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM tickets WHERE id = $1"))).bind(id).fetch_optional(pool).await?;
+        sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM tickets WHERE id = $1"))).bind(id).fetch_optional(db).await?;
     Ok(row.map(Ticket::from))
 }
 
@@ -204,12 +204,12 @@ pub struct NewTicket {
 async fn create_ticket(State(state): State<AppState>, ApiJson(t): ApiJson<NewTicket>) -> ApiResult<(StatusCode, Json<Ticket>)> {
     check_text("title", &t.title, TITLE_MAX)?;
     check_len("description", &t.description, DESCRIPTION_MAX)?;
-    let pool = state.pool();
+    let mut db = state.db().await?;
     if let Some(id) = t.customer_id {
-        check_ref(&pool, Table::Customers, "customer_id", id).await?;
+        check_ref(&mut db, Table::Customers, "customer_id", id).await?;
     }
     if let Some(id) = t.assignee_id {
-        check_ref(&pool, Table::Users, "assignee_id", id).await?;
+        check_ref(&mut db, Table::Users, "assignee_id", id).await?;
     }
     let row: TicketRow = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "INSERT INTO tickets (title, description, status, priority, customer_id, assignee_id, created_at, updated_at)
@@ -221,7 +221,7 @@ async fn create_ticket(State(state): State<AppState>, ApiJson(t): ApiJson<NewTic
     .bind(t.priority.unwrap_or(Priority::Medium).as_str())
     .bind(t.customer_id)
     .bind(t.assignee_id)
-    .fetch_one(&pool)
+    .fetch_one(&mut *db)
     .await?;
     Ok((StatusCode::CREATED, Json(row.into())))
 }
@@ -288,12 +288,12 @@ async fn update_ticket(
     if let Some(description) = &p.description {
         check_len("description", description, DESCRIPTION_MAX)?;
     }
-    let pool = state.pool();
+    let mut db = state.db().await?;
     if let Some(Some(cid)) = p.customer_id {
-        check_ref(&pool, Table::Customers, "customer_id", cid).await?;
+        check_ref(&mut db, Table::Customers, "customer_id", cid).await?;
     }
     if let Some(Some(uid)) = p.assignee_id {
-        check_ref(&pool, Table::Users, "assignee_id", uid).await?;
+        check_ref(&mut db, Table::Users, "assignee_id", uid).await?;
     }
     // One statement, column by column: the row lock serialises concurrent writers and each
     // only touches the columns it names.
@@ -320,11 +320,11 @@ async fn update_ticket(
     .bind(p.assignee_id.is_some())
     .bind(p.assignee_id.flatten())
     .bind(expected_version)
-    .fetch_optional(&pool)
+    .fetch_optional(&mut *db)
     .await?;
     match row {
         Some(row) => Ok(Json(row.into())),
-        None => match fetch(&pool, id).await? {
+        None => match fetch(&mut db, id).await? {
             None => Err(ApiError::not_found("ticket", id)),
             Some(current) => Err(ApiError::PreconditionFailed(format!(
                 "ticket {id} is at version {}, not the version {} given in If-Match; re-read it and retry",

@@ -58,6 +58,11 @@ impl TestBackend {
         Self { base, client: reqwest::Client::new(), world, cluster, server, stop: Some(tx), source: Some(source) }
     }
 
+    /// The server's admin URL (a connection outside the world's pool).
+    pub fn admin_url(&self) -> String {
+        self.source.as_ref().expect("the backend is running").admin_url()
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
     }
