@@ -119,6 +119,13 @@ impl Cluster {
             sqlx::query("VACUUM ANALYZE").execute(&db).await.map_err(db_err("vacuuming the template"))?;
             db.close().await;
         }
+        // One more backend on the finished template writes its relcache init file
+        // (`pg_internal.init`), which every clone then copies with the data. Without it, the
+        // first backend on each copy rebuilt it from the catalogs: 4 % of all CPU in a
+        // `--jobs 4` oracle suite, once per session.
+        let mut warm = self.options_for(&building).connect().await.map_err(db_err("connecting to the new template"))?;
+        sqlx::query("SELECT 1").execute(&mut warm).await.map_err(db_err("connecting to the new template"))?;
+        warm.close().await.map_err(db_err("connecting to the new template"))?;
         exec(conn, &format!("ALTER DATABASE \"{building}\" RENAME TO \"{name}\"")).await?;
         // Nobody may connect to a template: a connected session would make cloning fail.
         exec(conn, &format!("ALTER DATABASE \"{name}\" WITH IS_TEMPLATE true ALLOW_CONNECTIONS false")).await?;

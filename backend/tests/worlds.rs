@@ -243,3 +243,20 @@ async fn sequential_work_on_a_world_uses_one_backend_of_its_copy() {
     admin.close().await.unwrap();
     b.shutdown().await;
 }
+
+/// A template carries its relcache init file (`pg_internal.init`), so every copy gets it with the
+/// data and the first backend on a copy reads it instead of rebuilding it from the catalogs (4 %
+/// of all CPU in a `--jobs 4` oracle suite when each copy rebuilt it).
+#[tokio::test]
+async fn templates_carry_their_relcache_init_file() {
+    use sqlx::Connection;
+    let b = TestBackend::start().await;
+    let mut admin = sqlx::PgConnection::connect(&b.admin_url()).await.unwrap();
+    let template = b.cluster.template_name(WorldSpec::default());
+    let oid: i64 = sqlx::query_scalar("SELECT oid::int8 FROM pg_database WHERE datname = $1").bind(&template).fetch_one(&mut admin).await.unwrap();
+    let size: Option<i64> =
+        sqlx::query_scalar("SELECT (pg_stat_file($1, true)).size").bind(format!("base/{oid}/pg_internal.init")).fetch_one(&mut admin).await.unwrap();
+    assert!(size.is_some_and(|n| n > 0), "template {template} has no relcache init file");
+    admin.close().await.unwrap();
+    b.shutdown().await;
+}
