@@ -413,8 +413,7 @@ impl App {
         }
         let (dir, command) = (e.dir.clone(), self.command.clone());
         let started = std::time::Instant::now();
-        let rendered =
-            tokio::task::spawn_blocking(move || reports::render(&dir, &command)).await.unwrap_or_else(|e| Err(format!("rendering the report failed: {e}")));
+        let rendered = tokio::task::spawn_blocking(move || reports::render(&dir, &command)).await.unwrap_or_else(|e| Err(reports::NoReport::failed(&e)));
         let ms = started.elapsed().as_millis();
         let sessions = rendered.as_ref().map(|r| r.session_links.len()).unwrap_or(0);
         tracing::info!("rendered the report of {} ({sessions} sessions) in {ms} ms", e.id);
@@ -543,12 +542,7 @@ async fn experiment_path(State(app): State<Arc<App>>, axum::extract::Path(path):
             };
             let rendered = app.report(&e, state).await;
             match (rest, rendered.as_ref()) {
-                (_, Err(error)) => refusal(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    &format!("No report of {}", e.id),
-                    "pipeline aggregate refuses to report on this experiment; what it says:",
-                    Some(error),
-                ),
+                (_, Err(no)) => refusal(no.status(), &format!("No report of {}", e.id), &no.lead(None), Some(no.text())),
                 ("report.html", Ok(r)) => with_type(r.html.clone(), "text/html; charset=utf-8", CSP_REPORT),
                 ("report.md", Ok(r)) => with_type(r.markdown.clone(), "text/plain; charset=utf-8", CSP_FILE),
                 ("summary.json", Ok(r)) => with_type(r.json.clone(), "application/json", CSP_FILE),
@@ -593,12 +587,7 @@ async fn session_page(app: &Arc<App>, e: &ExpRef, page: &str) -> Response {
             Some((_, body)) => with_type(body.clone(), "text/html; charset=utf-8", CSP_REPORT),
             None => refusal(StatusCode::NOT_FOUND, "No such session page", "The report as rendered now has no page by that name.", None),
         },
-        Err(error) => refusal(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            &format!("No report of {}", e.id),
-            "pipeline aggregate refuses to report on this experiment; what it says:",
-            Some(error),
-        ),
+        Err(no) => refusal(no.status(), &format!("No report of {}", e.id), &no.lead(None), Some(no.text())),
     }
 }
 
@@ -610,13 +599,8 @@ async fn session_redirect(app: &Arc<App>, e: &ExpRef, record: &str) -> Response 
     };
     let rendered = app.report(e, state).await;
     let target = match rendered.as_ref() {
-        Err(error) => {
-            return refusal(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                &format!("No report of {}", e.id),
-                "The conversation is shown in the report, and pipeline aggregate refuses to report on this experiment; what it says:",
-                Some(error),
-            );
+        Err(no) => {
+            return refusal(no.status(), &format!("No report of {}", e.id), &no.lead(Some("The conversation is shown in the report")), Some(no.text()));
         }
         Ok(r) => r.session_links.iter().find(|(p, _)| p.strip_prefix(&e.dir).is_ok_and(|rel| rel.to_string_lossy() == record)).map(|(_, link)| link.clone()),
     };
@@ -663,21 +647,27 @@ async fn compare_page(State(app): State<Arc<App>>, Query(q): Query<CompareQuery>
         None => {
             let _turn = app.renders.acquire().await.expect("the semaphore is never closed");
             let (da, db, al) = (a.dir.clone(), b.dir.clone(), along.clone());
-            let c = Arc::new(blocking(move || reports::compare(&da, &db, &al)).await);
+            let c = Arc::new(tokio::task::spawn_blocking(move || reports::compare(&da, &db, &al)).await.unwrap_or_else(|e| Err(reports::NoReport::failed(&e))));
             app.cache.lock().expect("view cache").put_comparison(key, c.clone());
             c
         }
     };
     match result.as_ref() {
         Ok(page) => with_type(page.clone(), "text/html; charset=utf-8", CSP_REPORT),
-        Err(error) => refusal(
+        Err(reports::NoReport::Refused(error)) => refusal(
             StatusCode::UNPROCESSABLE_ENTITY,
             &format!("{} and {} are not compared", a.id, b.id),
             &format!(
                 "pipeline aggregate --compare refuses{}; what it says:",
                 if along.is_empty() { " (no declared difference)".to_string() } else { format!(" along {}", along.join(", ")) }
             ),
-            Some(error),
+            Some(error.as_str()),
+        ),
+        Err(no) => refusal(
+            no.status(),
+            &format!("{} and {} are not compared", a.id, b.id),
+            "Comparing them failed inside the viewer — a bug in pipeline, not a refusal; the experiments' files are untouched. What failed:",
+            Some(no.text()),
         ),
     }
 }

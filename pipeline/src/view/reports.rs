@@ -11,8 +11,54 @@ use std::sync::Arc;
 use aggregate::document::{Block, Document, SectionKind};
 use serde::Serialize;
 
-/// A rendered report, or `aggregate`'s refusal in its own words.
-pub type Rendered = Result<aggregate::Report, String>;
+/// A rendered report, or why there is none.
+pub type Rendered = Result<aggregate::Report, NoReport>;
+
+/// Why the viewer has no report to show: `aggregate` refused the folder (its words, verbatim), or
+/// rendering failed inside this process — a bug, not a verdict on the files, which it leaves as
+/// they are. The two are said apart: a refusal tells the user what to fix in the folder; a
+/// failure must not read as one.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NoReport {
+    Refused(String),
+    Failed(String),
+}
+
+impl NoReport {
+    /// A render that panicked (its task's join error).
+    pub fn failed(e: &tokio::task::JoinError) -> Self {
+        Self::Failed(format!("rendering panicked: {e}"))
+    }
+
+    pub fn text(&self) -> &str {
+        match self {
+            Self::Refused(t) | Self::Failed(t) => t,
+        }
+    }
+
+    /// 422 for a refusal (the folder is the problem), 500 for a failure (this program is).
+    pub fn status(&self) -> axum::http::StatusCode {
+        match self {
+            Self::Refused(_) => axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+            Self::Failed(_) => axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// What a page says before the text; `after` starts the sentence when the page was asked
+    /// for something else (a conversation, shown in the report).
+    pub fn lead(&self, after: Option<&str>) -> String {
+        let (refused, failed) = (
+            "pipeline aggregate refuses to report on this experiment; what it says:",
+            "a bug in pipeline, not a refusal; the experiment's files are untouched. What failed:",
+        );
+        match (self, after) {
+            (Self::Refused(_), None) => refused.to_owned(),
+            (Self::Refused(_), Some(a)) => format!("{a}, and {refused}"),
+            (Self::Failed(_), None) => format!("Rendering this experiment's report failed inside the viewer — {failed}"),
+            (Self::Failed(_), Some(a)) => format!("{a}, and rendering the report failed inside the viewer — {failed}"),
+        }
+    }
+}
 
 /// Full reports kept (each holds its pages: up to a few MB).
 const KEEP_REPORTS: usize = 4;
@@ -32,6 +78,10 @@ pub enum Headline {
     },
     /// `aggregate` refuses the experiment; its message, verbatim.
     Refused {
+        error: String,
+    },
+    /// Rendering failed inside the viewer (see [`NoReport::Failed`]).
+    Failed {
         error: String,
     },
 }
@@ -69,7 +119,8 @@ pub struct MetricLine {
 impl Headline {
     fn of(rendered: &Rendered) -> Self {
         match rendered {
-            Err(error) => Self::Refused { error: error.clone() },
+            Err(NoReport::Refused(error)) => Self::Refused { error: error.clone() },
+            Err(NoReport::Failed(error)) => Self::Failed { error: error.clone() },
             Ok(report) => headline_of(&report.document),
         }
     }
@@ -132,7 +183,7 @@ pub struct Cache {
     headlines: HashMap<String, (u64, Headline)>,
     /// Experiments whose headline is being rendered, with the state it is for.
     pending: HashMap<String, u64>,
-    comparisons: Vec<(CompareKey, Arc<Result<String, String>>)>,
+    comparisons: Vec<(CompareKey, Arc<Result<String, NoReport>>)>,
     /// Milliseconds of each report render (for the log line and the docs' figure).
     pub last_render_ms: Option<u128>,
 }
@@ -174,11 +225,11 @@ impl Cache {
         self.pending.insert(id.to_owned(), state);
     }
 
-    pub fn comparison(&mut self, key: &CompareKey) -> Option<Arc<Result<String, String>>> {
+    pub fn comparison(&mut self, key: &CompareKey) -> Option<Arc<Result<String, NoReport>>> {
         self.comparisons.iter().find(|(k, _)| k == key).map(|(_, c)| c.clone())
     }
 
-    pub fn put_comparison(&mut self, key: CompareKey, c: Arc<Result<String, String>>) {
+    pub fn put_comparison(&mut self, key: CompareKey, c: Arc<Result<String, NoReport>>) {
         self.comparisons.retain(|(k, _)| *k != key);
         self.comparisons.push((key, c));
         if self.comparisons.len() > KEEP_COMPARISONS {
@@ -197,17 +248,43 @@ impl Cache {
 /// Renders the report of the experiment in `dir` as `pipeline aggregate` would (default
 /// options, no price table), entirely in memory. Links in the page are relative to `dir`.
 pub fn render(dir: &Path, command: &[String]) -> Rendered {
-    let exp = aggregate::load_experiment(dir).map_err(|e| e.to_string())?;
+    let exp = aggregate::load_experiment(dir).map_err(|e| NoReport::Refused(e.to_string()))?;
     let invocation = aggregate::Invocation {
         generator: Some(format!("pipeline {}", crate::build_info::VERSION)),
         command: Some(command.to_vec()),
         generated_at: Some(chrono::Utc::now()),
         report_dir: None,
     };
-    aggregate::report_with(&exp, None, &aggregate::Options::default(), &invocation).map_err(|e| e.to_string())
+    aggregate::report_with(&exp, None, &aggregate::Options::default(), &invocation).map_err(|e| NoReport::Refused(e.to_string()))
 }
 
 /// `aggregate --compare A B --along …`, in memory: the comparison's page, or the refusal.
-pub fn compare(a: &Path, b: &Path, along: &[String]) -> Result<String, String> {
-    aggregate::compare::compare(a, b, along, &aggregate::Options::default()).map(|c| c.html()).map_err(|e| e.to_string())
+pub fn compare(a: &Path, b: &Path, along: &[String]) -> Result<String, NoReport> {
+    aggregate::compare::compare(a, b, along, &aggregate::Options::default()).map(|c| c.html()).map_err(|e| NoReport::Refused(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Headline, NoReport, Rendered};
+
+    /// A render that panics is a failure of the viewer, said as such (500, "not a refusal"),
+    /// never shown under aggregate's refusal heading; a refusal keeps aggregate's words and 422.
+    #[tokio::test]
+    async fn a_render_that_panics_is_a_failure_not_a_refusal() {
+        let joined = tokio::task::spawn_blocking(|| -> Rendered { panic!("a table with no rows") }).await;
+        let failed = joined.unwrap_or_else(|e| Err(NoReport::failed(&e))).unwrap_err();
+        assert!(matches!(&failed, NoReport::Failed(t) if t.contains("panicked") && t.contains("a table with no rows")), "{failed:?}");
+        assert_eq!(failed.status().as_u16(), 500);
+        assert!(failed.lead(None).contains("not a refusal") && !failed.lead(None).contains("aggregate refuses"), "{}", failed.lead(None));
+        assert!(matches!(Headline::of(&Err(failed.clone())), Headline::Failed { error } if error == failed.text()));
+
+        let refused = NoReport::Refused("no manifest.json".into());
+        assert_eq!(refused.status().as_u16(), 422);
+        assert_eq!(refused.lead(None), "pipeline aggregate refuses to report on this experiment; what it says:");
+        assert_eq!(
+            refused.lead(Some("The conversation is shown in the report")),
+            "The conversation is shown in the report, and pipeline aggregate refuses to report on this experiment; what it says:"
+        );
+        assert!(matches!(Headline::of(&Err(refused)), Headline::Refused { error } if error == "no manifest.json"));
+    }
 }

@@ -105,6 +105,9 @@
     if (h.state === 'refused') {
       return [el('div', { class: 'refused' }, el('p', { text: 'pipeline aggregate refuses to report on this experiment; what it says:' }), el('pre', { class: 'refusal', text: h.error }))];
     }
+    if (h.state === 'failed') {
+      return [el('div', { class: 'refused' }, el('p', { text: 'Rendering the report failed inside the viewer — a bug in pipeline, not a refusal; the experiment\'s files are untouched. What failed:' }), el('pre', { class: 'refusal', text: h.error }))];
+    }
     var out = [];
     var p = x.progress;
     if (x.status.state !== 'complete') {
