@@ -478,8 +478,12 @@ pub struct ReadOnly {
 impl ReadOnly {
     pub async fn begin(pool: &PgPool) -> Result<Self, WorldError> {
         let mut conn = pool.acquire().await.map_err(db_err("starting a read-only transaction"))?;
-        // One round trip: BEGIN and the SET go as one simple query.
-        sqlx::raw_sql("BEGIN READ ONLY; SET LOCAL TimeZone = 'UTC'").execute(&mut *conn).await.map_err(db_err("starting a read-only transaction"))?;
+        // One round trip: BEGIN and the SET go as one simple query. Should the SET fail, the
+        // connection is inside an aborted transaction: closed, never handed to the next user.
+        if let Err(e) = sqlx::raw_sql("BEGIN READ ONLY; SET LOCAL TimeZone = 'UTC'").execute(&mut *conn).await {
+            conn.close_on_drop();
+            return Err(db_err("starting a read-only transaction")(e));
+        }
         Ok(Self { conn: Some(conn) })
     }
 
@@ -514,7 +518,10 @@ impl ReadOnly {
     /// Ends the transaction (it only read: nothing to keep) and hands the connection back.
     pub async fn end(mut self) -> Result<(), WorldError> {
         let mut conn = self.conn.take().expect("a ReadOnly holds its connection until it ends");
-        sqlx::raw_sql("ROLLBACK").execute(&mut *conn).await.map_err(db_err("ending a read-only transaction"))?;
+        if let Err(e) = sqlx::raw_sql("ROLLBACK").execute(&mut *conn).await {
+            conn.close_on_drop();
+            return Err(db_err("ending a read-only transaction")(e));
+        }
         conn.return_to_pool().await;
         Ok(())
     }

@@ -260,3 +260,25 @@ async fn templates_carry_their_relcache_init_file() {
     admin.close().await.unwrap();
     b.shutdown().await;
 }
+
+/// A verifier read that fails (here: a query that tries to write) leaves its connection inside
+/// an aborted transaction; that connection is closed, never handed to the next read, which
+/// would otherwise fail with "current transaction is aborted" on a world nothing is wrong with.
+#[tokio::test]
+async fn a_failed_read_never_hands_its_aborted_transaction_to_the_next() {
+    use backend::world::ReadOnly;
+    let b = TestBackend::start().await;
+    let pool = b.world.pool();
+    for _ in 0..3 {
+        let mut read = ReadOnly::begin(&pool).await.unwrap();
+        let refused = read.rows(&["SELECT nextval('tickets_id_seq') AS n".to_owned()]).await;
+        let why = refused.expect_err("a write inside READ ONLY must fail").to_string();
+        assert!(why.contains("read-only"), "{why}");
+        drop(read);
+        let mut next = ReadOnly::begin(&pool).await.unwrap();
+        let rows = next.rows(&["SELECT count(*) AS n FROM tickets".to_owned()]).await.unwrap();
+        assert!(rows[0][0]["n"].as_i64().is_some_and(|n| n > 0), "{rows:?}");
+        next.end().await.unwrap();
+    }
+    b.shutdown().await;
+}
