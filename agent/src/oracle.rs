@@ -58,11 +58,14 @@ pub async fn run(conn: &ServerConnection, task_text: &str, plan: &tasks::OracleP
     outcome
 }
 
+/// A started server: its client, its process, what it said about itself and the tools it listed.
+type Connected = (crate::mcp::Client, crate::mcp::ServerProcess, Option<records::ServerInfo>, Toolbox);
+
 /// The oracle's side of a conversation: one server connection, the tools listed once, then one
 /// plan after another. What its floors count in a warm conversation is
 /// [`WARM_INPUT_ESTIMATE_METHOD`].
 pub struct Conversation {
-    connected: Result<(crate::mcp::Client, crate::mcp::ServerProcess, Option<records::ServerInfo>, Toolbox), (String, crate::mcp::StderrTail)>,
+    connected: Result<Connected, (String, crate::mcp::StderrTail)>,
     warm: bool,
     /// Bytes of the earlier tasks' text, counted calls and answers: resent with every later turn.
     prior_bytes: usize,

@@ -188,6 +188,9 @@ pub fn compare(a: &Path, b: &Path, along: &[String], opts: &Options) -> Result<C
     })
 }
 
+/// One figure a comparison reads off a session record (None: the record has no value for it).
+type Pick = fn(&SessionRecord) -> Option<f64>;
+
 /// B − A per arm of one compared cell, from the two experiments' valid sessions.
 fn gaps_of<'a>(a: &'a Experiment, b: &'a Experiment, cell: &Cell, opts: &Options) -> Vec<Gap> {
     let oracle = matches!(cell.a, CellMetrics::Oracle(_));
@@ -198,7 +201,7 @@ fn gaps_of<'a>(a: &'a Experiment, b: &'a Experiment, cell: &Cell, opts: &Options
             .filter(|r| r.model.id == model && r.module == cell.module && r.split == cell.split && r.role == role && r.validity.is_valid())
             .collect()
     };
-    let metrics: &[(&str, fn(&SessionRecord) -> Option<f64>)] = if oracle {
+    let metrics: &[(&str, Pick)] = if oracle {
         &[("estimated_input_tokens", |r| r.oracle.as_ref().and_then(|o| o.estimated_input_tokens).map(|t| t as f64))]
     } else {
         &[

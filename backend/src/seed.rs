@@ -70,6 +70,11 @@ impl Rng {
     pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[(self.next_u64() % items.len() as u64) as usize]
     }
+
+    /// [`pick`](Self::pick) for a `Copy` item, by value (draws the same number, so the same world).
+    pub fn pick_copy<T: Copy>(&mut self, items: &[T]) -> T {
+        *self.pick(items)
+    }
 }
 
 fn epoch() -> DateTime<Utc> {
@@ -386,8 +391,8 @@ fn customers(w: &mut World, rng: &mut Rng, filler: i64) {
         w.customers.push(Customer {
             contact_email: format!("contact@{}.example", name.to_lowercase().replace(' ', "-")),
             name,
-            tier: *rng.pick(TIERS),
-            region: *rng.pick(REGIONS),
+            tier: rng.pick_copy(TIERS),
+            region: rng.pick_copy(REGIONS),
             created_at: at(-60 * 24 * 250 + rng.range(0, 60 * 24 * 240)),
         });
         n += 1;
@@ -415,7 +420,7 @@ fn users(w: &mut World, rng: &mut Rng, filler: i64) {
         if !seen.insert(name.clone()) {
             continue;
         }
-        w.users.push(User { email: email_of(&name), name, team: *rng.pick(TEAMS), on_call: rng.chance(15) });
+        w.users.push(User { email: email_of(&name), name, team: rng.pick_copy(TEAMS), on_call: rng.chance(15) });
         n += 1;
     }
 }
@@ -473,8 +478,8 @@ fn tickets(w: &mut World, rng: &mut Rng, filler: i64) {
     for i in 0..filler {
         let title = format!("{} {}", rng.pick(COMPONENTS), rng.pick(SYMPTOMS));
         let description = format!("{} {}", rng.pick(DETAILS), rng.pick(DETAILS));
-        let status = *rng.pick(&["open", "open", "in_progress", "resolved", "closed"]);
-        let priority = *rng.pick(&["low", "medium", "medium", "high", "urgent"]);
+        let status = rng.pick_copy(&["open", "open", "in_progress", "resolved", "closed"]);
+        let priority = rng.pick_copy(&["low", "medium", "medium", "high", "urgent"]);
         let customer_id = rng.chance(90).then(|| rng.range(1, customers + 1));
         let assignee_id = (status != "open" || rng.chance(50)).then(|| rng.range(1, users + 1));
         w.tickets.push(Ticket { title, description, status, priority, customer_id, assignee_id, created_at: at(i * 37) });
@@ -507,7 +512,7 @@ fn change_requests(w: &mut World, rng: &mut Rng, filler: i64) {
             description: format!("{title}. {}", rng.pick(DETAILS)),
             title,
             author_id: rng.range(1, users + 1),
-            status: *rng.pick(&["open", "open", "open", "merged", "closed"]),
+            status: rng.pick_copy(&["open", "open", "open", "merged", "closed"]),
             created_at: at(i * 71),
         });
     }
@@ -522,7 +527,7 @@ fn reviews(w: &mut World, rng: &mut Rng, n_reviews: i64, n_comments: i64) {
         w.reviews.push(Review {
             change_request_id: rng.range(first_reviewable, crs + 1),
             reviewer_id: rng.range(1, users + 1),
-            verdict: *rng.pick(&["approve", "request_changes", "comment"]),
+            verdict: rng.pick_copy(&["approve", "request_changes", "comment"]),
             body: rng.pick(COMMENTS).to_string(),
             created_at: at(i * 97 + 11),
         });
@@ -537,7 +542,7 @@ fn reviews(w: &mut World, rng: &mut Rng, n_reviews: i64, n_comments: i64) {
             change_request_id,
             review_id: review,
             author_id: rng.range(1, users + 1),
-            path: *rng.pick(PATHS),
+            path: rng.pick_copy(PATHS),
             line: rng.range(1, 400) as i32,
             body: rng.pick(COMMENTS).to_string(),
             created_at: at(i * 29 + 7),
@@ -614,7 +619,7 @@ fn deploys(w: &mut World, rng: &mut Rng, filler: i64) {
             service_id: s as i64 + 1,
             version: format!("1.{}.{}", minor[s] / 4, minor[s] % 4),
             environment: if rng.chance(55) { "production" } else { "staging" },
-            status: *rng.pick(&["succeeded", "succeeded", "succeeded", "succeeded", "failed", "rolled_back"]),
+            status: rng.pick_copy(&["succeeded", "succeeded", "succeeded", "succeeded", "failed", "rolled_back"]),
             deployed_by: Some(rng.range(1, users + 1)),
             started_at: at(i * 41 + 3),
         });
@@ -737,8 +742,8 @@ fn division(w: &mut World, rng: &mut Rng, level: u32) {
         w.customers.push(Customer {
             contact_email: format!("contact@{}.example", name.to_lowercase().replace(' ', "-")),
             name,
-            tier: *rng.pick(TIERS),
-            region: *rng.pick(REGIONS),
+            tier: rng.pick_copy(TIERS),
+            region: rng.pick_copy(REGIONS),
             created_at: at(minutes_back + rng.range(0, 60 * 24 * 240)),
         });
     }
@@ -753,7 +758,7 @@ fn division(w: &mut World, rng: &mut Rng, level: u32) {
             continue;
         }
         // Nobody in a division is on call: "who is on call" keeps the scale-1 answer.
-        w.users.push(User { email: email_of(&name), name, team: *rng.pick(TEAMS), on_call: false });
+        w.users.push(User { email: email_of(&name), name, team: rng.pick_copy(TEAMS), on_call: false });
     }
     let users = users_from..w.users.len() as i64 + 1;
 
@@ -762,7 +767,7 @@ fn division(w: &mut World, rng: &mut Rng, level: u32) {
     let suffixes = ["api", "web", "worker", "lib", "cli", "jobs"];
     while w.repos.len() as i64 - repos_from + 1 < 36 {
         let owner = rng.pick(TEAMS).to_string();
-        let stem = *rng.pick(DIVISION_SERVICES);
+        let stem = rng.pick_copy(DIVISION_SERVICES);
         let name = format!("{stem}-{}", rng.pick(&suffixes));
         let name = if seen.contains(&(owner.clone(), name.clone())) { format!("{name}-{level}") } else { name };
         if !seen.insert((owner.clone(), name.clone())) {
@@ -777,19 +782,19 @@ fn division(w: &mut World, rng: &mut Rng, level: u32) {
     for stem in DIVISION_SERVICES {
         let name = if level == 2 { (*stem).to_owned() } else { format!("{stem}-{level}") };
         let repo_id = rng.chance(70).then(|| rng.range(repos.start, repos.end));
-        w.services.push(Service { name, team: *rng.pick(TEAMS), repo_id });
+        w.services.push(Service { name, team: rng.pick_copy(TEAMS), repo_id });
     }
     let services = services_from..w.services.len() as i64 + 1;
 
     let tickets_from = first(w.tickets.len());
     for i in 0..400 {
-        let status = *rng.pick(&["open", "open", "in_progress", "resolved", "closed"]);
+        let status = rng.pick_copy(&["open", "open", "in_progress", "resolved", "closed"]);
         let assignee_id = (status != "open" || rng.chance(50)).then(|| rng.range(users.start, users.end));
         w.tickets.push(Ticket {
             title: format!("{} {}", rng.pick(COMPONENTS), rng.pick(SYMPTOMS)),
             description: format!("{} {}", rng.pick(DETAILS), rng.pick(DETAILS)),
             status,
-            priority: *rng.pick(&["low", "medium", "medium", "high", "urgent"]),
+            priority: rng.pick_copy(&["low", "medium", "medium", "high", "urgent"]),
             // Always a customer of this division, so "tickets without a customer" keeps its answer.
             customer_id: Some(rng.range(customers.start, customers.end)),
             assignee_id,
@@ -818,7 +823,7 @@ fn division(w: &mut World, rng: &mut Rng, level: u32) {
             description: format!("{title}. {}", rng.pick(DETAILS)),
             title,
             author_id: rng.range(users.start, users.end),
-            status: *rng.pick(&["open", "open", "open", "merged", "closed"]),
+            status: rng.pick_copy(&["open", "open", "open", "merged", "closed"]),
             created_at: at(minutes_back + i * 71),
         });
     }
@@ -829,7 +834,7 @@ fn division(w: &mut World, rng: &mut Rng, level: u32) {
         w.reviews.push(Review {
             change_request_id: rng.range(crs.start, crs.end),
             reviewer_id: rng.range(users.start, users.end),
-            verdict: *rng.pick(&["approve", "request_changes", "comment"]),
+            verdict: rng.pick_copy(&["approve", "request_changes", "comment"]),
             body: rng.pick(COMMENTS).to_string(),
             created_at: at(minutes_back + i * 97 + 11),
         });
@@ -845,7 +850,7 @@ fn division(w: &mut World, rng: &mut Rng, level: u32) {
             change_request_id,
             review_id: review,
             author_id: rng.range(users.start, users.end),
-            path: *rng.pick(PATHS),
+            path: rng.pick_copy(PATHS),
             line: rng.range(1, 400) as i32,
             body: rng.pick(COMMENTS).to_string(),
             created_at: at(minutes_back + i * 29 + 7),
@@ -883,7 +888,7 @@ fn division(w: &mut World, rng: &mut Rng, level: u32) {
             service_id,
             version: format!("1.{}.{}", *m / 4, *m % 4),
             environment: if rng.chance(55) { "production" } else { "staging" },
-            status: *rng.pick(&["succeeded", "succeeded", "succeeded", "succeeded", "failed", "rolled_back"]),
+            status: rng.pick_copy(&["succeeded", "succeeded", "succeeded", "succeeded", "failed", "rolled_back"]),
             deployed_by: Some(rng.range(users.start, users.end)),
             started_at: at(minutes_back + i * 41 + 3),
         });

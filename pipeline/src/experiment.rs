@@ -156,10 +156,12 @@ impl Experiment {
         for arm in arms.flatten().filter(|e| e.path().is_dir()) {
             for f in std::fs::read_dir(arm.path())?.flatten() {
                 let name = f.file_name().to_string_lossy().into_owned();
-                if name.ends_with(".json") && !name.starts_with('.') && f.path().is_file() {
-                    if let Some(r) = read_record(&f.path())? {
-                        out.push((f.path(), r));
-                    }
+                if name.ends_with(".json")
+                    && !name.starts_with('.')
+                    && f.path().is_file()
+                    && let Some(r) = read_record(&f.path())?
+                {
+                    out.push((f.path(), r));
                 }
             }
         }

@@ -176,8 +176,8 @@ pub async fn current(tasks_dir: &Path) -> anyhow::Result<Current> {
     for t in all.iter().filter(|t| t.meta.split == Split::HeldOut) {
         let folder = t.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let key = format!("{}/{folder}", t.module);
-        if !out.tasks.contains_key(&key) {
-            out.tasks.insert(key, tasks::folder_hash(&t.dir).map_err(|e| anyhow::anyhow!("{e}"))?);
+        if let std::collections::btree_map::Entry::Vacant(e) = out.tasks.entry(key) {
+            e.insert(tasks::folder_hash(&t.dir).map_err(|e| anyhow::anyhow!("{e}"))?);
         }
         if modules.insert(t.module.as_str()) {
             let (pattern, control) = servers::registry::arms(&t.module).with_context(|| format!("{} is not a registered module", t.module))?;

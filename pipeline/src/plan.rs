@@ -381,7 +381,8 @@ impl RunPlan {
                 let mut arms: Vec<&'static ServerEntry> = self.arms.iter().copied().filter(|s| s.module == m.module).collect();
                 // Patterns first, then controls (a stable sort: the order given within a role).
                 arms.sort_by_key(|s| s.role != Role::Pattern);
-                let ordered = |pair: usize| -> Vec<&'static ServerEntry> { if pair % 2 == 0 { arms.clone() } else { arms.iter().rev().copied().collect() } };
+                let ordered =
+                    |pair: usize| -> Vec<&'static ServerEntry> { if pair.is_multiple_of(2) { arms.clone() } else { arms.iter().rev().copied().collect() } };
                 match self.session_mode {
                     SessionMode::Cold => {
                         for task in &m.tasks {

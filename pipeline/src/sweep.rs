@@ -333,12 +333,15 @@ pub fn report(
     })
 }
 
+/// Why a level has no difference to stand behind, by level.
+type LevelReasons = Vec<(u32, String)>;
+
 /// The difference each level can stand behind (pattern − control, the upper end of its interval
 /// for a model), and why a level has none. The oracle's floor is deterministic: its value is the
 /// figure. A model's point difference alone is not: without an interval, under a withheld
 /// verdict, or when the model is too weak for its costs to be anything but costs of failing, the
 /// level says nothing about where the pattern pays.
-fn comparable(levels: &[Level], oracle: bool, word: &str) -> (Vec<(u32, Option<f64>)>, Vec<(u32, String)>) {
+fn comparable(levels: &[Level], oracle: bool, word: &str) -> (Vec<(u32, Option<f64>)>, LevelReasons) {
     let mut reasons = Vec::new();
     let diffs = levels
         .iter()

@@ -194,7 +194,9 @@ pub fn mentions(lower_answer: &str, term: &str) -> bool {
     lower_answer.match_indices(&term).any(|(i, _)| {
         let before = lower_answer[..i].chars().next_back();
         let after = lower_answer[i + term.len()..].chars().next();
-        !(starts_digit && before.is_some_and(|c| c.is_ascii_digit())) && !(ends_digit && after.is_some_and(|c| c.is_ascii_digit()))
+        let glued_before = starts_digit && before.is_some_and(|c| c.is_ascii_digit());
+        let glued_after = ends_digit && after.is_some_and(|c| c.is_ascii_digit());
+        !(glued_before || glued_after)
     })
 }
 

@@ -234,7 +234,8 @@ pub fn summarise_with(exp: &Experiment, prices: Option<&PriceTable>, opts: &Opti
     // Model sessions: (model id, provider) → module → records. A planned module without a record
     // still gets its report, which then says it has no sessions.
     // Dev and held-out tasks are separate cells from here on: never pooled into one verdict.
-    let mut by_model: BTreeMap<(String, Provider), BTreeMap<(String, Split), Vec<&SessionRecord>>> = BTreeMap::new();
+    type Cells<'r> = BTreeMap<(String, Split), Vec<&'r SessionRecord>>;
+    let mut by_model: BTreeMap<(String, Provider), Cells> = BTreeMap::new();
     if let Some(m) = manifest {
         for model in m.models.iter().filter(|x| !x.is_oracle()) {
             for server in &m.servers {

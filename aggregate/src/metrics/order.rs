@@ -38,9 +38,13 @@ pub struct OrderRow {
     pub after_a_failure: usize,
 }
 
+/// Where a warm session sat: model id, module, split, role, server and its position in the
+/// conversation.
+type Seat = (String, String, records::Split, Role, String, u32);
+
 /// The order rows of every warm session among `recs` (cold ones have no position).
 pub fn order_rows<'a>(recs: impl Iterator<Item = &'a SessionRecord>) -> Vec<OrderRow> {
-    let mut groups: BTreeMap<(String, String, records::Split, Role, String, u32), Vec<&SessionRecord>> = BTreeMap::new();
+    let mut groups: BTreeMap<Seat, Vec<&SessionRecord>> = BTreeMap::new();
     for r in recs {
         if let Some(c) = &r.conversation {
             groups.entry((r.model.id.clone(), r.module.clone(), r.split, r.role, r.server.clone(), c.position)).or_default().push(r);

@@ -45,10 +45,11 @@ pub(super) fn losing_model_tasks(recs: &[&SessionRecord]) -> Vec<LosingTask> {
             let xs: Vec<f64> = v.iter().map(|r| r.totals.input_tokens.map(|t| t as f64)).collect::<Option<Vec<_>>>()?;
             crate::stats::mean(&xs)
         };
-        if let (Some(pt), Some(ct)) = (tokens(&p), tokens(&c)) {
-            if pr == cr && pt > ct {
-                out.push(LosingTask { task: task.to_owned(), on: "input_tokens".into(), pattern: pt, control: ct });
-            }
+        if let (Some(pt), Some(ct)) = (tokens(&p), tokens(&c))
+            && pr == cr
+            && pt > ct
+        {
+            out.push(LosingTask { task: task.to_owned(), on: "input_tokens".into(), pattern: pt, control: ct });
         }
     }
     out
@@ -123,11 +124,10 @@ pub(super) fn disagreements(s: &Summary) -> Vec<SplitDisagreement> {
     }
     for (key, [dev, held]) in pairs(&s.oracle_floors, |x: &OracleModule| (x.module.clone(), x.comparison.clone(), x.split)) {
         // The floor's two costs, each per session: whether the pattern's is the lower.
-        let metrics: [(&str, fn(&super::OraclePerSession) -> Option<f64>); 2] =
-            [("calls", |p| p.calls), ("estimated input tokens", |p| p.estimated_input_tokens)];
-        let lower = |f: &OracleModule, pick: fn(&super::OraclePerSession) -> Option<f64>| -> Option<bool> {
-            Some(f.per_session_of(Role::Pattern, pick).ok()? < f.per_session_of(Role::Control, pick).ok()?)
-        };
+        type Cost = fn(&super::OraclePerSession) -> Option<f64>;
+        let metrics: [(&str, Cost); 2] = [("calls", |p| p.calls), ("estimated input tokens", |p| p.estimated_input_tokens)];
+        let lower =
+            |f: &OracleModule, pick: Cost| -> Option<bool> { Some(f.per_session_of(Role::Pattern, pick).ok()? < f.per_session_of(Role::Control, pick).ok()?) };
         let flipped: Vec<(&str, bool, bool)> = metrics
             .iter()
             .filter_map(|(name, pick)| {
