@@ -413,7 +413,7 @@ impl App {
         }
         let (dir, command) = (e.dir.clone(), self.command.clone());
         let started = std::time::Instant::now();
-        let rendered = tokio::task::spawn_blocking(move || reports::render(&dir, &command)).await.unwrap_or_else(|e| Err(reports::NoReport::failed(&e)));
+        let rendered = reports::off_thread(move || reports::render(&dir, &command)).await;
         let ms = started.elapsed().as_millis();
         let sessions = rendered.as_ref().map(|r| r.session_links.len()).unwrap_or(0);
         tracing::info!("rendered the report of {} ({sessions} sessions) in {ms} ms", e.id);
@@ -647,7 +647,7 @@ async fn compare_page(State(app): State<Arc<App>>, Query(q): Query<CompareQuery>
         None => {
             let _turn = app.renders.acquire().await.expect("the semaphore is never closed");
             let (da, db, al) = (a.dir.clone(), b.dir.clone(), along.clone());
-            let c = Arc::new(tokio::task::spawn_blocking(move || reports::compare(&da, &db, &al)).await.unwrap_or_else(|e| Err(reports::NoReport::failed(&e))));
+            let c = Arc::new(reports::off_thread(move || reports::compare(&da, &db, &al)).await);
             app.cache.lock().expect("view cache").put_comparison(key, c.clone());
             c
         }

@@ -24,12 +24,13 @@ pub enum NoReport {
     Failed(String),
 }
 
-impl NoReport {
-    /// A render that panicked (its task's join error).
-    pub fn failed(e: &tokio::task::JoinError) -> Self {
-        Self::Failed(format!("rendering panicked: {e}"))
-    }
+/// Runs a render (or a comparison) off the async threads; one that panics comes back as
+/// [`NoReport::Failed`], said as such, instead of taking the request's handler down with it.
+pub async fn off_thread<T: Send + 'static>(render: impl FnOnce() -> Result<T, NoReport> + Send + 'static) -> Result<T, NoReport> {
+    tokio::task::spawn_blocking(render).await.unwrap_or_else(|e| Err(NoReport::Failed(format!("rendering panicked: {e}"))))
+}
 
+impl NoReport {
     pub fn text(&self) -> &str {
         match self {
             Self::Refused(t) | Self::Failed(t) => t,
@@ -271,8 +272,7 @@ mod tests {
     /// never shown under aggregate's refusal heading; a refusal keeps aggregate's words and 422.
     #[tokio::test]
     async fn a_render_that_panics_is_a_failure_not_a_refusal() {
-        let joined = tokio::task::spawn_blocking(|| -> Rendered { panic!("a table with no rows") }).await;
-        let failed = joined.unwrap_or_else(|e| Err(NoReport::failed(&e))).unwrap_err();
+        let failed = super::off_thread(|| -> Rendered { panic!("a table with no rows") }).await.unwrap_err();
         assert!(matches!(&failed, NoReport::Failed(t) if t.contains("panicked") && t.contains("a table with no rows")), "{failed:?}");
         assert_eq!(failed.status().as_u16(), 500);
         assert!(failed.lead(None).contains("not a refusal") && !failed.lead(None).contains("aggregate refuses"), "{}", failed.lead(None));
