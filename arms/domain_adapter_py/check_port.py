@@ -274,11 +274,14 @@ def task_world(tasks_dir: Path, task: str) -> tuple[int, int, bool]:
 async def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("backend_url")
+    ap.add_argument("--admin-url", default="http://127.0.0.1:8081",
+                    help="the backend's control plane (pipeline backend --admin-port; default 8081), for resets")
     ap.add_argument("--rust-bin", default="../../target/debug/pipeline")
     ap.add_argument("--tasks-dir", default=str(HERE.parent.parent / "tasks" / "domain_adapter"),
                     help="for each task's meta.toml (world seed and scale); default 42/1 when absent")
     opts = ap.parse_args()
     url = opts.backend_url.rstrip("/")
+    admin = opts.admin_url.rstrip("/")
     tasks_dir = Path(opts.tasks_dir)
     env = {"BACKEND_URL": url}
     rust = Arm("rust", StdioServerParameters(
@@ -318,11 +321,11 @@ async def main() -> int:
         seed, scale, has_seed_sql = task_world(tasks_dir, task)
         if has_seed_sql:
             failures.append(f"{task}: has a seed.sql, which this check cannot apply over HTTP")
-        reset(url, seed, scale)
+        reset(admin, seed, scale)
         rr = await replay(rust, plan["steps"])
-        reset(url, seed, scale)
+        reset(admin, seed, scale)
         rp = await replay(python, plan["steps"])
-        reset(url, seed, scale)
+        reset(admin, seed, scale)
         ident, notes = True, []
         for i, (a, b) in enumerate(zip(rr, rp), 1):
             for label, r in (("rust", a), ("python", b)):
@@ -352,11 +355,11 @@ async def main() -> int:
 
     # 3. Probes
     print("\n== probes")
-    reset(url, 42, 1)
+    reset(admin, 42, 1)
     pr = await probe(rust)
-    reset(url, 42, 1)
+    reset(admin, 42, 1)
     pp = await probe(python)
-    reset(url, 42, 1)
+    reset(admin, 42, 1)
     same_probes = 0
     for (tool, args), a, b in zip(PROBES, pr, pp):
         if a == b:

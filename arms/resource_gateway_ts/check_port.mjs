@@ -48,6 +48,8 @@ function arg(name, fallback) {
   return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : fallback;
 }
 const BACKEND_URL = arg("--backend-url", "http://127.0.0.1:8080").replace(/\/+$/, "");
+// The backend's control plane (pipeline backend --admin-port), for resets: never the API's port.
+const ADMIN_URL = arg("--admin-url", "http://127.0.0.1:8081").replace(/\/+$/, "");
 const RUST_BIN = arg("--rust-bin", "../../target/debug/pipeline");
 const SKIP_TIMEOUT = process.argv.includes("--skip-timeout");
 
@@ -310,7 +312,7 @@ async function replay(plan, conn) {
 }
 
 async function resetBackend() {
-  const r = await fetch(`${BACKEND_URL}/admin/reset`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+  const r = await fetch(`${ADMIN_URL}/admin/reset`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
   if (!r.ok) throw new Error(`reset failed: ${r.status} ${await r.text()}`);
 }
 

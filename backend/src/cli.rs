@@ -13,9 +13,13 @@ pub struct ServeOpts {
     /// Address to listen on.
     #[arg(long, env = "BACKEND_HOST", default_value = "127.0.0.1")]
     pub host: std::net::IpAddr,
-    /// Port to listen on (0 picks a free one).
+    /// Port to listen on (0 picks a free one): the API, what MCP servers are given.
     #[arg(long, env = "BACKEND_PORT", default_value_t = 8080)]
     pub port: u16,
+    /// Port of the control plane (`POST /admin/reset`, `GET /health`), on the same address (0
+    /// picks a free one). Never give it to an MCP server: the API's own port refuses `/admin`.
+    #[arg(long, env = "BACKEND_ADMIN_PORT", default_value_t = 8081)]
+    pub admin_port: u16,
     /// Seed of the synthetic world.
     #[arg(long, default_value_t = WorldSpec::default().seed)]
     pub seed: u64,
@@ -25,7 +29,7 @@ pub struct ServeOpts {
     /// Name of the world database (created as `world_<name>`, replacing any previous one).
     #[arg(long, default_value = "main")]
     pub world: String,
-    /// Bearer token that allows `POST /admin/reset` from non-loopback addresses.
+    /// Bearer token that allows `POST /admin/reset` (on the admin port) from non-loopback addresses.
     #[arg(long, env = "BACKEND_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
 }
@@ -83,13 +87,24 @@ async fn serve_on(source: &PostgresSource, opts: ServeOpts) -> anyhow::Result<()
     let listener =
         tokio::net::TcpListener::bind(SocketAddr::new(opts.host, opts.port)).await.with_context(|| format!("binding {}:{}", opts.host, opts.port))?;
     let addr = listener.local_addr()?;
+    let admin = tokio::net::TcpListener::bind(SocketAddr::new(opts.host, opts.admin_port))
+        .await
+        .with_context(|| format!("binding the admin port {}:{} (--admin-port / BACKEND_ADMIN_PORT)", opts.host, opts.admin_port))?;
+    let admin_addr = admin.local_addr()?;
     // Handlers first: a script that signals as soon as it reads the line below gets a clean
     // shutdown, not the default action that kills the process mid-way.
     let shutdown = shutdown_signal();
-    // One line on stdout a script can wait for; logs go to stderr.
-    println!("backend listening on http://{addr} (seed {}, scale {})", spec.seed, spec.scale);
+    let (stop_admin, admin_stopped) = tokio::sync::oneshot::channel::<()>();
+    // One line on stdout a script can wait for (the API's URL first); logs go to stderr.
+    println!("backend listening on http://{addr} (seed {}, scale {}); control plane on http://{admin_addr}", spec.seed, spec.scale);
     let state = AppState::new(world.clone()).with_admin_token(opts.admin_token);
-    crate::serve(listener, state, shutdown).await.context("serving")?;
+    let control = tokio::spawn(crate::serve_control(admin, state.clone(), async move {
+        let _ = admin_stopped.await;
+    }));
+    let served = crate::serve(listener, state, shutdown).await.context("serving");
+    let _ = stop_admin.send(());
+    let _ = control.await;
+    served?;
     tracing::info!("shutting down");
     world.destroy().await.context("dropping the world database")?;
     cluster.close().await;

@@ -5,7 +5,10 @@
 //! * [`world`] turns that into databases: a seeded template per (seed, scale), and isolated
 //!   world databases cloned from it in milliseconds, so every session starts from the same state.
 //! * [`postgres`] finds a server: `DATABASE_URL`, else a throwaway embedded cluster.
-//! * [`app`] is the axum router (testable without a socket); [`serve`] binds it.
+//! * [`app`] is the data plane's axum router (testable without a socket), the API every MCP
+//!   server is given; [`serve`] binds it. [`control_app`] is the control plane (reset, health),
+//!   served on a listener of its own ([`serve_control`]) that no server is given; the harness
+//!   resets its worlds in-process and serves no control plane at all.
 //!
 //! Run it with `pipeline backend` (or the `backend` binary); `GET /openapi.json` describes it.
 
@@ -72,8 +75,8 @@ impl AppState {
 ))]
 struct ApiDoc;
 
-/// The routes and their OpenAPI document, built together so they cannot disagree. The
-/// document carries the error responses every operation shares ([`openapi`]).
+/// The data plane's routes and their OpenAPI document, built together so they cannot disagree.
+/// The document carries the error responses every operation shares ([`openapi`]).
 pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     let (routes, mut doc) = OpenApiRouter::with_openapi(ApiDoc::openapi()).merge(api::routes()).split_for_parts();
     openapi::add_shared_responses(&mut doc);
@@ -88,12 +91,29 @@ pub fn openapi_document() -> serde_json::Value {
     doc
 }
 
-/// The whole HTTP application for `state`.
+/// The data plane for `state`: the API, its document, `/health` (read-only, left out of the
+/// document so that a server generated from it does not offer it as a tool), and a refusal for
+/// anything under `/admin` ([`api::admin::refuse`]).
 pub fn app(state: AppState) -> Router {
     let (routes, _) = api();
     let doc = Arc::new(openapi_document());
-    routes
+    let routes = routes
         .route("/openapi.json", axum::routing::get(move || async move { axum::Json(doc.as_ref().clone()) }))
+        .route("/health", axum::routing::get(api::admin::health))
+        .route("/admin", axum::routing::any(api::admin::refuse))
+        .route("/admin/{*rest}", axum::routing::any(api::admin::refuse));
+    finish(routes, state)
+}
+
+/// The control plane for `state`: `POST /admin/reset` and `GET /health`, for the operator of a
+/// standalone backend (never given to an MCP server).
+pub fn control_app(state: AppState) -> Router {
+    let (routes, _) = OpenApiRouter::new().merge(api::admin::router()).split_for_parts();
+    finish(routes, state)
+}
+
+fn finish(routes: Router<AppState>, state: AppState) -> Router {
+    routes
         .fallback(|| async { ApiError::NotFound("no such route; see GET /openapi.json".into()) })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed("method not allowed on this route; see GET /openapi.json".into()) })
         .layer(DefaultBodyLimit::max(extract::MAX_BODY_BYTES))
@@ -108,6 +128,23 @@ pub async fn serve(
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    serve_router(listener, app(state), shutdown).await
+}
+
+/// Serves the control plane ([`control_app`]) on `listener` until `shutdown` resolves.
+pub async fn serve_control(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    serve_router(listener, control_app(state), shutdown).await
+}
+
+async fn serve_router(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     let listener = conn::JsonErrorListener(listener);
-    axum::serve(listener, app(state).into_make_service_with_connect_info::<conn::PeerAddr>()).with_graceful_shutdown(shutdown).await
+    axum::serve(listener, router.into_make_service_with_connect_info::<conn::PeerAddr>()).with_graceful_shutdown(shutdown).await
 }

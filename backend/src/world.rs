@@ -255,6 +255,10 @@ pub struct World {
     name: String,
     state: RwLock<Current>,
     next_generation: AtomicU64,
+    /// Requests for the control plane that reached this world's data plane since its last reset
+    /// (see [`crate::api::admin::refuse`]): an MCP server trying to reset or inspect the world
+    /// it is measured on.
+    control_plane_attempts: AtomicU64,
     /// Spares being cloned or ready, oldest first; a reset takes the front one.
     spares: tokio::sync::Mutex<VecDeque<tokio::task::JoinHandle<Result<Spare, WorldError>>>>,
     /// Drops of retired copies still running or not yet looked at.
@@ -291,6 +295,7 @@ impl World {
             name: name.to_owned(),
             state: RwLock::new(Current { spec, generation: 0, pool }),
             next_generation: AtomicU64::new(1),
+            control_plane_attempts: AtomicU64::new(0),
             spares: Default::default(),
             retiring: Default::default(),
             retire_slots: Arc::new(tokio::sync::Semaphore::new(RETIRING)),
@@ -322,6 +327,15 @@ impl World {
 
     pub fn cluster(&self) -> &Arc<Cluster> {
         &self.cluster
+    }
+
+    /// Control-plane requests the data plane refused since the last [`Self::reset`].
+    pub fn control_plane_attempts(&self) -> u64 {
+        self.control_plane_attempts.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn note_control_plane_attempt(&self) {
+        self.control_plane_attempts.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Brings the world back to the freshly seeded state of `spec`. Requests already running
@@ -358,6 +372,7 @@ impl World {
         // backend for want of an idle one.
         conn.return_to_pool().await;
         let served = Current { spec, generation: spare.generation, pool: spare.pool };
+        self.control_plane_attempts.store(0, Ordering::Relaxed);
         let retired = std::mem::replace(&mut *self.state.write().expect("world lock"), served);
         self.refill(&mut spares, spec);
         self.retire(retired.pool, retired.generation).await;

@@ -50,12 +50,12 @@ async fn reset_restores_exactly_the_seeded_state() {
     let (_, again) = b.post("/tickets", json!({"title": "scribble"})).await;
     assert_eq!(again["id"], t["id"]);
 
-    // Reset to another scale through the HTTP endpoint (loopback is allowed).
-    let (s, r) = b.post("/admin/reset", json!({"scale": 2})).await;
+    // Reset to another scale through the control plane's HTTP endpoint (loopback is allowed).
+    let (s, r) = b.admin_post("/admin/reset", json!({"scale": 2})).await;
     assert_eq!((s, r["scale"].as_u64()), (200, Some(2)), "{r}");
     let (_, page) = b.get("/tickets?limit=1").await;
     assert_eq!(page["total"], 800);
-    let (s, r) = b.post("/admin/reset", json!({"scale": 0})).await;
+    let (s, r) = b.admin_post("/admin/reset", json!({"scale": 0})).await;
     assert_eq!((s, r["field"].as_str()), (422, Some("scale")));
     b.shutdown().await;
 }
@@ -184,7 +184,7 @@ async fn concurrent_worlds_never_share_a_database() {
 async fn reset_off_loopback_needs_the_token() {
     use tower::ServiceExt;
     let b = TestBackend::start_with(WorldSpec::default(), Some("s3cret-token")).await;
-    let app = backend::app(AppState::new(b.world.clone()).with_admin_token(Some("s3cret-token".into())));
+    let app = backend::control_app(AppState::new(b.world.clone()).with_admin_token(Some("s3cret-token".into())));
     let request = |auth: Option<&str>| {
         let mut r = axum::http::Request::post("/admin/reset").header("content-type", "application/json");
         if let Some(a) = auth {
@@ -195,7 +195,7 @@ async fn reset_off_loopback_needs_the_token() {
     assert_eq!(app.clone().oneshot(request(None)).await.unwrap().status(), 403);
     assert_eq!(app.clone().oneshot(request(Some("Bearer wrong"))).await.unwrap().status(), 403);
     assert_eq!(app.clone().oneshot(request(Some("Bearer s3cret-token"))).await.unwrap().status(), 200);
-    let no_token = backend::app(AppState::new(b.world.clone()));
+    let no_token = backend::control_app(AppState::new(b.world.clone()));
     assert_eq!(no_token.oneshot(request(Some("Bearer s3cret-token"))).await.unwrap().status(), 403);
     b.shutdown().await;
 }
@@ -280,5 +280,50 @@ async fn a_failed_read_never_hands_its_aborted_transaction_to_the_next() {
         assert!(rows[0][0]["n"].as_i64().is_some_and(|n| n > 0), "{rows:?}");
         next.end().await.unwrap();
     }
+    b.shutdown().await;
+}
+
+/// The data plane — what every MCP server is given — has no control plane: any `/admin/…`
+/// request, from loopback and with the operator's token alike, is refused with a 403 naming the
+/// rule, changes nothing, and is counted on the world (a session reads the count as its arm's
+/// failure) until the next reset. Neither `/admin/reset` nor `/health` is in the document a
+/// server generated from the API would read.
+#[tokio::test]
+async fn the_data_plane_refuses_the_control_plane_and_counts_every_attempt() {
+    let b = TestBackend::start_with(WorldSpec::default(), Some("s3cret-token")).await;
+    let (_, t) = b.post("/tickets", json!({"title": "written before the attempts"})).await;
+    let before = b.dump_hash().await;
+    assert_eq!(b.world.control_plane_attempts(), 0);
+    let attempts = [
+        (reqwest::Method::POST, "/admin/reset", Some(json!({}))),
+        (reqwest::Method::POST, "/admin/reset", Some(json!({"seed": 1, "scale": 1}))),
+        (reqwest::Method::GET, "/admin/reset", None),
+        (reqwest::Method::DELETE, "/admin", None),
+        (reqwest::Method::PUT, "/admin/anything/else", Some(json!([]))),
+    ];
+    for (i, (method, path, body)) in attempts.iter().enumerate() {
+        let mut r = b.client.request(method.clone(), b.url(path)).header("authorization", "Bearer s3cret-token");
+        if let Some(body) = body {
+            r = r.json(body);
+        }
+        let (s, e) = common::decode(r.send().await.unwrap()).await;
+        assert_eq!((s, e["error"].as_str()), (403, Some("forbidden")), "{method} {path}: {e}");
+        assert!(e["message"].as_str().unwrap().contains("control plane is not part of this API"), "{e}");
+        assert_eq!(b.world.control_plane_attempts(), i as u64 + 1);
+    }
+    assert_eq!(b.dump_hash().await, before, "nothing was reset");
+    let (s, _) = b.get(&format!("/tickets/{}", t["id"])).await;
+    assert_eq!(s, 200, "the ticket written before the attempts is still there");
+    // The read-only health check stays on the data plane (container health checks use it).
+    let (s, h) = b.get("/health").await;
+    assert_eq!((s, h["status"].as_str()), (200, Some("ok")));
+    assert_eq!(b.world.control_plane_attempts(), 5, "health is not an attempt");
+    let (_, doc) = b.get("/openapi.json").await;
+    let paths: Vec<&String> = doc["paths"].as_object().unwrap().keys().collect();
+    assert!(paths.iter().all(|p| !p.starts_with("/admin") && *p != "/health"), "{paths:?}");
+    // The control plane itself still resets, and a reset clears the count.
+    let (s, _) = b.admin_post("/admin/reset", json!({})).await;
+    assert_eq!(s, 200);
+    assert_eq!(b.world.control_plane_attempts(), 0);
     b.shutdown().await;
 }

@@ -95,7 +95,10 @@ async fn conclude(
     let task = &pending.session.task;
     let verify_started = Instant::now();
     let verifier = match (baseline, outcome.validity.is_valid()) {
-        (Ok(baseline), true) => Some(task.verifier.verify(&world.pool(), baseline, outcome.final_answer.as_deref().unwrap_or("")).await),
+        (Ok(baseline), true) => {
+            let verified = task.verifier.verify(&world.pool(), baseline, outcome.final_answer.as_deref().unwrap_or("")).await;
+            Some(kept_off_the_control_plane(verified, world.control_plane_attempts()))
+        }
         _ => None,
     };
     let verify_ms = verify_started.elapsed().as_secs_f64() * 1000.0;
@@ -112,6 +115,27 @@ async fn conclude(
         record.validity = Validity::invalid(InvalidReason::Infrastructure, detail.clone());
     }
     Finished { record, transcript, harness_ms, infrastructure }
+}
+
+/// The name of the check a session fails when its arm reached for the control plane.
+pub const CONTROL_PLANE_CHECK: &str = "the arm kept off the backend's control plane";
+
+/// `verified`, failed by one more check when the arm sent `attempts` requests to the backend's
+/// control plane during the session (refused by the data plane, so the world is as the session
+/// left it). An MCP server that offers the harness's reset, or calls it, is the arm's failure:
+/// counted against it in success, where dropping the session as invalid would hide it.
+fn kept_off_the_control_plane(mut verified: records::VerifierOutcome, attempts: u64) -> records::VerifierOutcome {
+    if attempts == 0 {
+        return verified;
+    }
+    verified.checks.push(records::Check { name: CONTROL_PLANE_CHECK.into(), kind: records::CheckKind::State, held: false, negative: true });
+    verified.reasons.push(format!(
+        "the arm sent {attempts} request(s) to the backend's control plane (/admin/…), refused: an MCP server may not reset or administer the world it is measured on"
+    ));
+    if verified.verdict == records::Verdict::Passed {
+        verified.verdict = records::Verdict::Failed;
+    }
+    verified
 }
 
 /// What drives a warm conversation: the model's side or the oracle's.

@@ -1,5 +1,11 @@
-//! `/admin/reset` and `/health`. Reset answers only on loopback, or anywhere with the configured
-//! bearer token (for a backend in a container, where the caller is never loopback).
+//! The control plane: `/admin/reset` and `/health`, served on a listener of their own
+//! ([`crate::control_app`]), never on the data plane the MCP servers are given. Reset answers
+//! only on loopback, or anywhere with the configured bearer token (for a backend in a container,
+//! where the caller is never loopback).
+//!
+//! The data plane answers any `/admin/…` request with [`refuse`]: a 403 that names the rule, and
+//! a count on the world, which a session reads as its arm's failure (an MCP server that offers
+//! the harness's reset as a tool could otherwise re-seed the world it is measured on).
 
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -18,6 +24,7 @@ use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::extract::ApiJson;
 use crate::seed::{MAX_SCALE, WorldSpec};
 
+/// The control plane's routes.
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(reset)).routes(routes!(health))
 }
@@ -92,8 +99,19 @@ pub struct Health {
 
 /// Liveness and database check.
 #[utoipa::path(get, path = "/health", tag = "admin", responses((status = 200, description = "The backend and its database answer", body = Health), (status = 500, description = "The database did not answer", body = ErrorBody)))]
-async fn health(State(state): State<AppState>) -> ApiResult<Json<Health>> {
+pub async fn health(State(state): State<AppState>) -> ApiResult<Json<Health>> {
     sqlx::query("SELECT 1").execute(&state.pool()).await?;
     let spec = state.world.spec();
     Ok(Json(Health { status: "ok", seed: spec.seed, scale: spec.scale }))
+}
+
+/// What the data plane answers to any `/admin/…` request: 403, and the attempt counted on the
+/// world (see [`crate::World::control_plane_attempts`]).
+pub async fn refuse(State(state): State<AppState>) -> ApiError {
+    state.world.note_control_plane_attempt();
+    ApiError::Forbidden(
+        "the backend's control plane is not part of this API: an MCP server may not reset or administer the world it serves \
+         (the harness resets worlds itself; a standalone backend serves /admin/reset on its admin port)"
+            .into(),
+    )
 }

@@ -38,7 +38,8 @@ mod tests {
     }
 }
 
-/// All resource routers, merged. Each carries its OpenAPI paths with it.
+/// All resource routers, merged: the data plane, what an MCP server is given. Each carries its
+/// OpenAPI paths with it. The control plane ([`admin`]) is not among them.
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(customers::router())
@@ -49,7 +50,6 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .merge(reviews::router())
         .merge(runbooks::router())
         .merge(deploys::router())
-        .merge(admin::router())
 }
 
 /// One page of a list endpoint.

@@ -13,6 +13,8 @@ use serde_json::Value;
 
 pub struct TestBackend {
     pub base: String,
+    /// The control plane's base URL (its own listener, as a standalone backend serves it).
+    pub admin_base: String,
     pub client: reqwest::Client,
     pub world: Arc<World>,
     pub cluster: Arc<Cluster>,
@@ -46,16 +48,24 @@ impl TestBackend {
         let world = World::create(cluster.clone(), &unique_world(), spec).await.expect("world");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
+        let admin = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let admin_base = format!("http://{}", admin.local_addr().unwrap());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let state = AppState::new(world.clone()).with_admin_token(admin_token.map(str::to_owned));
         let server = tokio::spawn(async move {
+            let (stop_admin, admin_stopped) = tokio::sync::oneshot::channel::<()>();
+            let control = tokio::spawn(backend::serve_control(admin, state.clone(), async move {
+                let _ = admin_stopped.await;
+            }));
             backend::serve(listener, state, async move {
                 let _ = rx.await;
             })
             .await
             .unwrap();
+            let _ = stop_admin.send(());
+            control.await.unwrap().unwrap();
         });
-        Self { base, client: reqwest::Client::new(), world, cluster, server, stop: Some(tx), source: Some(source) }
+        Self { base, admin_base, client: reqwest::Client::new(), world, cluster, server, stop: Some(tx), source: Some(source) }
     }
 
     /// The server's admin URL (a connection outside the world's pool).
@@ -79,6 +89,12 @@ impl TestBackend {
 
     pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
         self.send(reqwest::Method::POST, path, body).await
+    }
+
+    /// POST to the control plane.
+    pub async fn admin_post(&self, path: &str, body: Value) -> (u16, Value) {
+        let resp = self.client.post(format!("{}{path}", self.admin_base)).json(&body).send().await.unwrap();
+        decode(resp).await
     }
 
     pub async fn patch(&self, path: &str, body: Value) -> (u16, Value) {
