@@ -63,6 +63,8 @@ enum Command {
 /// Parses the command line, runs it, and turns the outcome into the process's exit code.
 pub async fn main() -> ExitCode {
     backend::cli::init_tracing();
+    // What a server orphans comes here rather than to init, to be killed (servers::contain).
+    servers::contain::become_subreaper();
     let cli = Cli::parse();
     let outcome = dispatch(cli).await;
     // However the command ended, no external arm's server outlives it.

@@ -13,7 +13,8 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 
 use crate::backend_client::BackendClient;
-use crate::external::{self, ExternalArm, GroupGuard, HttpProcess, StderrTail, stderr_note};
+use crate::contain::Contained;
+use crate::external::{self, ExternalArm, HttpProcess, StderrTail, stderr_note};
 use crate::registry::{Serve, ServerEntry};
 
 pub type Client = RunningService<RoleClient, ()>;
@@ -23,7 +24,7 @@ pub type Client = RunningService<RoleClient, ()>;
 #[derive(Debug, Default)]
 pub struct ServerProcess {
     pub stderr: StderrTail,
-    _group: Option<GroupGuard>,
+    _group: Option<Contained>,
 }
 
 /// Why a stdio server gave no session.
@@ -39,8 +40,15 @@ pub enum StdioError {
 /// Spawns `cmd` as an MCP server over stdio, in its own process group, and completes the
 /// handshake within `within`.
 pub async fn spawn_stdio(cmd: tokio::process::Command, within: Duration) -> Result<(Client, ServerProcess), StdioError> {
-    let (transport, stderr) = TokioChildProcess::builder(external::own_group(cmd)).stderr(Stdio::piped()).spawn().map_err(StdioError::Spawn)?;
-    let process = ServerProcess { stderr: stderr.map(StderrTail::follow).unwrap_or_default(), _group: transport.id().map(GroupGuard::track) };
+    let (cmd, prepared) = external::own_group(cmd).map_err(StdioError::Spawn)?;
+    let (transport, stderr) = match TokioChildProcess::builder(cmd).stderr(Stdio::piped()).spawn() {
+        Ok(spawned) => spawned,
+        Err(e) => {
+            prepared.abandon();
+            return Err(StdioError::Spawn(e));
+        }
+    };
+    let process = ServerProcess { stderr: stderr.map(StderrTail::follow).unwrap_or_default(), _group: transport.id().map(|pid| prepared.track(pid)) };
     let e = match tokio::time::timeout(within, ().serve(transport)).await {
         Ok(Ok(client)) => return Ok((client, process)),
         Ok(Err(e)) => e.to_string(),

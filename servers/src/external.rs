@@ -30,7 +30,9 @@
 //! arm's settings); records keep the variable *names*, never values. A bare program name is
 //! resolved on the caller's `PATH` before the spawn (the child gets no `PATH` unless it inherits
 //! one); a relative path resolves against the folder, which is also the working directory.
-//! Every process runs in its own process group, killed whole at the end of its session.
+//! Every process runs contained ([`crate::contain`]): in its own process group and cgroup (or
+//! process tree), with no descriptor of the caller's but stdio, killed whole — with anything it
+//! started, daemons included — at the end of its session.
 //!
 //! Placeholders in `command` and `[env]` values: `{backend_url}`, `{port}` (HTTP arms: a free
 //! loopback port chosen per start), `{arm_dir}` (the folder's absolute path).
@@ -42,6 +44,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
+
+use crate::contain::{Contained, Prepared};
 use records::{Role, Transport};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -259,12 +263,15 @@ impl ExternalArm {
     }
 }
 
-/// `cmd` as the leader of its own process group, killed whole on drop: how every server process
-/// the bench starts is spawned, so nothing it starts can outlive its session.
-pub fn own_group(cmd: tokio::process::Command) -> CommandWrap {
+/// `cmd` as the leader of its own process group, contained ([`crate::contain::prepare`]) and
+/// killed on drop: how every server process the bench starts is spawned. Hand the [`Prepared`]
+/// the spawned pid ([`Prepared::track`]); the returned guard ends the server and everything it
+/// started.
+pub fn own_group(mut cmd: tokio::process::Command) -> std::io::Result<(CommandWrap, Prepared)> {
+    let prepared = crate::contain::prepare(&mut cmd)?;
     let mut wrapped = CommandWrap::from(cmd);
     wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
-    wrapped
+    Ok((wrapped, prepared))
 }
 
 /// `; its stderr ends: …` when there is a tail to show (the ending of every error about a
@@ -337,44 +344,10 @@ pub fn discover(root: &Path) -> Result<Vec<ExternalArm>, ArmError> {
     dirs.iter().map(|d| ExternalArm::load(d)).collect()
 }
 
-/// The process groups of the external servers running now (their leaders' pids).
-static GROUPS: std::sync::LazyLock<Mutex<std::collections::BTreeSet<i32>>> = std::sync::LazyLock::new(Mutex::default);
-
-/// A running server's process group, killed whole (SIGKILL) when this is dropped: the server
-/// and anything it started, even once the server itself has exited — a child it left holding
-/// its stdout open would otherwise outlive the run.
-#[derive(Debug)]
-pub struct GroupGuard(i32);
-
-impl GroupGuard {
-    /// Tracks the group led by `pid` (a process spawned as its group's leader).
-    pub fn track(pid: u32) -> Self {
-        let pid = pid as i32;
-        GROUPS.lock().unwrap().insert(pid);
-        Self(pid)
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if GROUPS.lock().unwrap().remove(&self.0) {
-            kill_group(self.0);
-        }
-    }
-}
-
-fn kill_group(pgid: i32) {
-    // ESRCH (the group is already gone) is the usual, good outcome.
-    let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), nix::sys::signal::Signal::SIGKILL);
-}
-
-/// Kills every external server's process group still running: what a run calls on its way out,
-/// whatever way it leaves (done, refused, interrupted), so no server outlives it.
+/// Kills every server still running and everything they started: what a command calls on its
+/// way out, whatever way it leaves (done, refused, interrupted), so no server outlives it.
 pub fn kill_all_groups() {
-    let groups = std::mem::take(&mut *GROUPS.lock().unwrap());
-    for pgid in groups {
-        kill_group(pgid);
-    }
+    crate::contain::kill_all();
 }
 
 /// The last [`STDERR_TAIL_BYTES`] a server wrote to stderr, collected while it runs.
@@ -413,7 +386,7 @@ pub struct HttpProcess {
     pub url: String,
     pub stderr: StderrTail,
     child: Box<dyn process_wrap::tokio::ChildWrapper>,
-    _group: Option<GroupGuard>,
+    _group: Option<Contained>,
 }
 
 impl std::fmt::Debug for HttpProcess {
@@ -445,10 +418,17 @@ pub enum StartError {
 /// Starts an HTTP arm on a free loopback port and waits until the port accepts connections.
 pub async fn start_http(arm: &ExternalArm, backend_url: &str) -> Result<HttpProcess, StartError> {
     let port = free_port().map_err(|source| StartError::Spawn { name: arm.name.clone(), source })?;
-    let mut cmd = own_group(arm.command(backend_url, Some(port))?);
+    let spawn_error = |source| StartError::Spawn { name: arm.name.clone(), source };
+    let (mut cmd, prepared) = own_group(arm.command(backend_url, Some(port))?).map_err(spawn_error)?;
     cmd.command_mut().stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
-    let mut child = cmd.spawn().map_err(|source| StartError::Spawn { name: arm.name.clone(), source })?;
-    let group = child.id().map(GroupGuard::track);
+    let mut child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            prepared.abandon();
+            return Err(spawn_error(e));
+        }
+    };
+    let group = child.id().map(|pid| prepared.track(pid));
     let stderr = child.inner_mut().stderr().take().map(StderrTail::follow).unwrap_or_default();
     let deadline = tokio::time::Instant::now() + arm.startup_timeout;
     loop {
@@ -556,9 +536,10 @@ command = ["sh", "-c", "env; pwd"]
 BACKEND_URL = "{backend_url}"
 "#;
         let a = arm(tmp.path(), text).unwrap();
-        let mut cmd = own_group(a.command("http://127.0.0.1:1", None).unwrap());
+        let (mut cmd, prepared) = own_group(a.command("http://127.0.0.1:1", None).unwrap()).unwrap();
         cmd.command_mut().stdout(Stdio::piped());
         let child = cmd.spawn().unwrap();
+        let _contained = child.id().map(|pid| prepared.track(pid));
         let out = Box::into_pin(child.wait_with_output()).await.unwrap();
         let out = String::from_utf8(out.stdout).unwrap();
         let names: Vec<&str> =

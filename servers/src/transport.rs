@@ -59,7 +59,15 @@ async fn serve_external(arm: &crate::external::ExternalArm, transport: Transport
         arm.transport.as_str()
     );
     let port = (transport == Transport::Http).then_some(addr.port());
-    let mut child = crate::external::own_group(arm.command(backend_url, port)?).spawn().with_context(|| format!("starting {}", arm.name))?;
+    let (mut cmd, prepared) = crate::external::own_group(arm.command(backend_url, port)?).with_context(|| format!("starting {}", arm.name))?;
+    let mut child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            prepared.abandon();
+            return Err(e).with_context(|| format!("starting {}", arm.name));
+        }
+    };
+    let _contained = child.id().map(|pid| prepared.track(pid));
     if let Some(port) = port {
         eprintln!("{} listening on http://127.0.0.1:{port}{}", arm.name, arm.path);
     }

@@ -1,0 +1,461 @@
+//! Containment of every server process the bench starts: the process, and anything it starts,
+//! ends with its session — whatever it does to get away.
+//!
+//! A process group alone does not hold a server: a descendant that calls `setsid()` (what a
+//! daemonising helper does) leaves the group, survives the group's kill and lives on, able to
+//! reach the backend of the next session's world. So each server is spawned [`prepare`]d:
+//!
+//! * **a cgroup (v2) of its own** where the machine lets this process create one (under its own
+//!   cgroup, in a folder named for this process): every descendant stays in it whatever it does,
+//!   and `cgroup.kill` ends them all at once. A run that was SIGKILLed leaves its folder behind;
+//!   the next process to start a server removes the folders of processes that are gone, killing
+//!   what is left in them.
+//! * **else its process tree**: the server is made a child subreaper, so what its descendants
+//!   orphan stays in its tree, and at the end the tree is walked from `/proc` (every session
+//!   and group), stopped and killed. This process is a subreaper too ([`become_subreaper`]):
+//!   what a server orphans after it died comes here, and is killed ([`sweep_inherited`]).
+//!
+//! Either way the server gets the parent-death signal (SIGKILL), so that a SIGKILLed harness
+//! does not leave it running, and no file descriptor but stdin, stdout and stderr: descriptors
+//! the caller left open without close-on-exec are closed at its exec.
+//!
+//! `MCPBENCH_CONTAIN=process-tree` chooses the second way even where cgroups are writable (what
+//! the tests use to check it).
+
+use std::collections::BTreeSet;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{LazyLock, Mutex};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::unistd::Pid;
+
+/// The variable that forces the process-tree way.
+pub const MODE_VAR: &str = "MCPBENCH_CONTAIN";
+
+/// How server processes are held.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    /// One cgroup per server under this folder (this process's own).
+    Cgroup(PathBuf),
+    /// The process tree, walked from `/proc`; the reason cgroups are not used.
+    ProcessTree(String),
+}
+
+impl Mode {
+    /// `cgroup` or `process-tree`, as records and logs name it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Cgroup(_) => "cgroup",
+            Self::ProcessTree(_) => "process-tree",
+        }
+    }
+}
+
+static MODE: LazyLock<Mode> = LazyLock::new(|| {
+    let mode = detect();
+    match &mode {
+        Mode::Cgroup(dir) => tracing::debug!(dir = %dir.display(), "server processes are contained by cgroup"),
+        Mode::ProcessTree(why) => tracing::debug!(why, "server processes are contained by process tree"),
+    }
+    mode
+});
+
+/// How this process contains the servers it starts (decided once, at the first use).
+pub fn mode() -> &'static Mode {
+    &MODE
+}
+
+/// The leaders of the servers running now (never taken for an orphan), and of every server
+/// this process started (a process in one of their groups is a server's, whoever its parent).
+static OWN: LazyLock<Mutex<BTreeSet<i32>>> = LazyLock::new(Mutex::default);
+static LEADERS: LazyLock<Mutex<BTreeSet<i32>>> = LazyLock::new(Mutex::default);
+/// Whether [`become_subreaper`] succeeded: only then can an orphan come here to be swept.
+static SUBREAPER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes this process a child subreaper: a process orphaned below it (a server's daemonised
+/// helper whose server is gone) becomes its child rather than init's, so that
+/// [`sweep_inherited`] can end it. For the binary that runs sessions; harmless twice.
+pub fn become_subreaper() {
+    match nix::sys::prctl::set_child_subreaper(true) {
+        Ok(()) => SUBREAPER.store(true, Ordering::Relaxed),
+        Err(e) => tracing::debug!("could not become a child subreaper: {e}"),
+    }
+}
+
+/// What [`prepare`] set up for one server, to hand to [`Contained::track`] once it is spawned.
+#[derive(Debug)]
+pub struct Prepared {
+    cgroup: Option<PathBuf>,
+}
+
+/// Sets `cmd` up to be contained: its own cgroup (if the mode is [`Mode::Cgroup`]), joined
+/// between fork and exec so that nothing it runs is ever outside; the parent-death signal; a
+/// subreaper of its own orphans; every descriptor above stderr closed at exec. Spawn it as a
+/// process group leader too (the group is still how a server's stdio children are signalled).
+pub fn prepare(cmd: &mut tokio::process::Command) -> io::Result<Prepared> {
+    clean_stale_once();
+    let (cgroup, procs) = match mode() {
+        Mode::Cgroup(root) => {
+            static N: AtomicU64 = AtomicU64::new(0);
+            let dir = root.join(format!("server-{}", N.fetch_add(1, Ordering::Relaxed)));
+            std::fs::create_dir(&dir).map_err(|e| io::Error::new(e.kind(), format!("creating the server's cgroup {}: {e}", dir.display())))?;
+            match std::fs::OpenOptions::new().write(true).open(dir.join("cgroup.procs")) {
+                Ok(f) => (Some(dir), Some(f)),
+                Err(e) => {
+                    let _ = std::fs::remove_dir(&dir);
+                    return Err(io::Error::new(e.kind(), format!("opening {}/cgroup.procs: {e}", dir.display())));
+                }
+            }
+        }
+        Mode::ProcessTree(_) => (None, None),
+    };
+    in_child(cmd, procs);
+    Ok(Prepared { cgroup })
+}
+
+/// Between fork and exec, in the child.
+#[allow(unsafe_code)]
+fn in_child(cmd: &mut tokio::process::Command, procs: Option<std::fs::File>) {
+    let parent = nix::unistd::getpid();
+    let procs_fd = procs.as_ref().map(AsRawFd::as_raw_fd);
+    // SAFETY: the closure runs between fork and exec, where only async-signal-safe calls are
+    // allowed: it makes raw syscalls (prctl, getppid, write, close_range, fcntl) and builds
+    // io::Errors from errnos, which does not allocate; no lock, no heap. `procs` is moved into
+    // the closure, so its descriptor stays open in the parent until the command is dropped.
+    unsafe {
+        cmd.pre_exec(move || {
+            let _keep = &procs;
+            if let Some(fd) = procs_fd {
+                // "0" moves the writer — this child — into the cgroup, before it runs anything.
+                if nix::libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(io::Error::from)?;
+            // The parent may have died between fork and prctl: the signal would never come.
+            if nix::unistd::getppid() != parent {
+                return Err(io::Error::from_raw_os_error(nix::libc::ESRCH));
+            }
+            nix::sys::prctl::set_child_subreaper(true).map_err(io::Error::from)?;
+            close_inherited_descriptors();
+            Ok(())
+        });
+    }
+}
+
+/// Marks every descriptor above stderr close-on-exec: those std opened for the spawn already
+/// are (it reports a failed exec through one, so they must not close before the exec), and any
+/// the caller's caller left open without the flag get it.
+#[allow(unsafe_code)]
+fn close_inherited_descriptors() {
+    const CLOSE_RANGE_CLOEXEC: nix::libc::c_uint = 1 << 2;
+    // SAFETY: raw syscalls on descriptor numbers; no memory is touched.
+    unsafe {
+        if nix::libc::syscall(nix::libc::SYS_close_range, 3 as nix::libc::c_uint, nix::libc::c_uint::MAX, CLOSE_RANGE_CLOEXEC) == 0 {
+            return;
+        }
+        // Kernels before 5.11: every descriptor up to the soft limit, one at a time.
+        let mut limit = nix::libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        let max = if nix::libc::getrlimit(nix::libc::RLIMIT_NOFILE, &mut limit) == 0 { limit.rlim_cur.min(1 << 16) as i32 } else { 1024 };
+        for fd in 3..max {
+            nix::libc::fcntl(fd, nix::libc::F_SETFD, nix::libc::FD_CLOEXEC);
+        }
+    }
+}
+
+impl Prepared {
+    /// Holds the server spawned as `pid` (its group's leader): killed whole when the returned
+    /// guard is dropped, or by [`kill_all`].
+    pub fn track(self, pid: u32) -> Contained {
+        let leader = pid as i32;
+        OWN.lock().unwrap().insert(leader);
+        LEADERS.lock().unwrap().insert(leader);
+        RUNNING.lock().unwrap().insert(leader, self.cgroup.clone());
+        Contained { leader, cgroup: self.cgroup }
+    }
+
+    /// The spawn failed: removes what [`prepare`] made.
+    pub fn abandon(self) {
+        if let Some(dir) = self.cgroup {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+}
+
+/// The servers running now: leader → its cgroup.
+static RUNNING: LazyLock<Mutex<std::collections::BTreeMap<i32, Option<PathBuf>>>> = LazyLock::new(Mutex::default);
+
+/// A running server, and everything it started: killed when this is dropped, even once the
+/// server itself has exited (a child it left holding its stdout open, or a daemon it started,
+/// would otherwise outlive the session).
+#[derive(Debug)]
+pub struct Contained {
+    leader: i32,
+    cgroup: Option<PathBuf>,
+}
+
+impl Contained {
+    /// The cgroup holding the server, when there is one.
+    pub fn cgroup(&self) -> Option<&Path> {
+        self.cgroup.as_deref()
+    }
+}
+
+impl Drop for Contained {
+    fn drop(&mut self) {
+        if RUNNING.lock().unwrap().remove(&self.leader).is_some() {
+            end(self.leader, self.cgroup.as_deref());
+        }
+    }
+}
+
+/// Kills every server still running and what they started, then sweeps orphans: what a command
+/// calls on its way out, however it leaves (done, refused, interrupted).
+pub fn kill_all() {
+    let running = std::mem::take(&mut *RUNNING.lock().unwrap());
+    for (leader, cgroup) in running {
+        end(leader, cgroup.as_deref());
+    }
+    sweep_inherited();
+    if let Mode::Cgroup(root) = mode() {
+        let _ = std::fs::remove_dir(root);
+    }
+}
+
+fn end(leader: i32, cgroup: Option<&Path>) {
+    let killed = match cgroup {
+        Some(dir) => kill_cgroup(dir),
+        None => kill_tree(leader),
+    };
+    // ESRCH (the group is already gone) is the usual, good outcome.
+    let _ = killpg(Pid::from_raw(leader), Signal::SIGKILL);
+    OWN.lock().unwrap().remove(&leader);
+    // What the kill orphaned came here (we are a subreaper): reap it, never the leader itself,
+    // which its spawner reaps.
+    reap(killed.into_iter().filter(|&p| p != leader));
+    // In a cgroup nothing gets out (short of a server with the right to move itself to
+    // another cgroup); without one, what a server orphaned after it died came here.
+    if cgroup.is_none() {
+        sweep_inherited();
+    }
+}
+
+/// Kills everything in `dir` and removes it; the pids it held.
+fn kill_cgroup(dir: &Path) -> Vec<i32> {
+    let members = pids_in(dir);
+    if std::fs::write(dir.join("cgroup.kill"), "1").is_err() {
+        // No cgroup.kill (kernels before 5.14, where detection would have said so): by hand.
+        for &p in &members {
+            let _ = kill(Pid::from_raw(p), Signal::SIGKILL);
+        }
+    }
+    let deadline = Instant::now() + Duration::from_millis(500);
+    while std::fs::remove_dir(dir).is_err() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    members
+}
+
+fn pids_in(dir: &Path) -> Vec<i32> {
+    std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default().lines().filter_map(|l| l.trim().parse().ok()).collect()
+}
+
+/// Stops and kills `leader`'s process tree (every descendant, whatever its session or group):
+/// stopped first, walked again until no new process appears (a stopped process cannot fork),
+/// then killed. The pids killed.
+fn kill_tree(leader: i32) -> Vec<i32> {
+    let mut seen: BTreeSet<i32> = BTreeSet::new();
+    for _ in 0..50 {
+        let tree = descendants(leader, true);
+        let new: Vec<i32> = tree.iter().copied().filter(|p| !seen.contains(p)).collect();
+        if new.is_empty() {
+            break;
+        }
+        for &p in &new {
+            let _ = kill(Pid::from_raw(p), Signal::SIGSTOP);
+            seen.insert(p);
+        }
+    }
+    for &p in &seen {
+        let _ = kill(Pid::from_raw(p), Signal::SIGKILL);
+    }
+    seen.into_iter().collect()
+}
+
+/// `root` and its descendants (when `with_root`), from `/proc`'s parent links.
+fn descendants(root: i32, with_root: bool) -> Vec<i32> {
+    let parents = parent_links();
+    let mut out = vec![];
+    let mut frontier = vec![root];
+    while let Some(p) = frontier.pop() {
+        if p != root || with_root {
+            out.push(p);
+        }
+        frontier.extend(parents.iter().filter(|&&(_, ppid)| ppid == p).map(|&(pid, _)| pid));
+    }
+    out
+}
+
+/// (pid, ppid) of every process.
+fn parent_links() -> Vec<(i32, i32)> {
+    all_pids().filter_map(|pid| Some((pid, stat_of(pid)?.ppid))).collect()
+}
+
+fn all_pids() -> impl Iterator<Item = i32> {
+    std::fs::read_dir("/proc").into_iter().flatten().flatten().filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+}
+
+/// What `/proc/<pid>/stat` says of a process's place: its parent, group and session.
+#[derive(Debug, Clone, Copy)]
+struct Place {
+    ppid: i32,
+    pgrp: i32,
+    session: i32,
+}
+
+fn stat_of(pid: i32) -> Option<Place> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid pgrp session …`: comm may hold spaces and parentheses, so read
+    // after the last ')'.
+    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace().skip(1).map(|f| f.parse::<i32>().ok());
+    Some(Place { ppid: fields.next()??, pgrp: fields.next()??, session: fields.next()?? })
+}
+
+fn parent_of(pid: i32) -> Option<i32> {
+    stat_of(pid).map(|p| p.ppid)
+}
+
+/// Kills and reaps every orphan of a server that was reparented here: a child of this process
+/// it did not spawn as a server, that left this process's session (`setsid()`, what daemons
+/// do) or sits in a server's process group — never a child of this process's own (an embedded
+/// Postgres, a `git` it runs: same session, their own or this process's group). Processes still
+/// held in a running server's cgroup are left to that server's end (killing them now could
+/// break a session in flight). Only a subreaper ([`become_subreaper`]) inherits orphans.
+pub fn sweep_inherited() {
+    if !SUBREAPER.load(Ordering::Relaxed) {
+        return;
+    }
+    let me = nix::unistd::getpid().as_raw();
+    let Some(mine) = stat_of(me) else { return };
+    let own = OWN.lock().unwrap().clone();
+    let leaders = LEADERS.lock().unwrap().clone();
+    let held: Vec<PathBuf> = RUNNING.lock().unwrap().values().flatten().cloned().collect();
+    let mut killed = vec![];
+    for pid in all_pids() {
+        let Some(place) = stat_of(pid) else { continue };
+        let orphan = place.ppid == me && !own.contains(&pid) && (place.session != mine.session || leaders.contains(&place.pgrp));
+        if !orphan || (!held.is_empty() && in_any(pid, &held)) {
+            continue;
+        }
+        killed.extend(kill_tree(pid));
+    }
+    reap(killed.into_iter());
+}
+
+/// Whether `pid` is in one of the cgroups `dirs`.
+fn in_any(pid: i32, dirs: &[PathBuf]) -> bool {
+    let Mode::Cgroup(root) = mode() else { return false };
+    let Some(mount_relative) = own_cgroup_line(&format!("/proc/{pid}/cgroup")) else { return false };
+    let Some(mount) = cgroup2_mount() else { return false };
+    let path = mount.join(mount_relative.trim_start_matches('/'));
+    path.starts_with(root) && dirs.iter().any(|d| path.starts_with(d))
+}
+
+/// Collects the exit status of each of `pids` that is (or becomes, within a few milliseconds)
+/// a dead child of this process, so that no zombie is left.
+fn reap(pids: impl Iterator<Item = i32>) {
+    use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+    let me = nix::unistd::getpid().as_raw();
+    for pid in pids {
+        let deadline = Instant::now() + Duration::from_millis(20);
+        loop {
+            match waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::StillAlive) if Instant::now() < deadline => std::thread::sleep(Duration::from_micros(200)),
+                // Not (yet) our child: reparented to us a moment later, or to someone else.
+                Err(nix::errno::Errno::ECHILD) if Instant::now() < deadline && parent_of(pid).is_some_and(|p| p != me) => {
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+                _ => break,
+            }
+        }
+    }
+}
+
+/// The cgroup2 mount point, from `/proc/self/mountinfo`.
+fn cgroup2_mount() -> Option<PathBuf> {
+    static MOUNT: LazyLock<Option<PathBuf>> = LazyLock::new(|| {
+        let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+        info.lines().find_map(|line| {
+            let (before, after) = line.split_once(" - ")?;
+            let mount = before.split_whitespace().nth(4)?;
+            (after.split_whitespace().next()? == "cgroup2").then(|| PathBuf::from(mount))
+        })
+    });
+    MOUNT.clone()
+}
+
+/// The unified hierarchy's path in a `/proc/<pid>/cgroup` file (its `0::` line).
+fn own_cgroup_line(file: &str) -> Option<String> {
+    std::fs::read_to_string(file).ok()?.lines().find_map(|l| l.strip_prefix("0::").map(str::to_owned))
+}
+
+/// Prefix of the folder each process makes under its own cgroup: `mcpbench-<pid>`.
+const FOLDER_PREFIX: &str = "mcpbench-";
+
+fn detect() -> Mode {
+    if std::env::var(MODE_VAR).is_ok_and(|v| v == "process-tree") {
+        return Mode::ProcessTree(format!("{MODE_VAR}=process-tree"));
+    }
+    let Some(mount) = cgroup2_mount() else { return Mode::ProcessTree("no cgroup2 file system is mounted".into()) };
+    let Some(own) = own_cgroup_line("/proc/self/cgroup") else { return Mode::ProcessTree("this process is in no cgroup2 hierarchy".into()) };
+    let parent = mount.join(own.trim_start_matches('/'));
+    let dir = parent.join(format!("{FOLDER_PREFIX}{}", std::process::id()));
+    if let Err(e) = std::fs::create_dir(&dir) {
+        return Mode::ProcessTree(format!("cannot create a cgroup under {}: {e}", parent.display()));
+    }
+    if !dir.join("cgroup.kill").exists() {
+        let _ = std::fs::remove_dir(&dir);
+        return Mode::ProcessTree("the kernel has no cgroup.kill (Linux 5.14 or newer)".into());
+    }
+    Mode::Cgroup(dir)
+}
+
+/// Once per process: the folders of processes that are gone (a SIGKILLed run's), their servers
+/// and daemons killed and the folders removed.
+fn clean_stale_once() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let Mode::Cgroup(dir) = mode() else { return };
+        let Some(parent) = dir.parent() else { return };
+        let Ok(entries) = std::fs::read_dir(parent) else { return };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(pid) = name.strip_prefix(FOLDER_PREFIX).and_then(|p| p.parse::<i32>().ok()) else { continue };
+            if Path::new(&format!("/proc/{pid}")).exists() {
+                continue;
+            }
+            let stale = entry.path();
+            let servers: Vec<PathBuf> = std::fs::read_dir(&stale).map(|e| e.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect()).unwrap_or_default();
+            let mut killed = 0;
+            for server in servers {
+                killed += kill_cgroup(&server).len();
+            }
+            let _ = std::fs::remove_dir(&stale);
+            if killed > 0 {
+                tracing::warn!(folder = %stale.display(), killed, "killed server processes a run that is gone left behind");
+            }
+        }
+    });
+}
+
+/// A line for a log or an error: how servers are contained here.
+pub fn describe() -> String {
+    match mode() {
+        Mode::Cgroup(dir) => format!("a cgroup per server under {}", dir.display()),
+        Mode::ProcessTree(why) => format!("the process tree of each server ({why})"),
+    }
+}
