@@ -461,3 +461,52 @@ fn a_hostile_arm_is_contained_by_its_cgroup() {
 fn a_hostile_arm_is_contained_by_its_process_tree_without_cgroups() {
     a_hostile_arm_is_contained(Some("process-tree"), 3630);
 }
+
+/// A harness killed with SIGKILL cannot clean up: the server dies with it all the same (its
+/// parent-death signal), and the daemon it left in its cgroup is killed by the next process that
+/// starts a server (a folder of a process that is gone).
+#[test]
+fn a_sigkilled_run_leaves_no_server_and_the_next_run_ends_its_daemons() {
+    let tmp = tempfile::tempdir().unwrap();
+    let py = std::fs::canonicalize(arms_root().join("domain_adapter_py")).unwrap();
+    // The first start hangs in its handshake, with a daemon beside it; any later one exits at once.
+    let count = tmp.path().join("mute.starts").display().to_string();
+    let command = format!(
+        "[\"sh\", \"-c\", \"n=$(cat {count} 2>/dev/null || echo 0); echo $((n+1)) > {count}; if [ $n -ge 1 ]; then exit 3; fi; setsid sleep 3642 </dev/null >/dev/null 2>&1 & exec sleep 3641\"]"
+    );
+    let dir = arm_dir(tmp.path(), "mute", &arm_toml("mute", "domain_adapter", "stdio", &command).replace("[serve]\n", "[serve]\nstartup_timeout_secs = 120\n"));
+    common::copy_dir(&py.join("oracle"), &dir.join("oracle"));
+    let mut child = pipeline()
+        .arg("--arms-dir")
+        .arg(tmp.path())
+        .args(["--mcp", "mute,domain_wrapper", "--models", "oracle", "--tasks", "which_wen", "--exp-name", "killed", "--results-dir"])
+        .arg(tmp.path().join("results"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while running("sleep 3641").is_empty() || running("sleep 3642").is_empty() {
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "the mute server never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let started = std::time::Instant::now();
+    while !running("sleep 3641").is_empty() {
+        assert!(started.elapsed() < std::time::Duration::from_secs(5), "the server outlived its SIGKILLed harness");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    if !matches!(servers::contain::mode(), servers::contain::Mode::Cgroup(_)) {
+        // Without cgroups nothing holds the daemon once its harness is gone (ADR 0016).
+        let _ = Command::new("pkill").args(["-f", "^sleep 3642"]).status();
+        return;
+    }
+    assert!(!running("sleep 3642").is_empty(), "the daemon left its server's process tree, and lives on until a run cleans up");
+    // Any command that starts a server cleans up first: a listing will do.
+    let out = pipeline().args(["servers", "--arms-dir"]).arg(tmp.path()).output().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert_eq!(running("sleep 3642"), Vec::<String>::new(), "the next run left the daemon running: {}", text(&out));
+    // The probe above made a cgroup folder for this test process: remove it.
+    servers::contain::kill_all();
+}
