@@ -29,12 +29,16 @@ pub const SUPERSEDED: &str = "superseded";
 pub struct Experiment {
     pub dir: PathBuf,
     created: bool,
+    /// Folders above `dir` that [`Self::lock`] created, innermost first.
+    made_above: Vec<PathBuf>,
     _lock: nix::fcntl::Flock<File>,
 }
 
 impl Experiment {
     pub fn lock(dir: &Path) -> anyhow::Result<Self> {
         let created = !dir.exists();
+        // The folders above it this makes too (a results folder that did not exist).
+        let made_above: Vec<PathBuf> = dir.ancestors().skip(1).take_while(|a| !a.as_os_str().is_empty() && !a.exists()).map(Path::to_path_buf).collect();
         std::fs::create_dir_all(dir).with_context(|| format!("creating the experiment folder {}", dir.display()))?;
         let path = dir.join(LOCK);
         let file = std::fs::OpenOptions::new()
@@ -58,7 +62,7 @@ impl Experiment {
         };
         lock.set_len(0)?;
         writeln!(lock, "pid {} since {}", std::process::id(), chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true))?;
-        Ok(Self { dir: dir.to_path_buf(), created, _lock: lock })
+        Ok(Self { dir: dir.to_path_buf(), created, made_above, _lock: lock })
     }
 
     /// Removes the folder again when this run created it and refused before writing anything
@@ -70,6 +74,12 @@ impl Experiment {
         let only_lock = std::fs::read_dir(&self.dir).map(|d| d.flatten().all(|e| e.file_name() == LOCK)).unwrap_or(false);
         if only_lock {
             let _ = std::fs::remove_dir_all(&self.dir);
+            // Innermost first; a folder something else wrote to since stays.
+            for above in &self.made_above {
+                if std::fs::remove_dir(above).is_err() {
+                    break;
+                }
+            }
         }
     }
 

@@ -488,6 +488,26 @@ pub async fn ground_truth_of(plan: &crate::plan::RunPlan) -> anyhow::Result<Vec<
     Ok(failures)
 }
 
+/// G5 for a run from flags, as `check` runs it for a spec: every task's text against the tool,
+/// resource and template names of every arm its module has in the run (the module's own pair
+/// always, external arms too), listed against `backend_url` — the run's own world. Returns one
+/// line per violation.
+pub async fn neutrality_of(plan: &crate::plan::RunPlan, backend_url: &str) -> anyhow::Result<Vec<String>> {
+    let mut failures = Vec::new();
+    for m in &plan.tasks {
+        let arms: Vec<&ServerEntry> = plan.arms.iter().copied().filter(|a| a.module == m.module).collect();
+        let banned = tasks::gates::banned_terms(&m.module, &arms, backend_url)
+            .await
+            .with_context(|| format!("listing the names the tasks of {} may not use", m.module))?;
+        for t in &m.tasks {
+            for v in tasks::gates::neutrality_violations(t, &banned) {
+                failures.push(format!("task {}: the text contains {:?} ({})", t.key(), v.term, v.source));
+            }
+        }
+    }
+    Ok(failures)
+}
+
 /// G1: the functions the agent offers for `arm`, its server started as a session would start
 /// it, are exactly its frozen manifest's tools (plus the generic resource functions).
 async fn isolation(spec: &Spec, arm: &ServerEntry, backend_url: &str, serve: &[String], f: &mut Failures) {

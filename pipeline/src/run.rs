@@ -167,6 +167,24 @@ pub async fn run(plan: RunPlan, accepted: impl FnOnce(&Experiment) -> anyhow::Re
         command: plan.command.clone(),
         ..Default::default()
     };
+    // The run's backend, started before anything is accepted: G5 lists the arms against it.
+    let main = match pending.first() {
+        None => None,
+        Some(first) => Some(LocalBackend::start(first.session.task.spec()).await.context("starting the backend")?),
+    };
+    if let (Some(main), None) = (&main, &plan.check) {
+        // A spec run proved G5 in its check; a run from flags proves it here, for every arm.
+        let failures = crate::gates::neutrality_of(&plan, main.url()).await?;
+        if !failures.is_empty() {
+            eprintln!("INVALID — gate failures:");
+            for f in &failures {
+                eprintln!("{}: {f}", crate::gates::Gate::Neutrality);
+            }
+            eprintln!("no session was started: a task's text names what one arm offers, so the arms would not answer the same question");
+            experiment.discard_if_untouched();
+            return Err(Reported.into());
+        }
+    }
     let reruns: usize = rerun.values().sum();
     if let Some(shard) = plan.shard {
         eprintln!(
@@ -219,9 +237,8 @@ pub async fn run(plan: RunPlan, accepted: impl FnOnce(&Experiment) -> anyhow::Re
             None => None,
         }),
     });
-    let first_spec = pending.first().map(|p| p.session.task.spec()).unwrap_or_default();
     let queue = Arc::new(Mutex::new(VecDeque::from(work_items(plan.session_mode, pending))));
-    let main = LocalBackend::start(first_spec).await.context("starting the backend")?;
+    let main = main.expect("a run with sessions to take started its backend");
     let results = Arc::new(Mutex::new(Vec::<(SessionRecord, f64, bool)>::new()));
     let mut workers = Vec::new();
     for w in 0..plan.jobs {

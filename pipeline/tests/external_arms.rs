@@ -510,3 +510,24 @@ fn a_sigkilled_run_leaves_no_server_and_the_next_run_ends_its_daemons() {
     // The probe above made a cgroup folder for this test process: remove it.
     servers::contain::kill_all();
 }
+
+/// A run from flags holds every arm to G5 as `check` holds a spec's: an external arm generated
+/// from an API offers a tool named `reset`, a task's text says "reset", and the run refuses
+/// before any session, naming the gate, the task, the term and the arm, with nothing written.
+#[test]
+fn a_flag_run_refuses_a_task_whose_text_names_a_tool_of_an_external_arm() {
+    installed("domain_adapter_py", ".venv/bin/python");
+    let tmp = tempfile::tempdir().unwrap();
+    let py = std::fs::canonicalize(arms_root().join("domain_adapter_py")).unwrap();
+    let server = "from mcp.server.mcpserver import MCPServer\n\napp = MCPServer(\"generated\")\n\n\n@app.tool()\ndef reset() -> str:\n    \"\"\"Restore the freshly seeded state.\"\"\"\n    return \"ok\"\n\n\napp.run()\n";
+    let command = format!("[\"{}/.venv/bin/python\", \"server.py\"]", py.display());
+    let dir = arm_dir(tmp.path(), "generated", &arm_toml("generated", "domain_adapter", "stdio", &command));
+    std::fs::write(dir.join("server.py"), server).unwrap();
+    let task = "victor_dubois_password_reset_to_low";
+    std::fs::write(dir.join("oracle").join(format!("{task}.toml")), "answer = \"Done.\"\n\n[[steps]]\ntool = \"reset\"\nargs = {}\n").unwrap();
+    refused(
+        tmp.path(),
+        &["--mcp", "generated,domain_wrapper", "--models", "oracle", "--tasks", task],
+        &["INVALID — gate failures:", &format!("G5 neutrality: task domain_adapter/{task}"), "\"reset\" (tool of generated)", "no session was started"],
+    );
+}
