@@ -185,8 +185,8 @@ fn model_tables() -> Vec<Definition> {
         def(
             &["paired difference (pattern − control) [95% CI]"],
             PerSession,
-            "the mean over pairs of the pattern session's value minus the control session's: over every (task, rep) pair valid in both arms in an \"all pairs\" row, over the pairs where both arms passed in a \"both passed\" row",
-            "with its percentile bootstrap 95% interval; in parentheses the relative difference Σpattern / Σcontrol − 1 over the same pairs and its interval; n is the pairs with the figure in both arms, \"k null\" the pairs left out of this figure because an arm's value is null",
+            "the mean over tasks of each task's mean over its pairs of the pattern session's value minus the control session's: over every (task, rep) pair valid in both arms in an \"all pairs\" row, over the pairs where both arms passed in a \"both passed\" row",
+            "with its 95% interval over tasks (a t interval over the per-task means: the tasks are the sampled unit); in parentheses the relative difference mean(pattern) / mean(control) − 1 over the same tasks and its interval; n is the pairs with the figure in both arms, \"k null\" the pairs left out of this figure because an arm's value is null",
             &["models[].modules[].paired"],
         ),
         def(

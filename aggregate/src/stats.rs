@@ -1,5 +1,7 @@
-//! Small, dependency-free statistics: Wilson score intervals, a percentile bootstrap driven by a
-//! local SplitMix64 (so intervals never change with a crate upgrade), medians, means and a
+//! Small, dependency-free statistics: Wilson score intervals (plain, and with a design effect for
+//! sessions clustered by task), t intervals over cluster means (the task, not the session, is the
+//! sampled unit: docs/adr/0017-intervals-over-tasks.md), a percentile bootstrap driven by a local
+//! SplitMix64 (so intervals never change with a crate upgrade), medians, means and a
 //! normal-approximation power estimate.
 
 use serde::{Deserialize, Serialize};
@@ -42,6 +44,142 @@ pub fn wilson(successes: usize, n: usize) -> Option<Interval> {
     // At 0/n and n/n the exact bound is 0 or 1; pin it against rounding.
     let lo = if successes == 0 { 0.0 } else { (centre - half).max(0.0) };
     let hi = if successes == n { 1.0 } else { (centre + half).min(1.0) };
+    Some(Interval { lo, hi })
+}
+
+/// The 0.975 quantile of Student's t with `df` degrees of freedom (`df` ≥ 1): exact table values
+/// to 30, then the Cornish–Fisher expansion in 1/df (error below 1e-5 beyond 30).
+pub fn t_975(df: usize) -> f64 {
+    const TABLE: [f64; 30] = [
+        12.706_204_736,
+        4.302_652_730,
+        3.182_446_305,
+        2.776_445_105,
+        2.570_581_836,
+        2.446_911_851,
+        2.364_624_252,
+        2.306_004_135,
+        2.262_157_163,
+        2.228_138_852,
+        2.200_985_160,
+        2.178_812_830,
+        2.160_368_656,
+        2.144_786_688,
+        2.131_449_546,
+        2.119_905_299,
+        2.109_815_578,
+        2.100_922_040,
+        2.093_024_054,
+        2.085_963_447,
+        2.079_613_845,
+        2.073_873_068,
+        2.068_657_610,
+        2.063_898_562,
+        2.059_538_553,
+        2.055_529_439,
+        2.051_830_516,
+        2.048_407_142,
+        2.045_229_642,
+        2.042_272_456,
+    ];
+    assert!(df >= 1, "t needs at least one degree of freedom");
+    if df <= TABLE.len() {
+        return TABLE[df - 1];
+    }
+    let (z, v) = (Z_95, df as f64);
+    let (z3, z5, z7) = (z.powi(3), z.powi(5), z.powi(7));
+    z + (z3 + z) / (4.0 * v) + (5.0 * z5 + 16.0 * z3 + 3.0 * z) / (96.0 * v * v) + (3.0 * z7 + 19.0 * z5 + 17.0 * z3 - 15.0 * z) / (384.0 * v.powi(3))
+}
+
+/// 95% t interval of the mean of `cluster_means` (one value per task): mean ± t(0.975, T − 1) ·
+/// SD / √T. The clusters are the sampled units, so this is an interval for the mean over the
+/// population of tasks the set stands for; it does not narrow with more reps of the same tasks.
+/// `None` below 2 clusters.
+pub fn cluster_mean_ci(cluster_means: &[f64]) -> Option<Interval> {
+    let t = cluster_means.len();
+    if t < 2 {
+        return None;
+    }
+    let (m, sd) = (mean(cluster_means)?, sd(cluster_means)?);
+    let half = t_975(t - 1) * sd / (t as f64).sqrt();
+    Some(Interval { lo: m - half, hi: m + half })
+}
+
+/// 95% interval of R = mean(pattern) / mean(control) − 1 over clusters (per-task means, paired
+/// by index): Fieller's interval for a ratio of two correlated means, with a t quantile (T − 1
+/// degrees of freedom) — the set of θ = 1 + R for which mean(pattern) − θ · mean(control) is not
+/// shown different from 0. It is not symmetric, as a ratio's uncertainty is not. `None` below 2
+/// clusters, for unequal lengths, and when the control mean itself is not shown different from 0
+/// (the interval is then unbounded).
+pub fn cluster_ratio_ci(pattern: &[f64], control: &[f64]) -> Option<Interval> {
+    let t = pattern.len();
+    if t < 2 || control.len() != t {
+        return None;
+    }
+    let (mp, mc) = (mean(pattern)?, mean(control)?);
+    let cov = |x: &[f64], mx: f64, y: &[f64], my: f64| x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum::<f64>() / (t - 1) as f64;
+    let (spp, scc, spc) = (cov(pattern, mp, pattern, mp), cov(control, mc, control, mc), cov(pattern, mp, control, mc));
+    let q = t_975(t - 1).powi(2) / t as f64;
+    let a = mc * mc - q * scc;
+    let b = -2.0 * (mp * mc - q * spc);
+    let c = mp * mp - q * spp;
+    let disc = b * b - 4.0 * a * c;
+    if a <= 0.0 || disc < 0.0 {
+        return None;
+    }
+    let root = disc.sqrt();
+    let (lo, hi) = ((-b - root) / (2.0 * a), (-b + root) / (2.0 * a));
+    Some(Interval { lo: lo - 1.0, hi: hi - 1.0 })
+}
+
+/// Wilson 95% interval of a pass rate over sessions clustered by task, `(passed, sessions)` per
+/// task: the Wilson interval at the effective sample size n / deff, where the design effect
+/// deff = 1 + (m̄ − 1) · ρ comes from the intraclass correlation ρ of passing within a task (one-way
+/// ANOVA estimator, floored at 0; m̄ the mean sessions per task). With one session per task, or
+/// no correlation, it is the plain Wilson interval; when tasks are all-or-nothing it is the
+/// Wilson interval over tasks. `None` when there are no sessions.
+pub fn wilson_clustered(clusters: &[(usize, usize)]) -> Option<Interval> {
+    let clusters: Vec<(usize, usize)> = clusters.iter().copied().filter(|&(_, n)| n > 0).collect();
+    let (x, n): (usize, usize) = clusters.iter().fold((0, 0), |(x, n), &(a, b)| (x + a, n + b));
+    if n == 0 {
+        return None;
+    }
+    let deff = design_effect(&clusters).unwrap_or(1.0);
+    let n_eff = n as f64 / deff;
+    wilson_f(x as f64 / n as f64, n_eff)
+}
+
+/// Kish's design effect of a 0/1 outcome over `(successes, n)` clusters; `None` when it cannot be
+/// estimated (one cluster, or a single session per cluster), which the caller reads as 1.
+fn design_effect(clusters: &[(usize, usize)]) -> Option<f64> {
+    let k = clusters.len();
+    let n: usize = clusters.iter().map(|c| c.1).sum();
+    if k < 2 || n <= k {
+        return None;
+    }
+    let p = clusters.iter().map(|c| c.0).sum::<usize>() as f64 / n as f64;
+    // Between- and within-cluster mean squares of the 0/1 outcome.
+    let ss_between: f64 = clusters.iter().map(|&(x, m)| m as f64 * (x as f64 / m as f64 - p).powi(2)).sum();
+    let ss_within: f64 = clusters.iter().map(|&(x, m)| x as f64 * (1.0 - x as f64 / m as f64)).sum();
+    let (msb, msw) = (ss_between / (k - 1) as f64, ss_within / (n - k) as f64);
+    let n0 = (n as f64 - clusters.iter().map(|c| (c.1 * c.1) as f64).sum::<f64>() / n as f64) / (k - 1) as f64;
+    let denom = msb + (n0 - 1.0) * msw;
+    let rho = if denom > 0.0 { ((msb - msw) / denom).clamp(0.0, 1.0) } else { 0.0 };
+    let m_bar = n as f64 / k as f64;
+    Some(1.0 + (m_bar - 1.0) * rho)
+}
+
+/// The Wilson 95% interval at proportion `p` over an effective `n` (which may be fractional).
+fn wilson_f(p: f64, n: f64) -> Option<Interval> {
+    if n <= 0.0 {
+        return None;
+    }
+    let z2 = Z_95 * Z_95;
+    let denom = 1.0 + z2 / n;
+    let centre = (p + z2 / (2.0 * n)) / denom;
+    let half = Z_95 * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / denom;
+    let lo = if p <= 0.0 { 0.0 } else { (centre - half).max(0.0) };
+    let hi = if p >= 1.0 { 1.0 } else { (centre + half).min(1.0) };
     Some(Interval { lo, hi })
 }
 
@@ -331,5 +469,63 @@ mod tests {
         assert_eq!(cohen_kappa::<&str>(&[]), None);
         // One rater constant, the other not: defined, and 0 (p_o = p_e = ½).
         assert_eq!(cohen_kappa(&[("a", "a"), ("a", "b")]), Some(0.0));
+    }
+}
+
+#[cfg(test)]
+mod cluster_tests {
+    use super::*;
+
+    #[test]
+    fn t_quantiles_match_published_values() {
+        // Tables give t(0.975) for 1, 7, 30 and (Cornish–Fisher beyond) 40, 120 d.f.
+        for (df, t) in [(1, 12.7062), (7, 2.3646), (30, 2.0423), (40, 2.0211), (120, 1.9799)] {
+            assert!((t_975(df) - t).abs() < 5e-4, "df {df}: {}", t_975(df));
+        }
+    }
+
+    #[test]
+    fn a_cluster_mean_interval_is_the_t_interval_over_cluster_means() {
+        // Means 1, 2, 3: mean 2, SD 1, half-width t(2) / √3.
+        let i = cluster_mean_ci(&[1.0, 2.0, 3.0]).unwrap();
+        let half = 4.302_652_730 / 3f64.sqrt();
+        assert!((i.lo - (2.0 - half)).abs() < 1e-12 && (i.hi - (2.0 + half)).abs() < 1e-12, "{i:?}");
+        assert!(cluster_mean_ci(&[5.0]).is_none(), "one task: no interval");
+    }
+
+    #[test]
+    fn fiellers_interval_holds_its_defining_property_and_the_known_answers() {
+        // A constant ratio: every pattern mean is 0.8 of its control's: the interval is that point.
+        let c = [100.0, 250.0, 400.0, 175.0];
+        let p: Vec<f64> = c.iter().map(|x| 0.8 * x).collect();
+        let i = cluster_ratio_ci(&p, &c).unwrap();
+        assert!((i.lo + 0.2).abs() < 1e-6 && (i.hi + 0.2).abs() < 1e-6, "{i:?}");
+        // At each bound θ = 1 + R, mean(p − θ c) is exactly t · SE(p − θ c) away from 0.
+        let (p, c) = ([80.0, 260.0, 330.0, 150.0, 95.0], [100.0, 250.0, 400.0, 175.0, 120.0]);
+        let i = cluster_ratio_ci(&p, &c).unwrap();
+        assert!(i.lo < -0.1 && i.hi > -0.1 && i.lo < i.hi, "{i:?}");
+        for theta in [1.0 + i.lo, 1.0 + i.hi] {
+            let d: Vec<f64> = p.iter().zip(&c).map(|(a, b)| a - theta * b).collect();
+            let se = sd(&d).unwrap() / 5f64.sqrt();
+            assert!((mean(&d).unwrap().abs() - t_975(4) * se).abs() < 1e-6, "θ {theta}");
+        }
+        // A control mean not shown different from 0: unbounded, so none.
+        assert!(cluster_ratio_ci(&[1.0, 2.0, 3.0], &[-5.0, 0.0, 5.5]).is_none());
+    }
+
+    #[test]
+    fn a_clustered_wilson_interval_counts_reps_of_one_task_as_far_as_they_agree() {
+        // One session per task: the plain Wilson interval.
+        let one_each: Vec<(usize, usize)> = (0..10).map(|i| (usize::from(i < 7), 1)).collect();
+        assert_eq!(wilson_clustered(&one_each), wilson(7, 10));
+        // Tasks all-or-nothing over 3 reps: the Wilson interval over the 10 tasks, not 30 sessions.
+        let all_or_nothing: Vec<(usize, usize)> = (0..10).map(|i| (if i < 7 { 3 } else { 0 }, 3)).collect();
+        let i = wilson_clustered(&all_or_nothing).unwrap();
+        let over_tasks = wilson(7, 10).unwrap();
+        assert!((i.lo - over_tasks.lo).abs() < 1e-9 && (i.hi - over_tasks.hi).abs() < 1e-9, "{i:?} vs {over_tasks:?}");
+        // Reps that disagree as much as chance would: no design effect, the Wilson over sessions.
+        let mixed = [(2, 3), (1, 3), (2, 3), (1, 3), (2, 3), (1, 3)];
+        assert_eq!(wilson_clustered(&mixed), wilson(9, 18));
+        assert!(wilson_clustered(&[]).is_none());
     }
 }

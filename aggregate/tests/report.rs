@@ -55,11 +55,15 @@ fn metrics_have_the_known_answers() {
     assert_eq!(pr.dropped.get("pattern invalid (provider_error)"), Some(&1));
     assert_eq!(pr.dropped.get("control invalid (mcp_transport)"), Some(&1));
     assert_eq!(pr.dropped.get("control missing"), Some(&1));
+    // Input tokens over tasks: t1's pairs −100 and −90 (mean −95), t2's one pair −90 (its other
+    // is null); the mean over the two tasks is −92.5 (the pooled pair mean would weigh t1 twice),
+    // and the interval is the t interval over those two task means (1 degree of freedom).
     let tok = pr.input_tokens.as_ref().unwrap();
-    assert_eq!((tok.n, tok.missing), (3, 1));
-    assert!(close(tok.mean, -280.0 / 3.0));
+    assert_eq!((tok.n, tok.tasks, tok.missing), (3, 2, 1));
+    assert!(close(tok.mean, -92.5));
     let ci = tok.ci95.unwrap();
-    assert!(ci.lo >= -100.0 && ci.hi <= -90.0 && ci.lo < ci.hi);
+    let half = 12.706_204_736 * 2.5;
+    assert!(close(ci.lo, -92.5 - half) && close(ci.hi, -92.5 + half), "{ci:?}");
     let suc = pr.success.as_ref().unwrap();
     assert!(close(suc.mean, -0.25));
     let turns = pr.turns.as_ref().unwrap();

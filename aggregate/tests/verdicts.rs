@@ -13,11 +13,13 @@ use records::{Role, Verdict as V};
 /// One pair: (pattern passed, pattern input tokens, control passed, control input tokens).
 type Pair = (bool, u64, bool, u64);
 
-/// Writes `pairs` as (t1, rep 1), (t2, rep 1), (t1, rep 2), … of `module` for model "m".
+/// Writes `pairs` as one task each — (t1, rep 1), (t2, rep 1), … — of `module` for model "m":
+/// intervals are taken over tasks, so a pair per task gives each pair its own cluster.
 fn write_pairs(dir: &Path, module: &str, pairs: &[Pair]) {
     for (i, &(pp, pt, cp, ct)) in pairs.iter().enumerate() {
-        let task = if i % 2 == 0 { "t1" } else { "t2" };
-        let rep = i as u32 / 2 + 1;
+        let task = format!("t{}", i + 1);
+        let task = task.as_str();
+        let rep = 1;
         let verdict = |passed| if passed { V::Passed } else { V::Failed };
         write(dir, &record("m", module, "pattern", task, rep, ok(verdict(pp), pt, 3)), false);
         write(dir, &record("m", module, "control", task, rep, ok(verdict(cp), ct, 5)), false);

@@ -20,10 +20,15 @@ pub(super) fn provenance(s: &Summary, terms: &Terms) -> Section {
 pub(super) fn method(s: &Summary) -> Section {
     let m = &s.method;
     let mut items: Vec<Text> = vec![
+        format!("What the intervals estimate: {}.", m.estimand).into(),
         format!("Success: {}; \"could not score\" counts as not passed and is shown apart from \"failed\".", m.success_interval).into(),
-        format!("Differences: {} ({} resamples, seed {}).", m.difference_interval, m.bootstrap_resamples, m.bootstrap_seed).into(),
+        format!("Differences: {}.", m.difference_interval).into(),
         format!("Relative differences (in parentheses): {}.", m.relative_interval).into(),
-        "Distributions are over valid sessions, shown as median / mean [95% CI of the mean]; null usage is counted, never treated as 0.".into(),
+        format!(
+            "Distributions are over valid sessions, shown as median / mean [95% CI of the mean: percentile bootstrap over sessions, {} resamples, seed {}]; null usage is counted, never treated as 0.",
+            m.bootstrap_resamples, m.bootstrap_seed
+        )
+        .into(),
         format!("Verdict: {}", m.verdict_rules).into(),
         format!("Paired differences over two sets of pairs: {}", m.pair_sets).into(),
     ];

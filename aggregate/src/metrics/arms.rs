@@ -157,6 +157,16 @@ fn dist(values: impl Iterator<Item = Option<f64>>, opts: &Options) -> Dist {
     Dist { n: xs.len(), missing, median: stats::median(&xs), mean: stats::mean(&xs), mean_ci95: stats::bootstrap_mean_ci(&xs, opts.resamples, opts.seed) }
 }
 
+/// `(sessions where `hit`, sessions)` per task: the clusters of a rate's interval.
+fn per_task(valid: &[&SessionRecord], hit: impl Fn(&SessionRecord) -> bool) -> Vec<(usize, usize)> {
+    let mut by: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for r in valid {
+        let e = by.entry(r.task.as_str()).or_default();
+        *e = (e.0 + usize::from(hit(r)), e.1 + 1);
+    }
+    by.into_values().collect()
+}
+
 pub(super) fn arm_metrics(recs: &[&SessionRecord], model: &str, prices: Option<&PriceTable>, opts: &Options) -> ArmMetrics {
     let valid: Vec<&SessionRecord> = recs.iter().copied().filter(|r| r.validity.is_valid()).collect();
     let mut invalid = BTreeMap::new();
@@ -187,7 +197,7 @@ pub(super) fn arm_metrics(recs: &[&SessionRecord], model: &str, prices: Option<&
             successes: passed_n,
             n: valid.len(),
             rate: (!valid.is_empty()).then(|| passed_n as f64 / valid.len() as f64),
-            wilson95: stats::wilson(passed_n, valid.len()),
+            wilson95: stats::wilson_clustered(&per_task(&valid, |r| verdict_of(r) == Some(TaskVerdict::Passed))),
         },
         turns: dist(valid.iter().map(|r| Some(r.turns as f64)), opts),
         input_tokens: u(|r| r.totals.input_tokens),

@@ -3,10 +3,14 @@
 //! Rules kept here, all of which the report restates:
 //! - Attrition first: every cell says attempted vs valid sessions and why the rest are invalid.
 //! - Nulls are never defaulted: a distribution says how many sessions had no value.
+//! - Intervals are for the population of tasks a set stands for: the task, not the session, is
+//!   the sampled unit (docs/adr/0017-intervals-over-tasks.md).
 //! - Success rate = passed / valid sessions (a "could not score" counts as not passed but is
-//!   counted apart from "failed"), with a Wilson 95% interval.
-//! - Paired differences (pattern − control) use only (task, rep) pairs valid in both arms, with a
-//!   percentile bootstrap 95% interval of the mean difference (fixed seed, SplitMix64).
+//!   counted apart from "failed"), with a Wilson 95% interval at the effective sample size of
+//!   sessions clustered by task.
+//! - Paired differences (pattern − control) use only (task, rep) pairs valid in both arms: the
+//!   mean over tasks of each task's mean difference, with a t interval over those task means
+//!   (T − 1 degrees of freedom), and Fieller's interval for the relative difference.
 //! - Oracle sessions are structural floors, never mixed with model results; model ids are never
 //!   pooled.
 //! - With a manifest, k is the planned k: a task whose planned reps are not all recorded and
@@ -123,6 +127,10 @@ pub struct Summary {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Method {
+    /// What every interval of the report is for (see [`ESTIMAND`]). Empty in summaries written
+    /// before it was stated.
+    #[serde(default)]
+    pub estimand: String,
     pub success_interval: String,
     pub difference_interval: String,
     /// How the interval of a relative difference ("−13.4% [−16.0%, −9.1%]") is computed.
@@ -334,8 +342,9 @@ pub fn summarise_with(exp: &Experiment, prices: Option<&PriceTable>, opts: &Opti
         schema: SUMMARY_SCHEMA.into(),
         experiments: experiments.into_iter().collect(),
         method: Method {
-            success_interval: "Wilson score 95% interval over valid sessions".into(),
-            difference_interval: "percentile bootstrap 95% interval of the mean paired difference (pattern − control) over (task, rep) pairs valid in both arms; SplitMix64 resampling".into(),
+            estimand: ESTIMAND.into(),
+            success_interval: SUCCESS_INTERVAL.into(),
+            difference_interval: DIFFERENCE_INTERVAL.into(),
             relative_interval: RELATIVE_INTERVAL.into(),
             bootstrap_resamples: opts.resamples,
             bootstrap_seed: opts.seed,
@@ -373,4 +382,11 @@ pub fn summarise_with(exp: &Experiment, prices: Option<&PriceTable>, opts: &Opti
 
 pub const PAIR_SETS: &str = "\"all pairs\": every (task, rep) pair valid in both arms, whatever the outcome — what each arm costs as used, failures included. \"both passed\": only the pairs where both arms passed — what success costs in each arm. A saving over all pairs that the both-passed pairs do not show was made by failing differently, and is no saving.";
 
-pub const RELATIVE_INTERVAL: &str = "percentile bootstrap 95% interval of Σpattern / Σcontrol − 1 over the same pairs, resampled with the same seed as the difference interval (the ratio is recomputed in every resample, so the control mean's own uncertainty is included)";
+/// What the intervals estimate, said once: every report states it.
+pub const ESTIMAND: &str = "the mean over the tasks such a set stands for (the task, not the session, is the sampled unit: reps of one task are not independent draws), each task weighted equally";
+
+pub const SUCCESS_INTERVAL: &str = "Wilson score 95% interval over valid sessions at the effective sample size of sessions clustered by task (n divided by the design effect 1 + (m − 1)·ρ, ρ the intraclass correlation of passing within a task, m the sessions per task): an interval for the pass rate over the tasks such a set stands for";
+
+pub const DIFFERENCE_INTERVAL: &str = "t 95% interval (T − 1 degrees of freedom, T tasks) over the per-task mean paired differences (pattern − control, over the (task, rep) pairs valid in both arms): an interval for the mean difference over the tasks such a set stands for; it narrows with more tasks, not with more reps of the same tasks";
+
+pub const RELATIVE_INTERVAL: &str = "Fieller's 95% interval of mean(pattern) / mean(control) − 1 over the per-task means, with a t quantile (T − 1 degrees of freedom): the ratios for which the pattern's mean minus that multiple of the control's is not shown different from 0 — the control mean's own uncertainty included, and not symmetric, as a ratio's uncertainty is not";

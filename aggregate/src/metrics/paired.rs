@@ -113,23 +113,36 @@ pub struct DroppedPair {
     pub reason: String,
 }
 
-/// Mean paired difference pattern − control.
+/// Mean paired difference pattern − control, over the tasks: each task's mean over its pairs, then
+/// the mean over tasks (the task is the sampled unit; docs/adr/0017-intervals-over-tasks.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Diff {
     /// Pairs with a value in both arms.
     pub n: usize,
+    /// Tasks those pairs come from: the clusters the intervals are taken over. Absent in
+    /// summaries written before intervals were taken over tasks.
+    #[serde(default)]
+    pub tasks: usize,
     /// Used pairs where either arm's value is null (left out of this metric only).
     pub missing: usize,
+    /// The mean over tasks of each task's mean paired difference (with the same number of pairs
+    /// per task, the mean over pairs).
     pub mean: f64,
+    /// 95% t interval (T − 1 degrees of freedom) over the per-task mean differences: for the mean
+    /// difference over the tasks such a set stands for. Null below 2 tasks.
     pub ci95: Option<Interval>,
-    /// Control mean over the same pairs.
+    /// Control mean over the same tasks (each task's mean over the same pairs).
     pub control_mean: f64,
-    /// mean / control_mean = Σpattern / Σcontrol − 1 (null when the control mean is 0).
+    /// mean / control_mean (null when the control mean is 0).
     pub relative: Option<f64>,
-    /// Paired percentile bootstrap of Σpattern / Σcontrol − 1 itself (same resamples and seed as
-    /// `ci95`), not `ci95` divided by the observed control mean.
+    /// 95% interval of the relative difference over tasks (Fieller's, with a t quantile), not
+    /// `ci95` divided by the observed control mean.
     pub relative_ci95: Option<Interval>,
+    /// SD of the paired differences over pairs (what the power estimate reads).
     pub sd: Option<f64>,
+    /// SD of the per-task mean differences. Absent below 2 tasks.
+    #[serde(default)]
+    pub task_sd: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -146,35 +159,46 @@ pub struct Power {
 
 pub const POWER_METHOD: &str = "normal approximation for a two-sided paired test, α = 0.05, power 0.80: pairs = ((z0.975 + z0.80) · SD of paired input-token differences / (relative difference · control mean))², reps per task = ceil(pairs / tasks). An approximation from the observed SD, for pre-registering a follow-up.";
 
-fn diff(pairs: &[(&SessionRecord, &SessionRecord)], f: impl Fn(&SessionRecord) -> Option<f64>, opts: &Options) -> Option<Diff> {
+fn diff(pairs: &[(&SessionRecord, &SessionRecord)], f: impl Fn(&SessionRecord) -> Option<f64>, _opts: &Options) -> Option<Diff> {
     let mut d = Vec::new();
-    let mut p = Vec::new();
-    let mut c = Vec::new();
+    // task → (Σ pattern, Σ control, pairs)
+    let mut by_task: BTreeMap<&str, (f64, f64, usize)> = BTreeMap::new();
     let mut missing = 0;
     for (pat, ctl) in pairs {
         match (f(pat), f(ctl)) {
             (Some(a), Some(b)) => {
                 d.push(a - b);
-                p.push(a);
-                c.push(b);
+                let t = by_task.entry(pat.task.as_str()).or_default();
+                *t = (t.0 + a, t.1 + b, t.2 + 1);
             }
             _ => missing += 1,
         }
     }
-    let mean = stats::mean(&d)?;
+    let p: Vec<f64> = by_task.values().map(|&(a, _, n)| a / n as f64).collect();
+    let c: Vec<f64> = by_task.values().map(|&(_, b, n)| b / n as f64).collect();
+    let task_d: Vec<f64> = p.iter().zip(&c).map(|(a, b)| a - b).collect();
+    let mean = stats::mean(&task_d)?;
     let control_mean = stats::mean(&c)?;
-    let ci95 = stats::bootstrap_mean_ci(&d, opts.resamples, opts.seed);
     let relative = (control_mean != 0.0).then(|| mean / control_mean);
     Some(Diff {
         n: d.len(),
+        tasks: task_d.len(),
         missing,
         mean,
-        ci95,
+        ci95: stats::cluster_mean_ci(&task_d),
         control_mean,
         relative,
-        relative_ci95: relative.and_then(|_| stats::bootstrap_ratio_ci(&p, &c, opts.resamples, opts.seed)),
+        relative_ci95: relative.and_then(|_| stats::cluster_ratio_ci(&p, &c)),
         sd: stats::sd(&d),
+        task_sd: stats::sd(&task_d),
     })
+}
+
+/// A difference of two pass rates lies in [−1, 1], and so does its interval (a t interval over a
+/// few tasks can reach past that).
+fn bounded_rate_difference(mut d: Diff) -> Diff {
+    d.ci95 = d.ci95.map(|i| Interval { lo: i.lo.max(-1.0), hi: i.hi.min(1.0) });
+    d
 }
 
 pub(super) fn module_report(
@@ -246,7 +270,7 @@ pub(super) fn module_report(
         pairs_planned: plan.map(|p| p.k as usize * p.tasks.len()),
         dropped,
         dropped_pairs,
-        success: diff(&pairs, |r| Some(if passed(r) { 1.0 } else { 0.0 }), opts),
+        success: diff(&pairs, |r| Some(if passed(r) { 1.0 } else { 0.0 }), opts).map(bounded_rate_difference),
         turns: diff(&pairs, turns, opts),
         input_tokens: diff(&pairs, input, opts),
         output_tokens: diff(&pairs, output, opts),
