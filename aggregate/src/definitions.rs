@@ -53,7 +53,7 @@ const ORACLE_OVER: &str = "in a task's row, the median over its valid oracle ses
 
 /// How the model tables' distributions are taken: "all pairs" rows in the arm columns, and in
 /// the difference column.
-const ALL_PAIRS: &str = "in the arm columns, the median and the mean [its 95% bootstrap interval] over the arm's valid sessions; in the difference column, the mean over all pairs of pattern − control";
+const ALL_PAIRS: &str = "in the arm columns, the median over the arm's valid sessions and the mean over tasks of each task's mean [its 95% t interval over tasks]; in the difference column, the mean over tasks of each task's mean over all its pairs of pattern − control";
 
 /// How the model tables' "both passed" rows are taken.
 const BOTH_PASSED: &str =
@@ -239,7 +239,7 @@ fn model_tables() -> Vec<Definition> {
         def(
             &["cached input tokens / session (median / mean [CI])"],
             PerSession,
-            "the median and the mean [its 95% bootstrap interval] over the arm's valid sessions",
+            "the median over the arm's valid sessions, and the mean over tasks of each task's mean [its 95% t interval over tasks]",
             "of the session's input tokens, those the endpoint reported as served from its prompt cache",
             &["models[].modules[].<arm>.cached_input_tokens"],
         ),
@@ -253,7 +253,7 @@ fn model_tables() -> Vec<Definition> {
         def(
             &["reasoning tokens / session (median / mean [CI]), part of output"],
             PerSession,
-            "the median and the mean [its 95% bootstrap interval] over the arm's valid sessions whose endpoint reported them; the others are counted as null, never as 0",
+            "the median over the arm's valid sessions whose endpoint reported them, and the mean over tasks of each task's mean [its 95% t interval over tasks]; the others are counted as null, never as 0",
             "of the session's output tokens, those the endpoint reported as spent on reasoning (its usage field reasoning_tokens): already inside the output tokens, so priced as output and never added to them",
             &["models[].modules[].<arm>.reasoning_tokens"],
         ),

@@ -24,11 +24,7 @@ pub(super) fn method(s: &Summary) -> Section {
         format!("Success: {}; \"could not score\" counts as not passed and is shown apart from \"failed\".", m.success_interval).into(),
         format!("Differences: {}.", m.difference_interval).into(),
         format!("Relative differences (in parentheses): {}.", m.relative_interval).into(),
-        format!(
-            "Distributions are over valid sessions, shown as median / mean [95% CI of the mean: percentile bootstrap over sessions, {} resamples, seed {}]; null usage is counted, never treated as 0.",
-            m.bootstrap_resamples, m.bootstrap_seed
-        )
-        .into(),
+        "Distributions are over valid sessions, shown as median (over sessions) / mean (over tasks of each task's mean) [its 95% t interval over tasks]; null usage is counted, never treated as 0.".into(),
         format!("Verdict: {}", m.verdict_rules).into(),
         format!("Paired differences over two sets of pairs: {}", m.pair_sets).into(),
     ];

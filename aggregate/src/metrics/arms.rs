@@ -114,9 +114,13 @@ pub struct Rate {
 pub struct Dist {
     pub n: usize,
     pub missing: usize,
+    /// The median over sessions.
     pub median: Option<f64>,
+    /// The mean over tasks of each task's mean over its sessions (with the same sessions per
+    /// task, the mean over sessions).
     pub mean: Option<f64>,
-    /// Percentile bootstrap 95% interval of the mean.
+    /// 95% t interval (T − 1 d.f.) of that mean over the per-task means: for the tasks such a set
+    /// stands for. Null below 2 tasks.
     pub mean_ci95: Option<Interval>,
 }
 
@@ -145,16 +149,24 @@ pub struct TaskArm {
     pub pass_all_k: Option<bool>,
 }
 
-fn dist(values: impl Iterator<Item = Option<f64>>, opts: &Options) -> Dist {
+/// The distribution of a per-session value over `(task, value)`: the median over sessions, the
+/// mean and its interval over tasks (the task is the sampled unit).
+fn dist<'a>(values: impl Iterator<Item = (&'a str, Option<f64>)>) -> Dist {
     let mut xs = Vec::new();
+    let mut by_task: BTreeMap<&str, (f64, usize)> = BTreeMap::new();
     let mut missing = 0;
-    for v in values {
+    for (task, v) in values {
         match v {
-            Some(x) => xs.push(x),
+            Some(x) => {
+                xs.push(x);
+                let t = by_task.entry(task).or_default();
+                *t = (t.0 + x, t.1 + 1);
+            }
             None => missing += 1,
         }
     }
-    Dist { n: xs.len(), missing, median: stats::median(&xs), mean: stats::mean(&xs), mean_ci95: stats::bootstrap_mean_ci(&xs, opts.resamples, opts.seed) }
+    let task_means: Vec<f64> = by_task.values().map(|&(sum, n)| sum / n as f64).collect();
+    Dist { n: xs.len(), missing, median: stats::median(&xs), mean: stats::mean(&task_means), mean_ci95: stats::cluster_mean_ci(&task_means) }
 }
 
 /// `(sessions where `hit`, sessions)` per task: the clusters of a rate's interval.
@@ -179,7 +191,7 @@ pub(super) fn arm_metrics(recs: &[&SessionRecord], model: &str, prices: Option<&
     let passed_n = count(TaskVerdict::Passed);
     // A valid session without a verifier outcome could not be scored either.
     let could_not_score = valid.iter().filter(|r| matches!(verdict_of(r), None | Some(TaskVerdict::CouldNotScore))).count();
-    let u = |f: fn(&SessionRecord) -> Option<u64>| dist(valid.iter().map(|r| f(r).map(|x| x as f64)), opts);
+    let u = |f: fn(&SessionRecord) -> Option<u64>| dist(valid.iter().map(|r| (r.task.as_str(), f(r).map(|x| x as f64))));
     ArmMetrics {
         server: recs.first().map(|r| r.server.clone()).unwrap_or_default(),
         role: recs.first().map_or(Role::Pattern, |r| r.role),
@@ -199,14 +211,14 @@ pub(super) fn arm_metrics(recs: &[&SessionRecord], model: &str, prices: Option<&
             rate: (!valid.is_empty()).then(|| passed_n as f64 / valid.len() as f64),
             wilson95: stats::wilson_clustered(&per_task(&valid, |r| verdict_of(r) == Some(TaskVerdict::Passed))),
         },
-        turns: dist(valid.iter().map(|r| Some(r.turns as f64)), opts),
+        turns: dist(valid.iter().map(|r| (r.task.as_str(), Some(r.turns as f64)))),
         input_tokens: u(|r| r.totals.input_tokens),
         cached_input_tokens: u(|r| r.totals.cached_input_tokens),
         output_tokens: u(|r| r.totals.output_tokens),
         reasoning_tokens: u(|r| r.totals.reasoning_tokens),
         tool_calls: valid.iter().map(|r| r.tool_calls.len()).sum(),
         tool_call_errors: valid.iter().map(|r| r.tool_calls.iter().filter(|c| c.is_error || c.invalid_arguments || c.unknown_tool).count()).sum(),
-        cost_usd: dist(valid.iter().map(|r| prices.and_then(|p| p.cost(model, &r.totals))), opts),
+        cost_usd: dist(valid.iter().map(|r| (r.task.as_str(), prices.and_then(|p| p.cost(model, &r.totals))))),
         retrieval: retrieval_metrics(&valid),
         outcome_classes: super::classes::outcome_classes(&valid),
         adoption: super::adoption::adoption(&valid),

@@ -188,7 +188,8 @@ fn diff(pairs: &[(&SessionRecord, &SessionRecord)], f: impl Fn(&SessionRecord) -
         ci95: stats::cluster_mean_ci(&task_d),
         control_mean,
         relative,
-        relative_ci95: relative.and_then(|_| stats::cluster_ratio_ci(&p, &c)),
+        // Every figure compared is ≥ 0 (turns, tokens, passes), so the ratio is too: R ≥ −1.
+        relative_ci95: relative.and_then(|_| stats::cluster_ratio_ci(&p, &c)).map(|i| Interval { lo: i.lo.max(-1.0), hi: i.hi }),
         sd: stats::sd(&d),
         task_sd: stats::sd(&task_d),
     })
