@@ -114,7 +114,8 @@ impl Toolbox {
     /// Lists the server's tools (and whether it has resources) and builds the definitions.
     pub async fn from_server(client: &Client) -> Result<Self, ConnectError> {
         let tools = client.list_all_tools().await.map_err(|e| ConnectError::List(e.to_string()))?;
-        let has_resources = client.peer_info().is_some_and(|i| i.capabilities.resources.is_some());
+        // The two resource functions only when the server has something behind its capability.
+        let has_resources = servers::manifest::offers_resources(client).await;
         Ok(Self::build(&tools, has_resources))
     }
 

@@ -57,6 +57,9 @@ struct ServerRow {
     /// Null when the server could not be listed (an external arm that does not start: `error`).
     tools: Option<usize>,
     resource_templates: Option<usize>,
+    /// Whether the agent offers this server's resources (`list_resources`/`read_resource`): it
+    /// declares the capability and has a template or a resource to list.
+    resources: Option<bool>,
     manifest_sha256: Option<String>,
     /// The exact command line that runs this server over stdio (an external arm: its own
     /// command, placeholders unexpanded).
@@ -109,6 +112,7 @@ pub async fn list(args: ServersArgs) -> anyhow::Result<()> {
             paired: s.paired,
             tools: manifest.as_ref().ok().map(|m| m.tools.len()),
             resource_templates: manifest.as_ref().ok().map(|m| m.resource_templates.len()),
+            resources: manifest.as_ref().ok().map(|m| m.resources),
             manifest_sha256: manifest.as_ref().ok().map(ToolManifest::sha256),
             command,
             kind: if external.is_some() { "external" } else { "builtin" },

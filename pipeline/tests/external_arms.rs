@@ -531,3 +531,36 @@ fn a_flag_run_refuses_a_task_whose_text_names_a_tool_of_an_external_arm() {
         &["INVALID — gate failures:", &format!("G5 neutrality: task domain_adapter/{task}"), "\"reset\" (tool of generated)", "no session was started"],
     );
 }
+
+/// A server that declares the resources capability with nothing behind it (generated servers
+/// always declare it) is offered no `list_resources`/`read_resource`: they would cost every turn
+/// their definitions for nothing. `servers --json` says so, and so does a session's record.
+#[test]
+fn an_empty_resources_capability_is_offered_no_resource_functions() {
+    installed("domain_adapter_py", ".venv/bin/python");
+    let tmp = tempfile::tempdir().unwrap();
+    let py = std::fs::canonicalize(arms_root().join("domain_adapter_py")).unwrap();
+    let server = "from mcp.server.mcpserver import MCPServer\n\napp = MCPServer(\"generated\")\n\n\n@app.tool()\ndef noop() -> str:\n    \"\"\"Does nothing.\"\"\"\n    return \"ok\"\n\n\napp.run()\n";
+    let command = format!("[\"{}/.venv/bin/python\", \"server.py\"]", py.display());
+    let dir = arm_dir(tmp.path(), "generated", &arm_toml("generated", "domain_adapter", "stdio", &command));
+    std::fs::write(dir.join("server.py"), server).unwrap();
+    let task = "victor_dubois_password_reset_to_low";
+    std::fs::write(dir.join("oracle").join(format!("{task}.toml")), "answer = \"Done.\"\n\n[[steps]]\ntool = \"noop\"\nargs = {}\n").unwrap();
+
+    let out = pipeline().args(["servers", "--json", "--arms-dir"]).arg(tmp.path()).output().unwrap();
+    let row = String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).find(|r| r["name"] == "generated").unwrap();
+    assert_eq!((row["tools"].as_u64(), row["resource_templates"].as_u64(), row["resources"].as_bool()), (Some(1), Some(0), Some(false)), "{row}");
+
+    let results = tmp.path().join("results");
+    let out = pipeline()
+        .arg("--arms-dir")
+        .arg(tmp.path())
+        .args(["--mcp", "generated", "--models", "oracle", "--tasks", task, "--exp-name", "empty", "--results-dir"])
+        .arg(&results)
+        .output()
+        .unwrap();
+    let recs = records(&results.join("empty"));
+    assert_eq!(recs.len(), 1, "{}", text(&out));
+    let offered = &recs[0]["offered"];
+    assert_eq!((offered["functions"].clone(), offered["resource_functions"].as_bool()), (serde_json::json!(["noop"]), Some(false)), "{offered}");
+}

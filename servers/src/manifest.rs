@@ -23,7 +23,8 @@ pub struct ToolManifest {
     pub server: String,
     pub tools: Vec<ManifestTool>,
     pub resource_templates: Vec<ManifestTemplate>,
-    /// Whether the server offers MCP resources at all.
+    /// Whether the server offers MCP resources: it declares the capability and has something to
+    /// list (a template, or a resource) — see [`offers_resources`].
     pub resources: bool,
     /// What the design offers beyond listings (e.g. operations behind a discovery tool).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -85,9 +86,9 @@ impl ToolManifest {
             })
             .collect();
         tools.sort_by(|a, b| a.name.cmp(&b.name));
-        let resources = client.peer_info().is_some_and(|i| i.capabilities.resources.is_some());
+        let declared = client.peer_info().is_some_and(|i| i.capabilities.resources.is_some());
         let mut resource_templates = Vec::new();
-        if resources {
+        if declared {
             resource_templates = client
                 .list_all_resource_templates()
                 .await?
@@ -100,6 +101,7 @@ impl ToolManifest {
                 .collect();
             resource_templates.sort_by(|a, b| a.uri_template.cmp(&b.uri_template));
         }
+        let resources = offers_resources(client).await;
         Ok(Self { server: entry.name.to_owned(), tools, resource_templates, resources, extra: entry.launcher().and_then(|l| l.manifest_extra()) })
     }
 
@@ -130,5 +132,26 @@ pub fn canonical(value: &Value) -> Value {
         }
         Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
         other => other.clone(),
+    }
+}
+
+/// Whether the server behind `client` has resources to offer: it declares the capability, and
+/// lists a resource template or (first page) a resource. A server that declares the capability
+/// with nothing behind it — generated servers always declare it — is offered no resource
+/// functions: they would cost every turn their definitions for nothing. Templates are asked
+/// first (listing them never needs the backend); a listing that fails counts as something to
+/// offer, as the declared capability says.
+pub async fn offers_resources(client: &rmcp::service::RunningService<rmcp::RoleClient, ()>) -> bool {
+    if !client.peer_info().is_some_and(|i| i.capabilities.resources.is_some()) {
+        return false;
+    }
+    match client.list_resource_templates(None).await {
+        Ok(t) if !t.resource_templates.is_empty() || t.next_cursor.is_some() => return true,
+        Ok(_) => {}
+        Err(_) => return true,
+    }
+    match client.list_resources(None).await {
+        Ok(r) => !r.resources.is_empty() || r.next_cursor.is_some(),
+        Err(_) => true,
     }
 }
