@@ -164,7 +164,8 @@ impl ExternalArm {
         for (field, value) in raw.serve.command.iter().map(|a| ("serve.command", a)).chain(raw.env.iter().map(|(k, v)| (k.as_str(), v))) {
             if let Some(bad) = unknown_placeholder(value) {
                 let field = if field == "serve.command" { field.to_owned() } else { format!("env.{field}") };
-                return Err(ArmError::field(f, &field, format!("unknown placeholder {bad} in {value:?}; known: {}", PLACEHOLDERS.join(", "))));
+                let what = if bad.ends_with('}') { "unknown placeholder" } else { "unclosed placeholder" };
+                return Err(ArmError::field(f, &field, format!("{what} {bad} in {value:?}; known: {}", PLACEHOLDERS.join(", "))));
             }
         }
         let mentions_port = raw.serve.command.iter().chain(raw.env.values()).any(|v| v.contains("{port}"));
@@ -288,10 +289,12 @@ fn expand(value: &str, backend_url: &str, port: Option<u16>, dir: &Path) -> Stri
     v
 }
 
+/// The first `{…}` in `value` that is not a known placeholder, or an unclosed `{…` (which would
+/// otherwise reach the server as written, `{backend_url` and all).
 fn unknown_placeholder(value: &str) -> Option<String> {
     let mut rest = value;
     while let Some(start) = rest.find('{') {
-        let len = rest[start..].find('}')?;
+        let Some(len) = rest[start..].find('}') else { return Some(rest[start..].to_owned()) };
         let candidate = &rest[start..start + len + 1];
         if !PLACEHOLDERS.contains(&candidate) {
             return Some(candidate.to_owned());
@@ -482,6 +485,8 @@ BACKEND_URL = "{backend_url}"
             (GOOD.replace("\"pattern\"", "\"third\""), "role"),
             (GOOD.replace("\"stdio\"", "\"http\""), "serve.command"),
             (GOOD.replace("{backend_url}", "{backend}"), "env.BACKEND_URL"),
+            (GOOD.replace("{backend_url}", "{backend_url"), "env.BACKEND_URL"),
+            (GOOD.replace("\"server.py\"]", "\"server.py\", \"--url={backend_url\"]"), "serve.command"),
             (GOOD.replace("name = \"mine\"", "name = \"Mine!\""), "name"),
             (GOOD.replace("[\"python3\", \"server.py\"]", "[]"), "serve.command"),
         ];
