@@ -88,7 +88,7 @@ impl Conversation {
             |validity: Validity, tool_calls: Vec<ToolCallRecord>, final_answer, offered, oracle, transcript, server_info, stderr: &crate::mcp::StderrTail| {
                 SessionOutcome {
                     provider: PROVIDER.into(),
-                    validity: validity.with_server_stderr(&stderr.text()),
+                    validity: validity.with_transport_notes(&stderr.notes_text()).with_server_stderr(&stderr.text()),
                     server_info,
                     turns: vec![],
                     tool_calls,

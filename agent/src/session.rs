@@ -101,7 +101,7 @@ impl Session {
     }
 
     fn finish_with(mut self, validity: Validity, final_answer: Option<String>, turn_cap_hit: bool, context_exceeded: bool) -> SessionOutcome {
-        let validity = validity.with_server_stderr(&self.stderr.text());
+        let validity = validity.with_transport_notes(&self.stderr.notes_text()).with_server_stderr(&self.stderr.text());
         self.transcript.push(json!({
             "event": "end",
             "validity": validity,

@@ -226,25 +226,27 @@ fn running(marker: &str) -> Vec<String> {
 
 #[test]
 fn a_server_that_dies_is_an_invalid_session_with_its_stderr_and_leaves_no_process_behind() {
-    // Two arms that serve the first time they are started (the run lists their tools before any
-    // session) and break in every session after: over stdio, one starts a child of its own,
-    // writes garbage to stdout and a reason to stderr, and exits; over HTTP, one leaves a child
-    // running and never opens its port.
+    // Two arms that serve as long as the run lists them before any session — the run lists their
+    // tools, then G5 lists their names (and, for an arm with resources, its resources' names) —
+    // and break in every session after: over stdio, one starts a child of its own, writes garbage
+    // to stdout and a reason to stderr, and exits; over HTTP, one leaves a child running and
+    // never opens its port.
     installed("domain_adapter_py", ".venv/bin/python");
     installed("resource_gateway_ts", "node_modules/tsx");
     let tmp = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(arms_root()).unwrap();
     let node = std::env::split_paths(&std::env::var_os("PATH").unwrap()).map(|d| d.join("node")).find(|p| p.is_file()).expect("node on PATH");
     let counter = |name: &str| tmp.path().join(format!("{name}.starts")).display().to_string();
-    let first_then = |name: &str, serve: String, broken: &str| {
+    let first_then = |name: &str, listings: u32, serve: String, broken: &str| {
         format!(
-            "[\"sh\", \"-c\", \"n=$(cat {c} 2>/dev/null || echo 0); echo $((n+1)) > {c}; if [ $n -ge 1 ]; then {broken}; fi; exec {serve}\"]",
+            "[\"sh\", \"-c\", \"n=$(cat {c} 2>/dev/null || echo 0); echo $((n+1)) > {c}; if [ $n -ge {listings} ]; then {broken}; fi; exec {serve}\"]",
             c = counter(name)
         )
     };
     let py = root.join("domain_adapter_py");
     let crashy = first_then(
         "crashy",
+        2,
         format!("{}/.venv/bin/python {}/server.py", py.display(), py.display()),
         "sleep 3607 & echo this-is-not-json-rpc; echo 'crashy: died: config missing' >&2; exit 3",
     );
@@ -254,6 +256,7 @@ fn a_server_that_dies_is_an_invalid_session_with_its_stderr_and_leaves_no_proces
     let ts = root.join("resource_gateway_ts");
     let silent = first_then(
         "silent",
+        3,
         format!("{} --import {}/node_modules/tsx/dist/loader.mjs {}/server.ts", node.display(), ts.display(), ts.display()),
         "sleep 3608 & echo 'silent: not opening port' >&2; exec sleep 3609",
     );
@@ -563,4 +566,67 @@ fn an_empty_resources_capability_is_offered_no_resource_functions() {
     assert_eq!(recs.len(), 1, "{}", text(&out));
     let offered = &recs[0]["offered"];
     assert_eq!((offered["functions"].clone(), offered["resource_functions"].as_bool()), (serde_json::json!(["noop"]), Some(false)), "{offered}");
+}
+
+/// Two servers that break the stdio transport mid-session: one answers with a result over the
+/// 16 MiB a stdio message may be, one prints a debug line to stdout before it answers. Each
+/// session is the arm's transport failure at once — not a 120 s wait recorded as a timeout, not a
+/// line skipped in silence — and its record says what the server wrote, with the size.
+#[test]
+fn a_server_that_breaks_the_stdio_transport_fails_its_session_at_once_and_says_how() {
+    installed("domain_adapter_py", ".venv/bin/python");
+    let tmp = tempfile::tempdir().unwrap();
+    let py = std::fs::canonicalize(arms_root().join("domain_adapter_py")).unwrap();
+    // A hand-written stdio server (the SDK guards its stdout: print() and even descriptor 1 go to
+    // stderr there): one tool answers with 17 MB, the other writes a debug line before answering.
+    let server = r#"import json, sys
+TOOLS = [{"name": n, "description": n, "inputSchema": {"type": "object"}} for n in ("fetch_everything", "chatty_lookup")]
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    method, result = msg["method"], {}
+    if method == "initialize":
+        result = {"protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}}, "serverInfo": {"name": "broken", "version": "1"}}
+    elif method == "tools/list":
+        result = {"tools": TOOLS}
+    elif method == "tools/call":
+        if msg["params"]["name"] == "fetch_everything":
+            result = {"content": [{"type": "text", "text": "x" * 17_000_000}]}
+        else:
+            sys.stdout.write("DEBUG: looking it up\n")
+            result = {"content": [{"type": "text", "text": "found"}]}
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}) + "\n")
+    sys.stdout.flush()
+"#;
+    let command = format!("[\"{}/.venv/bin/python\", \"../server.py\"]", py.display());
+    std::fs::write(tmp.path().join("server.py"), server).unwrap();
+    let task = "victor_dubois_password_reset_to_low";
+    for (name, tool) in [("huge", "fetch_everything"), ("chatty", "chatty_lookup")] {
+        let dir = arm_dir(tmp.path(), name, &arm_toml(name, "domain_adapter", "stdio", &command));
+        std::fs::write(dir.join("oracle").join(format!("{task}.toml")), format!("answer = \"Done.\"\n\n[[steps]]\ntool = \"{tool}\"\nargs = {{}}\n")).unwrap();
+    }
+    let results = tmp.path().join("results");
+    let started = std::time::Instant::now();
+    let out = pipeline()
+        .arg("--arms-dir")
+        .arg(tmp.path())
+        .args(["--mcp", "huge,chatty", "--models", "oracle", "--tasks", task, "--exp-name", "broken", "--max-consecutive-invalid", "10", "--results-dir"])
+        .arg(&results)
+        .output()
+        .unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(60), "no session waited out its call timeout: {:?}", started.elapsed());
+    assert_eq!(out.status.code(), Some(3), "completed, with invalid sessions: {}", text(&out));
+    let recs = records(&results.join("broken"));
+    assert_eq!(recs.len(), 2, "{}", text(&out));
+    for r in &recs {
+        assert_eq!((r["validity"]["class"].as_str(), r["validity"]["reason"].as_str()), (Some("invalid"), Some("mcp_transport")), "{r}");
+        let detail = r["validity"]["detail"].as_str().unwrap();
+        let says = if r["server"] == "huge" {
+            "the server wrote a message of 17000".to_owned()
+        } else {
+            "not a JSON-RPC message (\"DEBUG: looking it up\")".to_owned()
+        };
+        assert!(detail.contains(&says), "{}: {detail}", r["server"]);
+    }
 }

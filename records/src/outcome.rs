@@ -23,6 +23,17 @@ impl Validity {
         Self::Invalid { reason, detail: detail.into() }
     }
 
+    /// An MCP transport failure with what the harness saw the server break appended (a line on
+    /// stdout that is not a message, a message over the transport's limit); anything else as is.
+    pub fn with_transport_notes(self, notes: &str) -> Self {
+        match self {
+            Self::Invalid { reason: InvalidReason::McpTransport, detail } if !notes.is_empty() && !detail.contains(notes) => {
+                Self::Invalid { reason: InvalidReason::McpTransport, detail: format!("{detail}; {notes}") }
+            }
+            other => other,
+        }
+    }
+
     /// An MCP transport failure with the tail of what the server wrote to stderr appended (a
     /// server that died or wrote garbage to stdout usually says why there); anything else as is.
     pub fn with_server_stderr(self, stderr: &str) -> Self {

@@ -9,22 +9,30 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use rmcp::service::RunningService;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServiceExt};
 
 use crate::backend_client::BackendClient;
 use crate::contain::Contained;
 use crate::external::{self, ExternalArm, HttpProcess, StderrTail, stderr_note};
 use crate::registry::{Serve, ServerEntry};
+use crate::stdout_guard::StdoutGuard;
 
 pub type Client = RunningService<RoleClient, ()>;
 
-/// A server process a client spawned: the tail of its stderr, and its process group, killed
-/// whole when this is dropped (hold it as long as the client).
-#[derive(Debug, Default)]
+/// A server process a client spawned: the tail of its stderr (and the harness's notes on how it
+/// broke its transport), its process killed on drop, and everything it started with it.
+#[derive(Default)]
 pub struct ServerProcess {
     pub stderr: StderrTail,
+    _child: Option<Box<dyn process_wrap::tokio::ChildWrapper>>,
     _group: Option<Contained>,
+}
+
+impl std::fmt::Debug for ServerProcess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerProcess").field("stderr", &self.stderr).field("group", &self._group).finish()
+    }
 }
 
 /// Why a stdio server gave no session.
@@ -37,18 +45,26 @@ pub enum StdioError {
     Handshake(String),
 }
 
-/// Spawns `cmd` as an MCP server over stdio, in its own process group, and completes the
-/// handshake within `within`.
+/// Spawns `cmd` as an MCP server over stdio, contained ([`external::own_group`]), its stdout read
+/// through a [`StdoutGuard`] (a line that is not a message, or too long for the library, ends
+/// the session at once instead of being skipped), and completes the handshake within `within`.
 pub async fn spawn_stdio(cmd: tokio::process::Command, within: Duration) -> Result<(Client, ServerProcess), StdioError> {
-    let (cmd, prepared) = external::own_group(cmd).map_err(StdioError::Spawn)?;
-    let (transport, stderr) = match TokioChildProcess::builder(cmd).stderr(Stdio::piped()).spawn() {
-        Ok(spawned) => spawned,
+    let (mut cmd, prepared) = external::own_group(cmd).map_err(StdioError::Spawn)?;
+    cmd.command_mut().stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = match cmd.spawn() {
+        Ok(child) => child,
         Err(e) => {
             prepared.abandon();
             return Err(StdioError::Spawn(e));
         }
     };
-    let process = ServerProcess { stderr: stderr.map(StderrTail::follow).unwrap_or_default(), _group: transport.id().map(|pid| prepared.track(pid)) };
+    let group = child.id().map(|pid| prepared.track(pid));
+    let stderr = child.inner_mut().stderr().take().map(StderrTail::follow).unwrap_or_default();
+    let (Some(stdout), Some(stdin)) = (child.inner_mut().stdout().take(), child.inner_mut().stdin().take()) else {
+        return Err(StdioError::Spawn(std::io::Error::other("the server's stdin or stdout was not piped")));
+    };
+    let transport = (StdoutGuard::new(stdout, stderr.clone()), stdin);
+    let process = ServerProcess { stderr, _child: Some(child), _group: group };
     let e = match tokio::time::timeout(within, ().serve(transport)).await {
         Ok(Ok(client)) => return Ok((client, process)),
         Ok(Err(e)) => e.to_string(),
@@ -56,7 +72,8 @@ pub async fn spawn_stdio(cmd: tokio::process::Command, within: Duration) -> Resu
     };
     // Let the reader catch what the process wrote before it went.
     tokio::time::sleep(Duration::from_millis(50)).await;
-    Err(StdioError::Handshake(format!("{e}{}", stderr_note(&process.stderr.text()))))
+    let notes = process.stderr.notes_text();
+    Err(StdioError::Handshake(format!("{e}{}{}", if notes.is_empty() { String::new() } else { format!("; {notes}") }, stderr_note(&process.stderr.text()))))
 }
 
 /// A client session with a server, and what keeps that server alive.
@@ -105,7 +122,7 @@ impl ArmClient {
     /// What the server wrote to stderr (external arms; empty otherwise).
     pub fn stderr(&self) -> String {
         match &self.keep {
-            Keep::Child(process) => process.stderr.text(),
+            Keep::Child(process) => process.stderr.report(),
             Keep::Http(p) => p.stderr.text(),
             Keep::InProcess(_) => String::new(),
         }

@@ -353,15 +353,19 @@ pub fn kill_all_groups() {
     crate::contain::kill_all();
 }
 
-/// The last [`STDERR_TAIL_BYTES`] a server wrote to stderr, collected while it runs.
+/// The last [`STDERR_TAIL_BYTES`] a server wrote to stderr, collected while it runs, and the
+/// harness's own notes on how the server broke its transport ([`crate::stdout_guard`]).
 #[derive(Debug, Clone, Default)]
-pub struct StderrTail(Arc<Mutex<Vec<u8>>>);
+pub struct StderrTail {
+    tail: Arc<Mutex<Vec<u8>>>,
+    notes: Arc<Mutex<Vec<String>>>,
+}
 
 impl StderrTail {
     /// Reads `stderr` to its end in the background, keeping the tail.
     pub fn follow(stderr: impl tokio::io::AsyncRead + Unpin + Send + 'static) -> Self {
         let tail = Self::default();
-        let keep = tail.0.clone();
+        let keep = tail.tail.clone();
         tokio::spawn(async move {
             let mut stderr = stderr;
             let mut buf = [0u8; 4096];
@@ -380,7 +384,28 @@ impl StderrTail {
 
     /// The tail as text (lossy), trimmed; empty when the server wrote nothing.
     pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).trim().to_owned()
+        String::from_utf8_lossy(&self.tail.lock().unwrap()).trim().to_owned()
+    }
+
+    /// Records what the harness saw the server do wrong on its transport.
+    pub fn note(&self, what: &str) {
+        self.notes.lock().unwrap().push(what.to_owned());
+    }
+
+    /// The harness's notes, joined; empty when there are none.
+    pub fn notes_text(&self) -> String {
+        self.notes.lock().unwrap().join("; ")
+    }
+
+    /// The notes and the tail in one line, for an error message: the notes first, then
+    /// `its stderr ends: …`; empty when there is neither.
+    pub fn report(&self) -> String {
+        let (notes, tail) = (self.notes_text(), self.text());
+        match (notes.is_empty(), tail.is_empty()) {
+            (true, _) => tail,
+            (false, true) => notes,
+            (false, false) => format!("{notes}; its stderr ends: {tail}"),
+        }
     }
 }
 

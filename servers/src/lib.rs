@@ -25,6 +25,7 @@ pub mod modules;
 pub mod registry;
 pub mod sandbox;
 pub mod schema;
+pub mod stdout_guard;
 pub mod transport;
 
 pub use backend_client::BackendClient;

@@ -142,7 +142,7 @@ pub fn canonical(value: &Value) -> Value {
 /// first (listing them never needs the backend); a listing that fails counts as something to
 /// offer, as the declared capability says.
 pub async fn offers_resources(client: &rmcp::service::RunningService<rmcp::RoleClient, ()>) -> bool {
-    if !client.peer_info().is_some_and(|i| i.capabilities.resources.is_some()) {
+    if client.peer_info().is_none_or(|i| i.capabilities.resources.is_none()) {
         return false;
     }
     match client.list_resource_templates(None).await {
