@@ -47,7 +47,12 @@ pub struct ServeArgs {
 /// lines ("Server error: …" per failed attempt, a multi-line "failed deserialization of: …" dump
 /// of an error body that is not OpenAI-shaped, such as Gemini's) would only repeat it, noisily,
 /// before the one clean error line.
-pub const DEFAULT_LOG_FILTER: &str = "info,rmcp=warn,async_openai=off";
+///
+/// `rmcp::transport::async_rw=off`: when a stdio server breaks its transport (a line on stdout
+/// that is not a message, or one too long), the harness ends the stream and the session's record
+/// says what the line was (`servers::stdout_guard`); rmcp's own "Error reading from stream" line
+/// would only repeat it, mid-progress-bar.
+pub const DEFAULT_LOG_FILTER: &str = "info,rmcp=warn,rmcp::transport::async_rw=off,async_openai=off";
 
 /// Logs to stderr, filtered by `RUST_LOG` (default [`DEFAULT_LOG_FILTER`]), coloured only when
 /// [`log_colour`] says so. Shared by the `backend` binary and `pipeline`.

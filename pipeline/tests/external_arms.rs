@@ -224,6 +224,26 @@ fn running(marker: &str) -> Vec<String> {
     String::from_utf8_lossy(&out.stdout).lines().filter(|l| !l.contains("pgrep")).map(str::to_owned).collect()
 }
 
+/// Starts an oracle run of `mcp` on the task `which_wen` with the arms under `root`, its output
+/// dropped, and waits until a process starting with each of `markers` runs.
+fn start_run_until_running(root: &Path, mcp: &str, exp: &str, markers: &[&str]) -> std::process::Child {
+    let child = pipeline()
+        .arg("--arms-dir")
+        .arg(root)
+        .args(["--mcp", mcp, "--models", "oracle", "--tasks", "which_wen", "--exp-name", exp, "--results-dir"])
+        .arg(root.join("results"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while markers.iter().any(|m| running(m).is_empty()) {
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "the server never started: {markers:?}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child
+}
+
 #[test]
 fn a_server_that_dies_is_an_invalid_session_with_its_stderr_and_leaves_no_process_behind() {
     // Two arms that serve as long as the run lists them before any session — the run lists their
@@ -306,20 +326,7 @@ fn an_interrupted_run_leaves_no_external_server_behind() {
     );
     let dir = arm_dir(tmp.path(), "hang", &arm_toml("hang", "domain_adapter", "stdio", &command).replace("[serve]\n", "[serve]\nstartup_timeout_secs = 120\n"));
     common::copy_dir(&py.join("oracle"), &dir.join("oracle"));
-    let mut child = pipeline()
-        .arg("--arms-dir")
-        .arg(tmp.path())
-        .args(["--mcp", "hang,domain_wrapper", "--models", "oracle", "--tasks", "which_wen", "--exp-name", "int", "--results-dir"])
-        .arg(tmp.path().join("results"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let started = std::time::Instant::now();
-    while running("sleep 3612").is_empty() {
-        assert!(started.elapsed() < std::time::Duration::from_secs(60), "the hanging server never started");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    let mut child = start_run_until_running(tmp.path(), "hang,domain_wrapper", "int", &["sleep 3612"]);
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
     let started = std::time::Instant::now();
     let status = loop {
@@ -479,20 +486,7 @@ fn a_sigkilled_run_leaves_no_server_and_the_next_run_ends_its_daemons() {
     );
     let dir = arm_dir(tmp.path(), "mute", &arm_toml("mute", "domain_adapter", "stdio", &command).replace("[serve]\n", "[serve]\nstartup_timeout_secs = 120\n"));
     common::copy_dir(&py.join("oracle"), &dir.join("oracle"));
-    let mut child = pipeline()
-        .arg("--arms-dir")
-        .arg(tmp.path())
-        .args(["--mcp", "mute,domain_wrapper", "--models", "oracle", "--tasks", "which_wen", "--exp-name", "killed", "--results-dir"])
-        .arg(tmp.path().join("results"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let started = std::time::Instant::now();
-    while running("sleep 3641").is_empty() || running("sleep 3642").is_empty() {
-        assert!(started.elapsed() < std::time::Duration::from_secs(60), "the mute server never started");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    let mut child = start_run_until_running(tmp.path(), "mute,domain_wrapper", "killed", &["sleep 3641", "sleep 3642"]);
     child.kill().unwrap();
     child.wait().unwrap();
     let started = std::time::Instant::now();
