@@ -67,6 +67,7 @@ pub async fn main() -> ExitCode {
     servers::contain::become_subreaper();
     let cli = Cli::parse();
     let outcome = dispatch(cli).await;
+    crate::listing::shutdown().await;
     // However the command ended, no external arm's server outlives it.
     servers::external::kill_all_groups();
     match outcome {

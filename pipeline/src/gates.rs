@@ -284,7 +284,7 @@ async fn frozen_inputs(spec: &Spec, dirs: &InputDirs, arms: &[&'static ServerEnt
     for arm in arms {
         match spec.hashes.manifests.get(arm.name) {
             None => f.add(Gate::FrozenInputs, format!("no frozen tool manifest for arm {}", arm.name)),
-            Some(frozen) => match servers::ToolManifest::offline_with(arm, spec.settings()).await {
+            Some(frozen) => match crate::listing::manifest(arm, spec.settings()).await {
                 Ok(m) if m.sha256() != frozen.sha256 => {
                     f.add(Gate::FrozenInputs, format!("tool manifest of {} changed since freeze: {} ≠ frozen {}", arm.name, m.sha256(), frozen.sha256))
                 }

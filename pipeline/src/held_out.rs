@@ -182,7 +182,7 @@ pub async fn current(tasks_dir: &Path) -> anyhow::Result<Current> {
         if modules.insert(t.module.as_str()) {
             let (pattern, control) = servers::registry::arms(&t.module).with_context(|| format!("{} is not a registered module", t.module))?;
             for s in [pattern, control] {
-                let m = servers::ToolManifest::offline_with(s, servers::launch::ArmSettings::default())
+                let m = crate::listing::manifest(s, servers::launch::ArmSettings::default())
                     .await
                     .with_context(|| format!("listing the tool manifest of {}", s.name))?;
                 out.manifests.insert(s.name.to_owned(), m.sha256());

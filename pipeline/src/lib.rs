@@ -21,6 +21,7 @@ pub mod gates;
 pub mod held_out;
 pub mod invoked;
 pub mod list_cmd;
+pub mod listing;
 pub mod new_module;
 pub mod otlp;
 pub mod plan;

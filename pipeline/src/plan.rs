@@ -621,7 +621,7 @@ fn models_from_flags(args: &RunArgs) -> anyhow::Result<Vec<ModelPlan>> {
 async fn manifests_of(arms: &[&'static ServerEntry], settings: servers::launch::ArmSettings) -> anyhow::Result<BTreeMap<String, servers::ToolManifest>> {
     let mut out = BTreeMap::new();
     for s in arms {
-        let m = servers::ToolManifest::offline_with(s, settings).await.with_context(|| format!("listing the tool manifest of {}", s.name))?;
+        let m = crate::listing::manifest(s, settings).await.with_context(|| format!("listing the tool manifest of {}", s.name))?;
         out.insert(s.name.to_owned(), m);
     }
     Ok(out)

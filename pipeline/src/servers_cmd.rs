@@ -13,7 +13,8 @@ pub struct ServersArgs {
     /// One JSON object per line instead of a table.
     #[arg(long)]
     pub json: bool,
-    /// Backend URL written into the launch command lines.
+    /// Backend URL written into the launch command lines (the servers are listed as a run lists
+    /// them: an external arm against a freshly seeded world of its own).
     #[arg(long, env = "BACKEND_URL", default_value = DEFAULT_BACKEND_URL)]
     pub backend_url: String,
 }
@@ -94,7 +95,8 @@ pub async fn list(args: ServersArgs) -> anyhow::Result<()> {
     for s in servers::registry::servers() {
         // A built-in server always lists; an external arm may not start (its dependencies not
         // installed): its row says why instead of failing the whole listing.
-        let manifest = match (ToolManifest::of(s, &args.backend_url).await, s.external()) {
+        // Listed as a run lists them: an external arm against a freshly seeded world.
+        let manifest = match (crate::listing::manifest(s, Default::default()).await, s.external()) {
             (Ok(m), _) => Ok(m),
             (Err(e), Some(_)) => Err(format!("{e:#}")),
             (Err(e), None) => return Err(e.context(format!("listing the tools of {}", s.name))),

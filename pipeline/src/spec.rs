@@ -420,7 +420,7 @@ pub async fn freeze(args: &FreezeArgs) -> anyhow::Result<Spec> {
     servers::registry::check_settings(settings, &[args.module.as_str()]).map_err(|e| anyhow::anyhow!(e))?;
     let mut manifests = BTreeMap::new();
     for &arm in &arms {
-        let m = servers::ToolManifest::offline_with(arm, settings).await?;
+        let m = crate::listing::manifest(arm, settings).await?;
         manifests.insert(
             arm.name.to_owned(),
             ArmManifest { sha256: m.sha256(), tools: m.tool_names().into_iter().map(str::to_owned).collect(), resources: m.resources },

@@ -624,3 +624,52 @@ for line in sys.stdin:
         assert!(detail.contains(&says), "{}: {detail}", r["server"]);
     }
 }
+
+/// A server built from the API when it starts (as generated servers are) reads the backend's
+/// OpenAPI document before it can list a tool: `pipeline servers` and a run list it against a
+/// freshly seeded world, as its sessions see it, never against a closed port.
+#[test]
+fn a_server_that_reads_the_api_at_start_is_listed_and_runs() {
+    installed("domain_adapter_py", ".venv/bin/python");
+    let tmp = tempfile::tempdir().unwrap();
+    let py = std::fs::canonicalize(arms_root().join("domain_adapter_py")).unwrap();
+    let server = r#"import json, os, sys, urllib.request
+from mcp.server.mcpserver import MCPServer
+
+try:
+    doc = json.load(urllib.request.urlopen(os.environ["BACKEND_URL"] + "/openapi.json", timeout=5))
+except Exception as e:
+    sys.exit(f"cannot read the API at start: {e}")
+app = MCPServer("generated")
+
+
+@app.tool(name=f"customers_of_{len(doc['paths'])}_paths")
+def customers() -> str:
+    """The customers."""
+    return urllib.request.urlopen(os.environ["BACKEND_URL"] + "/customers?limit=1", timeout=5).read().decode()
+
+
+app.run()
+"#;
+    let command = format!("[\"{}/.venv/bin/python\", \"server.py\"]", py.display());
+    let dir = arm_dir(tmp.path(), "generated", &arm_toml("generated", "domain_adapter", "stdio", &command));
+    std::fs::write(dir.join("server.py"), server).unwrap();
+    let out = pipeline().args(["servers", "--json", "--arms-dir"]).arg(tmp.path()).output().unwrap();
+    let row = String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).find(|r| r["name"] == "generated").unwrap();
+    assert_eq!((row["tools"].as_u64(), row.get("error")), (Some(1), None), "listed against a real world: {row}");
+    let tool = format!("customers_of_{}_paths", backend::openapi_document()["paths"].as_object().unwrap().len());
+    let task = "victor_dubois_password_reset_to_low";
+    std::fs::write(dir.join("oracle").join(format!("{task}.toml")), format!("answer = \"Done.\"\n\n[[steps]]\ntool = \"{tool}\"\nargs = {{}}\n")).unwrap();
+    let results = tmp.path().join("results");
+    let out = pipeline()
+        .arg("--arms-dir")
+        .arg(tmp.path())
+        .args(["--mcp", "generated", "--models", "oracle", "--tasks", task, "--exp-name", "gen", "--results-dir"])
+        .arg(&results)
+        .output()
+        .unwrap();
+    let recs = records(&results.join("gen"));
+    assert_eq!(recs.len(), 1, "{}", text(&out));
+    assert_eq!(recs[0]["validity"]["class"], "valid", "{}", recs[0]);
+    assert_eq!(recs[0]["tool_calls"][0]["is_error"], false, "the call reached the session's world: {}", recs[0]);
+}
