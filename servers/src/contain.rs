@@ -86,6 +86,17 @@ pub fn become_subreaper() {
     }
 }
 
+/// Any process that starts servers is a child subreaper, so that the processes a killed server
+/// leaves come to it to be reaped: under an init that never reaps (containers, some sandboxes)
+/// their zombies would keep the server's cgroup from being removed. Sweeping such orphans is
+/// only for a process that asked ([`become_subreaper`]).
+fn reap_what_servers_orphan() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = nix::sys::prctl::set_child_subreaper(true);
+    });
+}
+
 /// What [`prepare`] set up for one server, to hand to [`Contained::track`] once it is spawned.
 #[derive(Debug)]
 pub struct Prepared {
@@ -98,6 +109,8 @@ pub struct Prepared {
 /// process group leader too (the group is still how a server's stdio children are signalled).
 pub fn prepare(cmd: &mut tokio::process::Command) -> io::Result<Prepared> {
     clean_stale_once();
+    remove_pending();
+    reap_what_servers_orphan();
     let (cgroup, procs) = match mode() {
         Mode::Cgroup(root) => {
             static N: AtomicU64 = AtomicU64::new(0);
@@ -221,6 +234,11 @@ pub fn kill_all() {
         end(leader, cgroup.as_deref());
     }
     sweep_inherited();
+    // The killed servers' last zombies are being reaped by now: a short wait for their folders.
+    let deadline = Instant::now() + Duration::from_millis(200);
+    while !remove_pending() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(2));
+    }
     if let Mode::Cgroup(root) = mode() {
         let _ = std::fs::remove_dir(root);
     }
@@ -237,14 +255,32 @@ fn end(leader: i32, cgroup: Option<&Path>) {
     // What the kill orphaned came here (we are a subreaper): reap it, never the leader itself,
     // which its spawner reaps.
     reap(killed.into_iter().filter(|&p| p != leader));
-    // In a cgroup nothing gets out (short of a server with the right to move itself to
-    // another cgroup); without one, what a server orphaned after it died came here.
-    if cgroup.is_none() {
-        sweep_inherited();
+    match cgroup {
+        // A cgroup is removed once its last process is reaped (a zombie keeps it busy): the
+        // leader is reaped by its spawner in a moment, so a folder still busy now is retried
+        // at the next server's start and on the way out, never waited for here.
+        Some(dir) => {
+            if std::fs::remove_dir(dir).is_err() {
+                PENDING.lock().unwrap().push(dir.to_owned());
+            }
+        }
+        // In a cgroup nothing gets out (short of a server with the right to move itself to
+        // another cgroup); without one, what a server orphaned after it died came here.
+        None => sweep_inherited(),
     }
 }
 
-/// Kills everything in `dir` and removes it; the pids it held.
+/// Cgroups of ended servers still to remove (a zombie of theirs was not reaped yet).
+static PENDING: LazyLock<Mutex<Vec<PathBuf>>> = LazyLock::new(Mutex::default);
+
+/// Tries once to remove each pending cgroup; whether none is left.
+fn remove_pending() -> bool {
+    let mut pending = PENDING.lock().unwrap();
+    pending.retain(|dir| std::fs::remove_dir(dir).is_err() && dir.exists());
+    pending.is_empty()
+}
+
+/// Kills everything in `dir`; the pids it held.
 fn kill_cgroup(dir: &Path) -> Vec<i32> {
     let members = pids_in(dir);
     if std::fs::write(dir.join("cgroup.kill"), "1").is_err() {
@@ -252,10 +288,6 @@ fn kill_cgroup(dir: &Path) -> Vec<i32> {
         for &p in &members {
             let _ = kill(Pid::from_raw(p), Signal::SIGKILL);
         }
-    }
-    let deadline = Instant::now() + Duration::from_millis(500);
-    while std::fs::remove_dir(dir).is_err() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(1));
     }
     members
 }
@@ -443,6 +475,8 @@ fn clean_stale_once() {
             let mut killed = 0;
             for server in servers {
                 killed += kill_cgroup(&server).len();
+                // Busy while a killed process is not reaped (by init, here): left for a later run.
+                let _ = std::fs::remove_dir(&server);
             }
             let _ = std::fs::remove_dir(&stale);
             if killed > 0 {
