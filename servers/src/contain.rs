@@ -45,16 +45,6 @@ pub enum Mode {
     ProcessTree(String),
 }
 
-impl Mode {
-    /// `cgroup` or `process-tree`, as records and logs name it.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Self::Cgroup(_) => "cgroup",
-            Self::ProcessTree(_) => "process-tree",
-        }
-    }
-}
-
 static MODE: LazyLock<Mode> = LazyLock::new(|| {
     let mode = detect();
     match &mode {
@@ -69,9 +59,8 @@ pub fn mode() -> &'static Mode {
     &MODE
 }
 
-/// The leaders of the servers running now (never taken for an orphan), and of every server
-/// this process started (a process in one of their groups is a server's, whoever its parent).
-static OWN: LazyLock<Mutex<BTreeSet<i32>>> = LazyLock::new(Mutex::default);
+/// The leaders of every server this process started: a process in one of their groups is a
+/// server's, whoever its parent.
 static LEADERS: LazyLock<Mutex<BTreeSet<i32>>> = LazyLock::new(Mutex::default);
 /// Whether [`become_subreaper`] succeeded: only then can an orphan come here to be swept.
 static SUBREAPER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -185,7 +174,6 @@ impl Prepared {
     /// guard is dropped, or by [`kill_all`].
     pub fn track(self, pid: u32) -> Contained {
         let leader = pid as i32;
-        OWN.lock().unwrap().insert(leader);
         LEADERS.lock().unwrap().insert(leader);
         RUNNING.lock().unwrap().insert(leader, self.cgroup.clone());
         Contained { leader, cgroup: self.cgroup }
@@ -209,13 +197,6 @@ static RUNNING: LazyLock<Mutex<std::collections::BTreeMap<i32, Option<PathBuf>>>
 pub struct Contained {
     leader: i32,
     cgroup: Option<PathBuf>,
-}
-
-impl Contained {
-    /// The cgroup holding the server, when there is one.
-    pub fn cgroup(&self) -> Option<&Path> {
-        self.cgroup.as_deref()
-    }
 }
 
 impl Drop for Contained {
@@ -251,7 +232,6 @@ fn end(leader: i32, cgroup: Option<&Path>) {
     };
     // ESRCH (the group is already gone) is the usual, good outcome.
     let _ = killpg(Pid::from_raw(leader), Signal::SIGKILL);
-    OWN.lock().unwrap().remove(&leader);
     // What the kill orphaned came here (we are a subreaper): reap it, never the leader itself,
     // which its spawner reaps.
     reap(killed.into_iter().filter(|&p| p != leader));
@@ -302,7 +282,7 @@ fn pids_in(dir: &Path) -> Vec<i32> {
 fn kill_tree(leader: i32) -> Vec<i32> {
     let mut seen: BTreeSet<i32> = BTreeSet::new();
     for _ in 0..50 {
-        let tree = descendants(leader, true);
+        let tree = descendants(leader);
         let new: Vec<i32> = tree.iter().copied().filter(|p| !seen.contains(p)).collect();
         if new.is_empty() {
             break;
@@ -318,15 +298,13 @@ fn kill_tree(leader: i32) -> Vec<i32> {
     seen.into_iter().collect()
 }
 
-/// `root` and its descendants (when `with_root`), from `/proc`'s parent links.
-fn descendants(root: i32, with_root: bool) -> Vec<i32> {
+/// `root` and its descendants, from `/proc`'s parent links.
+fn descendants(root: i32) -> Vec<i32> {
     let parents = parent_links();
     let mut out = vec![];
     let mut frontier = vec![root];
     while let Some(p) = frontier.pop() {
-        if p != root || with_root {
-            out.push(p);
-        }
+        out.push(p);
         frontier.extend(parents.iter().filter(|&&(_, ppid)| ppid == p).map(|&(pid, _)| pid));
     }
     out
@@ -373,9 +351,11 @@ pub fn sweep_inherited() {
     }
     let me = nix::unistd::getpid().as_raw();
     let Some(mine) = stat_of(me) else { return };
-    let own = OWN.lock().unwrap().clone();
     let leaders = LEADERS.lock().unwrap().clone();
-    let held: Vec<PathBuf> = RUNNING.lock().unwrap().values().flatten().cloned().collect();
+    let (own, held): (BTreeSet<i32>, Vec<PathBuf>) = {
+        let running = RUNNING.lock().unwrap();
+        (running.keys().copied().collect(), running.values().flatten().cloned().collect())
+    };
     let mut killed = vec![];
     for pid in all_pids() {
         let Some(place) = stat_of(pid) else { continue };
@@ -484,12 +464,4 @@ fn clean_stale_once() {
             }
         }
     });
-}
-
-/// A line for a log or an error: how servers are contained here.
-pub fn describe() -> String {
-    match mode() {
-        Mode::Cgroup(dir) => format!("a cgroup per server under {}", dir.display()),
-        Mode::ProcessTree(why) => format!("the process tree of each server ({why})"),
-    }
 }

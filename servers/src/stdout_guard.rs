@@ -62,44 +62,38 @@ impl<R> StdoutGuard<R> {
     /// is good and may still be passed on. `Ok(Some(start))` when the line beginning at `start`
     /// grew past the limit and is now being measured.
     fn scan(&mut self, bytes: &[u8]) -> Result<Option<usize>, (usize, io::Error)> {
-        let mut line_start = 0;
-        for (i, &b) in bytes.iter().enumerate() {
-            if b == b'\n' {
-                if self.measuring {
-                    return Err((line_start, self.oversized(false)));
-                }
-                let message = matches!(self.first, None | Some(b'{' | b'['));
-                if !message {
-                    let quoted = String::from_utf8_lossy(&self.head).trim().to_owned();
-                    let e = self.break_with(format!(
-                        "the server wrote a line to stdout that is not a JSON-RPC message ({quoted:?}); over stdio, MCP lets a server write nothing else there (log to stderr)"
-                    ));
-                    return Err((line_start, e));
-                }
-                self.line_bytes = 0;
-                self.head.clear();
-                self.first = None;
-                line_start = i + 1;
-                continue;
+        let (mut line_start, mut rest) = (0, bytes);
+        loop {
+            // A line's next piece: up to its newline, or the rest of this read.
+            let newline = rest.iter().position(|&c| c == b'\n');
+            let piece = &rest[..newline.unwrap_or(rest.len())];
+            self.line_bytes += piece.len();
+            if self.first.is_none() {
+                self.first = piece.iter().copied().find(|b| !b.is_ascii_whitespace());
             }
-            self.line_bytes += 1;
-            if self.first.is_none() && !b.is_ascii_whitespace() {
-                self.first = Some(b);
-            }
-            if self.head.len() < QUOTED {
-                self.head.push(b);
-            }
-            if self.line_bytes > MAX_LINE_BYTES && !self.measuring {
+            let room = QUOTED.saturating_sub(self.head.len());
+            self.head.extend_from_slice(&piece[..piece.len().min(room)]);
+            if self.line_bytes > MAX_LINE_BYTES {
                 self.measuring = true;
-                // The rest of this read is part of the line: counted here, passed on never.
-                self.line_bytes += bytes[i + 1..].iter().position(|&c| c == b'\n').unwrap_or(bytes.len() - i - 1);
-                return match bytes[i + 1..].iter().position(|&c| c == b'\n') {
+                return match newline {
                     Some(_) => Err((line_start, self.oversized(false))),
                     None => Ok(Some(line_start)),
                 };
             }
+            let Some(n) = newline else { return Ok(None) };
+            if !matches!(self.first, None | Some(b'{' | b'[')) {
+                let quoted = String::from_utf8_lossy(&self.head).trim().to_owned();
+                let e = self.break_with(format!(
+                    "the server wrote a line to stdout that is not a JSON-RPC message ({quoted:?}); over stdio, MCP lets a server write nothing else there (log to stderr)"
+                ));
+                return Err((line_start, e));
+            }
+            self.line_bytes = 0;
+            self.head.clear();
+            self.first = None;
+            line_start += n + 1;
+            rest = &rest[n + 1..];
         }
-        Ok(None)
     }
 }
 

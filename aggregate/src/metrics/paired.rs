@@ -159,7 +159,7 @@ pub struct Power {
 
 pub const POWER_METHOD: &str = "normal approximation for a two-sided paired test, α = 0.05, power 0.80: pairs = ((z0.975 + z0.80) · SD of paired input-token differences / (relative difference · control mean))², reps per task = ceil(pairs / tasks). An approximation from the observed SD, for pre-registering a follow-up.";
 
-fn diff(pairs: &[(&SessionRecord, &SessionRecord)], f: impl Fn(&SessionRecord) -> Option<f64>, _opts: &Options) -> Option<Diff> {
+fn diff(pairs: &[(&SessionRecord, &SessionRecord)], f: impl Fn(&SessionRecord) -> Option<f64>) -> Option<Diff> {
     let mut d = Vec::new();
     // task → (Σ pattern, Σ control, pairs)
     let mut by_task: BTreeMap<&str, (f64, f64, usize)> = BTreeMap::new();
@@ -271,16 +271,16 @@ pub(super) fn module_report(
         pairs_planned: plan.map(|p| p.k as usize * p.tasks.len()),
         dropped,
         dropped_pairs,
-        success: diff(&pairs, |r| Some(if passed(r) { 1.0 } else { 0.0 }), opts).map(bounded_rate_difference),
-        turns: diff(&pairs, turns, opts),
-        input_tokens: diff(&pairs, input, opts),
-        output_tokens: diff(&pairs, output, opts),
+        success: diff(&pairs, |r| Some(if passed(r) { 1.0 } else { 0.0 })).map(bounded_rate_difference),
+        turns: diff(&pairs, turns),
+        input_tokens: diff(&pairs, input),
+        output_tokens: diff(&pairs, output),
         outcomes,
         both_passed: BothPassed {
             pairs: succeeded.len(),
-            turns: diff(&succeeded, turns, opts),
-            input_tokens: diff(&succeeded, input, opts),
-            output_tokens: diff(&succeeded, output, opts),
+            turns: diff(&succeeded, turns),
+            input_tokens: diff(&succeeded, input),
+            output_tokens: diff(&succeeded, output),
         },
     };
 
