@@ -15,7 +15,9 @@
 //! | numbers | [`stats`], [`metrics`], [`provenance`], [`definitions`], [`compare`] |
 //! | the document | [`document`] (with [`document::format`], how numbers are spelled) |
 //! | writers | [`render`]: [`markdown`], [`html`], [`chart`], [`sweep_chart`] |
+//! | the numbers checked | [`calibrate`]: simulated experiments with planted effects, through [`summarise`] |
 
+pub mod calibrate;
 pub mod check;
 pub mod compare;
 pub mod definitions;

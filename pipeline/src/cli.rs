@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::exit::{Exit, Reported};
-use crate::{aggregate_cmd, bench, check, flags, list_cmd, new_module, servers_cmd, spec, sweep, view};
+use crate::{aggregate_cmd, bench, calibrate_cmd, check, flags, list_cmd, new_module, servers_cmd, spec, sweep, view};
 
 #[derive(Debug, Parser)]
 #[command(name = "pipeline", version = crate::build_info::VERSION, about = "Measure what an MCP server's architecture costs an LLM agent")]
@@ -45,6 +45,10 @@ enum Command {
     Run(check::CheckArgs),
     /// Report on an experiment: attrition, metrics with intervals, verdicts, charts, HTML.
     Aggregate(aggregate_cmd::AggregateArgs),
+    /// Check the report's intervals and verdicts against a known truth: simulated experiments
+    /// from populations with planted effects, analysed by the report's own code (coverage, false
+    /// verdicts, power, flip rate; docs/calibration/).
+    Calibrate(calibrate_cmd::CalibrateArgs),
     /// Run one module over a series of world scales (`--scale 1,2,4,8`), each level its own
     /// experiment, and report where the pattern starts to pay.
     Sweep(sweep::SweepArgs),
@@ -97,8 +101,8 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         // external server and must kill it on the way out, however early.
         crate::signals::install();
     }
-    // The viewer starts no server and reads no arm.
-    if !builtin_serve && !matches!(&cli.command, Some(Command::Backend(_) | Command::View(_))) {
+    // The viewer starts no server and reads no arm; calibrate runs no session.
+    if !builtin_serve && !matches!(&cli.command, Some(Command::Backend(_) | Command::View(_) | Command::Calibrate(_))) {
         let dir = arms_dir(cli.arms_dir);
         servers::registry::register_external(servers::external::discover(&dir)?)?;
     }
@@ -120,6 +124,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Run(args) => check::run_cmd(args).await,
         Command::Aggregate(args) => done(aggregate_cmd::run(args)),
         Command::Sweep(args) => sweep::run(args).await,
+        Command::Calibrate(args) => calibrate_cmd::run(args),
         Command::Seal(args) => crate::held_out::seal_cmd(args).await,
         Command::NewModule(args) => done(new_module::run(args)),
         Command::View(args) => done(view::run(args).await),

@@ -12,6 +12,7 @@ pub mod aggregate_cmd;
 pub mod arm;
 pub mod bench;
 pub mod build_info;
+pub mod calibrate_cmd;
 pub mod check;
 pub mod cli;
 pub mod exit;

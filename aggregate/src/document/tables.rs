@@ -249,15 +249,25 @@ fn module_blocks(o: &mut Vec<Block>, m: &ModuleReport, prices_loaded: bool, term
         format!("Pairs dropped: {} ({}).", m.paired.dropped_pairs.len(), list.join("; ")).into()
     }));
     o.push(Block::Paragraph(match &m.power {
-        Some(pw) => format!(
-            "Power (normal approximation): detecting a {:.0}% input-token difference ({} tokens) with 80% power at α = 0.05 needs ≈ {} pairs, i.e. {} reps per task over {} tasks (observed paired SD {}).",
-            pw.relative_difference * 100.0,
-            num(pw.delta_tokens),
-            pw.pairs_needed,
-            pw.reps_per_task_needed,
-            pw.tasks,
-            num(pw.paired_sd)
-        )
+        Some(pw) => match pw.tasks_needed {
+            Some(tasks) => format!(
+                "Power (normal approximation, over tasks): detecting a {:.0}% input-token difference ({} tokens) with 80% power at α = 0.05 needs ≈ {tasks} tasks at {} reps per task ({} pairs; this run had {} tasks). More reps of the same tasks narrow the interval only as far as sessions of one task differ.",
+                pw.relative_difference * 100.0,
+                num(pw.delta_tokens),
+                pw.reps_per_task_needed,
+                pw.pairs_needed,
+                pw.tasks,
+            ),
+            None => format!(
+                "Power (normal approximation): detecting a {:.0}% input-token difference ({} tokens) with 80% power at α = 0.05 needs ≈ {} pairs, i.e. {} reps per task over {} tasks (observed paired SD {}).",
+                pw.relative_difference * 100.0,
+                num(pw.delta_tokens),
+                pw.pairs_needed,
+                pw.reps_per_task_needed,
+                pw.tasks,
+                num(pw.paired_sd)
+            ),
+        }
         .into(),
         None => "Power: not estimable (needs ≥ 2 pairs with input tokens in both arms and a non-zero control mean).".into(),
     }));

@@ -39,6 +39,11 @@ pub struct ModuleReport {
     #[serde(default)]
     pub few_passes: Vec<Role>,
     pub power: Option<Power>,
+    /// How often identical experiments of about this design disagreed on the verdict in the
+    /// committed calibration study: how much a single run's verdict can be trusted to repeat.
+    /// Absent below 2 tasks, and in summaries written before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flip_rate: Option<crate::calibrate::FlipRate>,
     pub notices: Vec<String>,
     pub tasks: Vec<TaskRow>,
     /// The tasks on which the pattern did worse: a lower pass rate, or as often passed with more
@@ -128,7 +133,8 @@ pub struct Diff {
     /// The mean over tasks of each task's mean paired difference (with the same number of pairs
     /// per task, the mean over pairs).
     pub mean: f64,
-    /// 95% t interval (T − 1 degrees of freedom) over the per-task mean differences: for the mean
+    /// 95% t interval (T − 1 degrees of freedom) over the per-task mean differences (for a pass
+    /// rate, with pseudo-tasks added to the spread: [`stats::rate_difference_ci`]): for the mean
     /// difference over the tasks such a set stands for. Null below 2 tasks.
     pub ci95: Option<Interval>,
     /// Control mean over the same tasks (each task's mean over the same pairs).
@@ -143,11 +149,25 @@ pub struct Diff {
     /// SD of the per-task mean differences. Absent below 2 tasks.
     #[serde(default)]
     pub task_sd: Option<f64>,
+    /// The minimum detectable difference at this design: the true mean difference (in this
+    /// metric's units) that an interval like `ci95` would exclude 0 for 80 % of the time, from
+    /// the observed spread over tasks ([`stats::cluster_mde`]). What an inconclusive verdict
+    /// could not have seen. Absent below 2 tasks.
+    #[serde(default)]
+    pub mde: Option<f64>,
+    /// `mde` over the control's mean (null when that is 0).
+    #[serde(default)]
+    pub relative_mde: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Power {
     pub relative_difference: f64,
+    /// Tasks needed at this design's reps per task (the task is the unit the interval is over:
+    /// more reps of the same tasks narrow it only as far as sessions of a task differ). Absent
+    /// in summaries written before.
+    #[serde(default)]
+    pub tasks_needed: Option<u64>,
     /// The absolute input-token difference that corresponds to.
     pub delta_tokens: f64,
     pub paired_sd: f64,
@@ -157,9 +177,19 @@ pub struct Power {
     pub method: String,
 }
 
-pub const POWER_METHOD: &str = "normal approximation for a two-sided paired test, α = 0.05, power 0.80: pairs = ((z0.975 + z0.80) · SD of paired input-token differences / (relative difference · control mean))², reps per task = ceil(pairs / tasks). An approximation from the observed SD, for pre-registering a follow-up.";
+pub const POWER_METHOD: &str = "normal approximation for a two-sided test over tasks, α = 0.05, power 0.80: tasks = ((z0.975 + z0.80) · SD of the per-task mean input-token differences / (relative difference · control mean))², at this design's reps per task; pairs = tasks × reps per task. An approximation from the observed spread over tasks, for pre-registering a follow-up: more tasks narrow the interval, more reps of the same tasks only as far as sessions of one task differ.";
 
 fn diff(pairs: &[(&SessionRecord, &SessionRecord)], f: impl Fn(&SessionRecord) -> Option<f64>) -> Option<Diff> {
+    diff_of(pairs, f, false)
+}
+
+/// The paired difference of two pass rates: its interval and MDE from the pseudo-count-adjusted
+/// spread over tasks ([`stats::rate_difference_ci`]), within [−1, 1].
+fn rate_diff(pairs: &[(&SessionRecord, &SessionRecord)]) -> Option<Diff> {
+    diff_of(pairs, |r| Some(if passed(r) { 1.0 } else { 0.0 }), true)
+}
+
+fn diff_of(pairs: &[(&SessionRecord, &SessionRecord)], f: impl Fn(&SessionRecord) -> Option<f64>, rate: bool) -> Option<Diff> {
     let mut d = Vec::new();
     // task → (Σ pattern, Σ control, pairs)
     let mut by_task: BTreeMap<&str, (f64, f64, usize)> = BTreeMap::new();
@@ -185,21 +215,16 @@ fn diff(pairs: &[(&SessionRecord, &SessionRecord)], f: impl Fn(&SessionRecord) -
         tasks: task_d.len(),
         missing,
         mean,
-        ci95: stats::cluster_mean_ci(&task_d),
+        ci95: if rate { stats::rate_difference_ci(&task_d) } else { stats::cluster_mean_ci(&task_d) },
         control_mean,
         relative,
         // Every figure compared is ≥ 0 (turns, tokens, passes), so the ratio is too: R ≥ −1.
         relative_ci95: relative.and_then(|_| stats::cluster_ratio_ci(&p, &c)).map(|i| Interval { lo: i.lo.max(-1.0), hi: i.hi }),
         sd: stats::sd(&d),
         task_sd: stats::sd(&task_d),
+        mde: if rate { stats::rate_difference_mde(&task_d) } else { stats::cluster_mde(&task_d) },
+        relative_mde: stats::cluster_mde(&task_d).filter(|_| control_mean != 0.0).map(|m| m / control_mean.abs()),
     })
-}
-
-/// A difference of two pass rates lies in [−1, 1], and so does its interval (a t interval over a
-/// few tasks can reach past that).
-fn bounded_rate_difference(mut d: Diff) -> Diff {
-    d.ci95 = d.ci95.map(|i| Interval { lo: i.lo.max(-1.0), hi: i.hi.min(1.0) });
-    d
 }
 
 pub(super) fn module_report(
@@ -271,7 +296,7 @@ pub(super) fn module_report(
         pairs_planned: plan.map(|p| p.k as usize * p.tasks.len()),
         dropped,
         dropped_pairs,
-        success: diff(&pairs, |r| Some(if passed(r) { 1.0 } else { 0.0 })).map(bounded_rate_difference),
+        success: rate_diff(&pairs),
         turns: diff(&pairs, turns),
         input_tokens: diff(&pairs, input),
         output_tokens: diff(&pairs, output),
@@ -333,19 +358,45 @@ pub(super) fn module_report(
     let power = paired.input_tokens.as_ref().and_then(|d| {
         let sd = d.sd?;
         let delta = opts.power_relative_difference * d.control_mean;
-        let needed = stats::pairs_needed(sd, delta)?;
-        let tasks = task_set.len().max(1);
+        let tasks_needed = stats::pairs_needed(d.task_sd?, delta)?;
+        let k = d.n.div_ceil(d.tasks.max(1)).max(1) as u64;
         Some(Power {
             relative_difference: opts.power_relative_difference,
+            tasks_needed: Some(tasks_needed),
             delta_tokens: delta,
             paired_sd: sd,
-            pairs_needed: needed,
-            tasks,
-            reps_per_task_needed: needed.div_ceil(tasks as u64),
+            pairs_needed: tasks_needed * k,
+            tasks: task_set.len().max(1),
+            reps_per_task_needed: k,
             method: POWER_METHOD.into(),
         })
     });
+    if let (Some(t), Some(s)) = (paired.input_tokens.as_ref(), paired.success.as_ref())
+        && let (Some(token_mde), Some(success_mde)) = (t.mde, s.mde)
+    {
+        notices.push(format!(
+            "What this design could detect (80 % power, two-sided 5 %, from the spread over its {} tasks): an input-token difference of {:.0} per session{}, a success-rate difference of {:.0} points. A smaller true difference would most often read as inconclusive.",
+            t.tasks,
+            token_mde,
+            t.relative_mde.map_or(String::new(), |r| format!(" ({:.0} % of the control's mean)", 100.0 * r)),
+            100.0 * success_mde.min(1.0)
+        ));
+    }
 
+    let flip_rate =
+        paired.input_tokens.as_ref().filter(|d| d.tasks >= 2).and_then(|d| crate::calibrate::committed_flip_rate(d.tasks, d.n.div_ceil(d.tasks) as u32));
+    if let Some(f) = &flip_rate {
+        notices.push(format!(
+            "How repeatable a verdict is at about this design: in the calibration study, two identical experiments of {} tasks × k = {} (the studied design nearest this one) reached different verdicts in {:.0}–{:.0} % of {} simulated reruns per scenario, most often when the planted effect was `{}` ({}).",
+            f.design.tasks,
+            f.design.k,
+            100.0 * f.lowest,
+            100.0 * f.highest,
+            f.experiments_per_scenario,
+            f.highest_scenario,
+            f.source
+        ));
+    }
     let planned_k = plan.map(|p| p.k);
     // Without a plan, k is the most reps any task of the arm has: a task with fewer is missing
     // some, and the report already says the planned k is unknown, so it must not claim them.
@@ -374,6 +425,7 @@ pub(super) fn module_report(
         model_too_weak,
         few_passes,
         power,
+        flip_rate,
         notices,
         tasks,
     }

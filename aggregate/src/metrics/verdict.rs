@@ -107,7 +107,11 @@ pub fn decide(paired: &Paired, both_arms: bool, opts: &Options) -> (Verdict, Str
             (
                 Verdict::Confirmed,
                 format!(
-                    "no detected success regression, and the input-token difference interval is entirely below 0 over all pairs and over the {} pairs where both arms passed",
+                    "no detected success regression{}, and the input-token difference interval is entirely below 0 over all pairs and over the {} pairs where both arms passed",
+                    paired.success.as_ref().and_then(|d| d.mde).map_or(String::new(), |m| format!(
+                        " (\"not shown worse\", not \"as good\": this design would miss a success drop smaller than about {:.0} points)",
+                        100.0 * m
+                    )),
                     b.pairs
                 ),
             )
