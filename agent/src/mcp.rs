@@ -38,6 +38,11 @@ pub enum ServerConnection {
         /// How long the handshake may take; `None`: [`HANDSHAKE_TIMEOUT`].
         #[serde(default, skip_serializing_if = "Option::is_none")]
         handshake_timeout_secs: Option<u64>,
+        /// The bench's own server binary (`pipeline serve`, which starts no process): held by
+        /// its process group alone. Any other command is held whole — everything it starts,
+        /// whatever it does (servers::contain).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        bench_server: bool,
     },
     /// Streamable HTTP at this URL.
     Http { url: String },
@@ -56,7 +61,12 @@ pub enum ConnectError {
 impl ServerConnection {
     /// A plain command, inheriting this process's environment and working directory.
     pub fn stdio(argv: Vec<String>) -> Self {
-        Self::Stdio { argv, env: None, cwd: None, handshake_timeout_secs: None }
+        Self::Stdio { argv, env: None, cwd: None, handshake_timeout_secs: None, bench_server: false }
+    }
+
+    /// The bench's own server binary, run as `argv` ([`ServerConnection::Stdio::bench_server`]).
+    pub fn bench_server(argv: Vec<String>) -> Self {
+        Self::Stdio { argv, env: None, cwd: None, handshake_timeout_secs: None, bench_server: true }
     }
 }
 
@@ -67,7 +77,7 @@ pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_sec
 /// stderr tail. Over HTTP the process, if any, is the caller's.
 pub async fn connect(conn: &ServerConnection) -> Result<(Client, ServerProcess), ConnectError> {
     match conn {
-        ServerConnection::Stdio { argv, env, cwd, handshake_timeout_secs } => {
+        ServerConnection::Stdio { argv, env, cwd, handshake_timeout_secs, bench_server } => {
             let (program, args) = argv.split_first().ok_or_else(|| ConnectError::Handshake("empty server command".into()))?;
             let mut cmd = tokio::process::Command::new(program);
             cmd.args(args);
@@ -78,7 +88,8 @@ pub async fn connect(conn: &ServerConnection) -> Result<(Client, ServerProcess),
                 cmd.current_dir(cwd);
             }
             let within = handshake_timeout_secs.map_or(HANDSHAKE_TIMEOUT, std::time::Duration::from_secs);
-            servers::client::spawn_stdio(cmd, within).await.map_err(|e| match e {
+            let hold = if *bench_server { servers::contain::Hold::Group } else { servers::contain::Hold::Whole };
+            servers::client::spawn_stdio(cmd, within, hold).await.map_err(|e| match e {
                 servers::client::StdioError::Spawn(source) => ConnectError::Spawn { command: argv.join(" "), source },
                 servers::client::StdioError::Handshake(text) => ConnectError::Handshake(text),
             })

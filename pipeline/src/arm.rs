@@ -53,7 +53,10 @@ pub async fn connect(
                 let argv = std::iter::once(std.get_program()).chain(std.get_args()).map(|a| a.to_string_lossy().into_owned()).collect();
                 let env = std.get_envs().filter_map(|(k, v)| Some((k.to_string_lossy().into_owned(), v?.to_string_lossy().into_owned()))).collect();
                 let handshake_timeout_secs = Some(arm.startup_timeout.as_secs());
-                Ok((ServerConnection::Stdio { argv, env: Some(env), cwd: Some(arm.dir.display().to_string()), handshake_timeout_secs }, ArmGuard::None))
+                Ok((
+                    ServerConnection::Stdio { argv, env: Some(env), cwd: Some(arm.dir.display().to_string()), handshake_timeout_secs, bench_server: false },
+                    ArmGuard::None,
+                ))
             }
             Transport::Http => {
                 let process = servers::external::start_http(arm, backend_url).await?;
@@ -62,7 +65,7 @@ pub async fn connect(
         };
     }
     match transport {
-        Transport::Stdio => Ok((ServerConnection::stdio(servers::launch::stdio_argv(serve_prefix, server.name, backend_url, settings)), ArmGuard::None)),
+        Transport::Stdio => Ok((ServerConnection::bench_server(servers::launch::stdio_argv(serve_prefix, server.name, backend_url, settings)), ArmGuard::None)),
         Transport::Http => {
             let (url, handle) = servers::launch::serve_http_in_process_with(server, backend_url, settings).await?;
             Ok((ServerConnection::Http { url }, ArmGuard::InProcess(handle)))

@@ -138,3 +138,49 @@ fn serve_over_http_takes_allowed_origins_and_hosts_from_its_flags_and_the_enviro
     assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
     assert!(child.wait().unwrap().success(), "the server did not stop cleanly on SIGTERM");
 }
+
+fn calibrate(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_pipeline")).arg("calibrate").args(args).current_dir(env!("CARGO_MANIFEST_DIR")).output().unwrap()
+}
+
+#[test]
+fn calibrate_refuses_bad_input_with_the_fix_and_reports_what_it_ran() {
+    for (args, says) in [
+        (&["--designs", "8x0"][..], "k ≥ 1"),
+        (&["--designs", "eight"][..], "expected TASKSxK"),
+        (&["--only", "nope"][..], "the committed ones are null,"),
+        (&["--experiments", "5"][..], "at least 20"),
+    ] {
+        let out = calibrate(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(says) && err.lines().count() == 1, "{args:?}: {err}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, std::fs::read_to_string("../aggregate/calibration/null.toml").unwrap().replace("share = 0.6", "share = 0.5")).unwrap();
+    let out = calibrate(&["--scenario", bad.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("shares sum to"), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let out = calibrate(&["--only", "null", "--designs", "8x3", "--experiments", "40", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let study: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(study["schema"], "mcp-pattern-bench/calibration/v1");
+    assert_eq!(study["cells"].as_array().unwrap().len(), 1);
+    let cell = &study["cells"][0];
+    assert_eq!((cell["design"]["tasks"].as_u64(), cell["design"]["k"].as_u64(), cell["pairs"].as_u64()), (Some(8), Some(3), Some(24)));
+    assert_eq!(cell["flip"]["n"].as_u64(), Some(40));
+    assert_eq!(study["mde_checks"].as_array().unwrap().len(), 1, "the null's stated MDE is checked");
+}
+
+/// `--check` fails when a figure is shown below its stated level: the absolute token interval
+/// over strongly skewed task sizes undercovers (docs/calibration), and the check says so.
+#[test]
+fn calibrate_check_fails_on_a_figure_below_its_stated_level() {
+    let out = calibrate(&["--only", "correlated", "--designs", "8x3", "--experiments", "300", "--check"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("below its stated level: correlated at 8 × 3 (24 pairs): the token difference interval covered the truth in"), "{err}");
+    let out = calibrate(&["--only", "null", "--designs", "16x3", "--experiments", "300", "--check"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -13,7 +13,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServiceExt};
 
 use crate::backend_client::BackendClient;
-use crate::contain::Contained;
+use crate::contain::{Contained, Hold};
 use crate::external::{self, ExternalArm, HttpProcess, StderrTail, stderr_note};
 use crate::registry::{Serve, ServerEntry};
 use crate::stdout_guard::StdoutGuard;
@@ -48,8 +48,9 @@ pub enum StdioError {
 /// Spawns `cmd` as an MCP server over stdio, contained ([`external::own_group`]), its stdout read
 /// through a [`StdoutGuard`] (a line that is not a message, or too long for the library, ends
 /// the session at once instead of being skipped), and completes the handshake within `within`.
-pub async fn spawn_stdio(cmd: tokio::process::Command, within: Duration) -> Result<(Client, ServerProcess), StdioError> {
-    let (mut cmd, prepared) = external::own_group(cmd).map_err(StdioError::Spawn)?;
+/// `hold`: [`Hold::Whole`] for any server the bench did not write.
+pub async fn spawn_stdio(cmd: tokio::process::Command, within: Duration, hold: Hold) -> Result<(Client, ServerProcess), StdioError> {
+    let (mut cmd, prepared) = external::own_group(cmd, hold).map_err(StdioError::Spawn)?;
     cmd.command_mut().stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = match cmd.spawn() {
         Ok(child) => child,
@@ -131,7 +132,7 @@ impl ArmClient {
 
 async fn open_external(arm: &ExternalArm, backend_url: &str) -> anyhow::Result<ArmClient> {
     match arm.transport {
-        records::Transport::Stdio => match spawn_stdio(arm.command(backend_url, None)?, arm.startup_timeout).await {
+        records::Transport::Stdio => match spawn_stdio(arm.command(backend_url, None)?, arm.startup_timeout, Hold::Whole).await {
             Ok((client, process)) => Ok(ArmClient { client, keep: Keep::Child(process) }),
             Err(StdioError::Spawn(e)) => anyhow::bail!("starting {} ({}): {e}", arm.name, arm.command.join(" ")),
             Err(StdioError::Handshake(e)) => anyhow::bail!("{}: no MCP handshake over stdio ({e})", arm.name),

@@ -21,6 +21,10 @@
 //!
 //! `MCPBENCH_CONTAIN=process-tree` chooses the second way even where cgroups are writable (what
 //! the tests use to check it).
+//!
+//! The bench's own servers (`pipeline serve`, which starts no process) are held by their process
+//! group alone ([`Hold::Group`]): the parent-death signal and the closed descriptors still, but no
+//! cgroup to make and remove and no `/proc` walk, which cost a session ≈ 10 ms for nothing.
 
 use std::collections::BTreeSet;
 use std::io;
@@ -86,37 +90,61 @@ fn reap_what_servers_orphan() {
     });
 }
 
+/// How much of what a server does is held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hold {
+    /// Everything it starts, whatever it does: its cgroup, else its process tree ([`mode`]). For
+    /// every server the bench did not write.
+    Whole,
+    /// Its process group, the parent-death signal and no inherited descriptor: for the bench's
+    /// own server binary, which starts no process.
+    Group,
+}
+
+/// How one server is held, once spawned.
+#[derive(Debug, Clone)]
+enum Holding {
+    Cgroup(PathBuf),
+    Tree,
+    Group,
+}
+
 /// What [`prepare`] set up for one server, to hand to [`Contained::track`] once it is spawned.
 #[derive(Debug)]
 pub struct Prepared {
-    cgroup: Option<PathBuf>,
+    holding: Holding,
 }
 
 /// Sets `cmd` up to be contained: its own cgroup (if the mode is [`Mode::Cgroup`]), joined
 /// between fork and exec so that nothing it runs is ever outside; the parent-death signal; a
 /// subreaper of its own orphans; every descriptor above stderr closed at exec. Spawn it as a
 /// process group leader too (the group is still how a server's stdio children are signalled).
-pub fn prepare(cmd: &mut tokio::process::Command) -> io::Result<Prepared> {
+/// With [`Hold::Group`], only the parent-death signal and the descriptors.
+pub fn prepare(cmd: &mut tokio::process::Command, hold: Hold) -> io::Result<Prepared> {
+    if hold == Hold::Group {
+        in_child(cmd, None);
+        return Ok(Prepared { holding: Holding::Group });
+    }
     clean_stale_once();
     remove_pending();
     reap_what_servers_orphan();
-    let (cgroup, procs) = match mode() {
+    let (holding, procs) = match mode() {
         Mode::Cgroup(root) => {
             static N: AtomicU64 = AtomicU64::new(0);
             let dir = root.join(format!("server-{}", N.fetch_add(1, Ordering::Relaxed)));
             std::fs::create_dir(&dir).map_err(|e| io::Error::new(e.kind(), format!("creating the server's cgroup {}: {e}", dir.display())))?;
             match std::fs::OpenOptions::new().write(true).open(dir.join("cgroup.procs")) {
-                Ok(f) => (Some(dir), Some(f)),
+                Ok(f) => (Holding::Cgroup(dir), Some(f)),
                 Err(e) => {
                     let _ = std::fs::remove_dir(&dir);
                     return Err(io::Error::new(e.kind(), format!("opening {}/cgroup.procs: {e}", dir.display())));
                 }
             }
         }
-        Mode::ProcessTree(_) => (None, None),
+        Mode::ProcessTree(_) => (Holding::Tree, None),
     };
     in_child(cmd, procs);
-    Ok(Prepared { cgroup })
+    Ok(Prepared { holding })
 }
 
 /// Between fork and exec, in the child.
@@ -175,20 +203,20 @@ impl Prepared {
     pub fn track(self, pid: u32) -> Contained {
         let leader = pid as i32;
         LEADERS.lock().unwrap().insert(leader);
-        RUNNING.lock().unwrap().insert(leader, self.cgroup.clone());
-        Contained { leader, cgroup: self.cgroup }
+        RUNNING.lock().unwrap().insert(leader, self.holding);
+        Contained { leader }
     }
 
     /// The spawn failed: removes what [`prepare`] made.
     pub fn abandon(self) {
-        if let Some(dir) = self.cgroup {
+        if let Holding::Cgroup(dir) = self.holding {
             let _ = std::fs::remove_dir(dir);
         }
     }
 }
 
-/// The servers running now: leader → its cgroup.
-static RUNNING: LazyLock<Mutex<std::collections::BTreeMap<i32, Option<PathBuf>>>> = LazyLock::new(Mutex::default);
+/// The servers running now: leader → how it is held.
+static RUNNING: LazyLock<Mutex<std::collections::BTreeMap<i32, Holding>>> = LazyLock::new(Mutex::default);
 
 /// A running server, and everything it started: killed when this is dropped, even once the
 /// server itself has exited (a child it left holding its stdout open, or a daemon it started,
@@ -196,13 +224,13 @@ static RUNNING: LazyLock<Mutex<std::collections::BTreeMap<i32, Option<PathBuf>>>
 #[derive(Debug)]
 pub struct Contained {
     leader: i32,
-    cgroup: Option<PathBuf>,
 }
 
 impl Drop for Contained {
     fn drop(&mut self) {
-        if RUNNING.lock().unwrap().remove(&self.leader).is_some() {
-            end(self.leader, self.cgroup.as_deref());
+        let holding = RUNNING.lock().unwrap().remove(&self.leader);
+        if let Some(holding) = holding {
+            end(self.leader, &holding);
         }
     }
 }
@@ -211,8 +239,8 @@ impl Drop for Contained {
 /// calls on its way out, however it leaves (done, refused, interrupted).
 pub fn kill_all() {
     let running = std::mem::take(&mut *RUNNING.lock().unwrap());
-    for (leader, cgroup) in running {
-        end(leader, cgroup.as_deref());
+    for (leader, holding) in running {
+        end(leader, &holding);
     }
     sweep_inherited();
     // The killed servers' last zombies are being reaped by now: a short wait for their folders.
@@ -225,28 +253,30 @@ pub fn kill_all() {
     }
 }
 
-fn end(leader: i32, cgroup: Option<&Path>) {
-    let killed = match cgroup {
-        Some(dir) => kill_cgroup(dir),
-        None => kill_tree(leader),
+fn end(leader: i32, holding: &Holding) {
+    let killed = match holding {
+        Holding::Cgroup(dir) => kill_cgroup(dir),
+        Holding::Tree => kill_tree(leader),
+        Holding::Group => vec![],
     };
     // ESRCH (the group is already gone) is the usual, good outcome.
     let _ = killpg(Pid::from_raw(leader), Signal::SIGKILL);
     // What the kill orphaned came here (we are a subreaper): reap it, never the leader itself,
     // which its spawner reaps.
     reap(killed.into_iter().filter(|&p| p != leader));
-    match cgroup {
+    match holding {
         // A cgroup is removed once its last process is reaped (a zombie keeps it busy): the
         // leader is reaped by its spawner in a moment, so a folder still busy now is retried
         // at the next server's start and on the way out, never waited for here.
-        Some(dir) => {
+        Holding::Cgroup(dir) => {
             if std::fs::remove_dir(dir).is_err() {
                 PENDING.lock().unwrap().push(dir.to_owned());
             }
         }
         // In a cgroup nothing gets out (short of a server with the right to move itself to
         // another cgroup); without one, what a server orphaned after it died came here.
-        None => sweep_inherited(),
+        Holding::Tree => sweep_inherited(),
+        Holding::Group => {}
     }
 }
 
@@ -354,7 +384,8 @@ pub fn sweep_inherited() {
     let leaders = LEADERS.lock().unwrap().clone();
     let (own, held): (BTreeSet<i32>, Vec<PathBuf>) = {
         let running = RUNNING.lock().unwrap();
-        (running.keys().copied().collect(), running.values().flatten().cloned().collect())
+        let held = running.values().filter_map(|h| if let Holding::Cgroup(dir) = h { Some(dir.clone()) } else { None }).collect();
+        (running.keys().copied().collect(), held)
     };
     let mut killed = vec![];
     for pid in all_pids() {
@@ -464,4 +495,36 @@ fn clean_stale_once() {
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncBufReadExt;
+
+    /// Whether `pid` is gone or a zombie (dead, its exit status not yet collected).
+    fn dead(pid: i32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| s[s.rfind(')').unwrap() + 1..].trim_start().starts_with('Z'))
+    }
+
+    #[tokio::test]
+    async fn the_bench_s_own_server_is_held_by_its_group_with_no_cgroup_and_ends_whole() {
+        let mut cmd = tokio::process::Command::new("sh");
+        cmd.args(["-c", "sleep 30 & echo $!; wait"]).stdout(std::process::Stdio::piped());
+        let (mut wrapped, prepared) = crate::external::own_group(cmd, Hold::Group).unwrap();
+        assert!(matches!(prepared.holding, Holding::Group), "no cgroup is made for it: {prepared:?}");
+        let mut child = wrapped.spawn().unwrap();
+        let contained = prepared.track(child.id().unwrap());
+        let stdout = child.inner_mut().stdout().take().unwrap();
+        let mut line = String::new();
+        tokio::io::BufReader::new(stdout).read_line(&mut line).await.unwrap();
+        let sleeper: i32 = line.trim().parse().unwrap();
+        assert!(!dead(sleeper));
+        drop(contained);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !dead(sleeper) && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(dead(sleeper), "the server's child outlived it");
+    }
 }

@@ -45,7 +45,7 @@ use std::time::Duration;
 
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
 
-use crate::contain::{Contained, Prepared};
+use crate::contain::{Contained, Hold, Prepared};
 use records::{Role, Transport};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -268,8 +268,8 @@ impl ExternalArm {
 /// killed on drop: how every server process the bench starts is spawned. Hand the [`Prepared`]
 /// the spawned pid ([`Prepared::track`]); the returned guard ends the server and everything it
 /// started.
-pub fn own_group(mut cmd: tokio::process::Command) -> std::io::Result<(CommandWrap, Prepared)> {
-    let prepared = crate::contain::prepare(&mut cmd)?;
+pub fn own_group(mut cmd: tokio::process::Command, hold: Hold) -> std::io::Result<(CommandWrap, Prepared)> {
+    let prepared = crate::contain::prepare(&mut cmd, hold)?;
     let mut wrapped = CommandWrap::from(cmd);
     wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
     Ok((wrapped, prepared))
@@ -447,7 +447,7 @@ pub enum StartError {
 pub async fn start_http(arm: &ExternalArm, backend_url: &str) -> Result<HttpProcess, StartError> {
     let port = free_port().map_err(|source| StartError::Spawn { name: arm.name.clone(), source })?;
     let spawn_error = |source| StartError::Spawn { name: arm.name.clone(), source };
-    let (mut cmd, prepared) = own_group(arm.command(backend_url, Some(port))?).map_err(spawn_error)?;
+    let (mut cmd, prepared) = own_group(arm.command(backend_url, Some(port))?, Hold::Whole).map_err(spawn_error)?;
     cmd.command_mut().stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
     let mut child = match cmd.spawn() {
         Ok(child) => child,
@@ -566,7 +566,7 @@ command = ["sh", "-c", "env; pwd"]
 BACKEND_URL = "{backend_url}"
 "#;
         let a = arm(tmp.path(), text).unwrap();
-        let (mut cmd, prepared) = own_group(a.command("http://127.0.0.1:1", None).unwrap()).unwrap();
+        let (mut cmd, prepared) = own_group(a.command("http://127.0.0.1:1", None).unwrap(), Hold::Whole).unwrap();
         cmd.command_mut().stdout(Stdio::piped());
         let child = cmd.spawn().unwrap();
         let _contained = child.id().map(|pid| prepared.track(pid));

@@ -59,7 +59,8 @@ async fn serve_external(arm: &crate::external::ExternalArm, transport: Transport
         arm.transport.as_str()
     );
     let port = (transport == Transport::Http).then_some(addr.port());
-    let (mut cmd, prepared) = crate::external::own_group(arm.command(backend_url, port)?).with_context(|| format!("starting {}", arm.name))?;
+    let (mut cmd, prepared) =
+        crate::external::own_group(arm.command(backend_url, port)?, crate::contain::Hold::Whole).with_context(|| format!("starting {}", arm.name))?;
     let mut child = match cmd.spawn() {
         Ok(child) => child,
         Err(e) => {
