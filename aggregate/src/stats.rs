@@ -82,13 +82,7 @@ pub fn t_975(df: usize) -> f64 {
         2.045_229_642,
         2.042_272_456,
     ];
-    assert!(df >= 1, "t needs at least one degree of freedom");
-    if df <= TABLE.len() {
-        return TABLE[df - 1];
-    }
-    let (z, v) = (Z_95, df as f64);
-    let (z3, z5, z7) = (z.powi(3), z.powi(5), z.powi(7));
-    z + (z3 + z) / (4.0 * v) + (5.0 * z5 + 16.0 * z3 + 3.0 * z) / (96.0 * v * v) + (3.0 * z7 + 19.0 * z5 + 17.0 * z3 - 15.0 * z) / (384.0 * v.powi(3))
+    t_quantile(&TABLE, Z_95, df)
 }
 
 /// The 0.80 quantile of Student's t with `df` degrees of freedom (`df` ≥ 1): table values to 30
@@ -126,11 +120,17 @@ pub fn t_80(df: usize) -> f64 {
         0.854_191_986,
         0.853_767_261,
     ];
+    t_quantile(&TABLE, Z_80, df)
+}
+
+/// Student's t quantile whose normal quantile is `z`: `table[df − 1]` up to the table's length,
+/// beyond it the Cornish–Fisher expansion in 1/df.
+fn t_quantile(table: &[f64], z: f64, df: usize) -> f64 {
     assert!(df >= 1, "t needs at least one degree of freedom");
-    if df <= TABLE.len() {
-        return TABLE[df - 1];
+    if df <= table.len() {
+        return table[df - 1];
     }
-    let (z, v) = (Z_80, df as f64);
+    let v = df as f64;
     let (z3, z5, z7) = (z.powi(3), z.powi(5), z.powi(7));
     z + (z3 + z) / (4.0 * v) + (5.0 * z5 + 16.0 * z3 + 3.0 * z) / (96.0 * v * v) + (3.0 * z7 + 19.0 * z5 + 17.0 * z3 - 15.0 * z) / (384.0 * v.powi(3))
 }

@@ -233,6 +233,19 @@ impl ExternalArm {
         std::env::split_paths(&path).map(|d| d.join(written)).find(|p| p.is_file()).ok_or_else(|| missing(format!("program {written:?} is not found on PATH")))
     }
 
+    /// An arm with a `package.json` needs its `node_modules`: without them its server dies at start
+    /// with the runtime's stack trace, where one line can say what to run.
+    pub fn dependencies_installed(&self) -> Result<(), ArmError> {
+        if self.dir.join("package.json").is_file() && !self.dir.join("node_modules").is_dir() {
+            let how = if self.dir.join("package-lock.json").is_file() { "npm ci" } else { "npm install" };
+            return Err(ArmError::Folder {
+                path: self.dir.clone(),
+                problem: format!("its Node dependencies are not installed: run `{how} --prefix {}` (see its README)", self.dir.display()),
+            });
+        }
+        Ok(())
+    }
+
     /// The names of the variables the server gets (declared and inherited): what records keep.
     pub fn env_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self.env.keys().cloned().chain(self.inherit_env.iter().cloned()).collect();
@@ -243,6 +256,7 @@ impl ExternalArm {
     /// The command that starts one server process: the folder as working directory, and exactly
     /// the declared environment. Spawn it in its own group ([`own_group`]).
     pub fn command(&self, backend_url: &str, port: Option<u16>) -> Result<tokio::process::Command, ArmError> {
+        self.dependencies_installed()?;
         let program = self.program()?;
         let expand = |v: &str| expand(v, backend_url, port, &self.dir);
         let mut cmd = tokio::process::Command::new(&program);
@@ -536,6 +550,18 @@ BACKEND_URL = "{backend_url}"
         assert!(a.program().unwrap_err().to_string().contains("serve.command: program \"no-such-program-xyz\" is not found on PATH"));
         let a = arm(tmp.path(), &GOOD.replace("python3", ".venv/bin/python")).unwrap();
         assert!(a.program().unwrap_err().to_string().contains("install the arm's dependencies"));
+    }
+
+    #[test]
+    fn a_node_arm_without_its_node_modules_is_one_line_naming_the_install() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = arm(tmp.path(), &GOOD.replace("python3", "sh")).unwrap();
+        std::fs::write(tmp.path().join("package.json"), "{}").unwrap();
+        std::fs::write(tmp.path().join("package-lock.json"), "{}").unwrap();
+        let e = a.command("http://127.0.0.1:1", None).unwrap_err().to_string();
+        assert!(e.contains("its Node dependencies are not installed: run `npm ci --prefix") && !e.contains('\n'), "{e}");
+        std::fs::create_dir(tmp.path().join("node_modules")).unwrap();
+        assert!(a.command("http://127.0.0.1:1", None).is_ok());
     }
 
     #[test]
