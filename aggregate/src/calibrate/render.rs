@@ -156,8 +156,8 @@ is planted as a saving, and the rate at which the token interval then lies entir
     md
 }
 
-const SIZE: (u32, u32) = (1100, 460);
-const LINE_COLORS: [RGBColor; 7] = [
+const SIZE: (u32, u32) = (1280, 520);
+const LINE_COLORS: [RGBColor; 8] = [
     RGBColor(0x1f, 0x77, 0xb4),
     RGBColor(0xe0, 0x6c, 0x00),
     RGBColor(0x2c, 0xa0, 0x2c),
@@ -165,6 +165,7 @@ const LINE_COLORS: [RGBColor; 7] = [
     RGBColor(0x94, 0x67, 0xbd),
     RGBColor(0x8c, 0x56, 0x4b),
     RGBColor(0x55, 0x55, 0x55),
+    RGBColor(0xbc, 0xbd, 0x22),
 ];
 
 /// Two panels over the designs (in the study's order): the worst coverage over scenarios of
@@ -199,7 +200,15 @@ fn draw<DB: DrawingBackend>(root: &Panel<'_, DB>, study: &Study, designs: &[Desi
         ("pattern pass rate", designs.iter().map(|&d| worst(|c| &c.coverage.pattern_pass_rate, d)).collect()),
     ];
     let lowest = coverage.iter().flat_map(|(_, v)| v.iter().flatten()).copied().fold(0.9_f64, f64::min);
-    panel(&left, "coverage of the 95 % intervals (worst scenario)", designs, &coverage, (lowest - 0.02).max(0.0)..1.0, Some(study.nominal_coverage))?;
+    panel(
+        &left,
+        "coverage of the 95 % intervals (worst scenario)",
+        designs,
+        &coverage,
+        (lowest - 0.02).max(0.0)..1.0,
+        Some(study.nominal_coverage),
+        SeriesLabelPosition::LowerRight,
+    )?;
     let power: Vec<(&str, Vec<Option<f64>>)> = study
         .scenarios
         .iter()
@@ -211,7 +220,7 @@ fn draw<DB: DrawingBackend>(root: &Panel<'_, DB>, study: &Study, designs: &[Desi
             (s.name.as_str(), v)
         })
         .collect();
-    panel(&right, "rate of the right verdict, per scenario", designs, &power, 0.0..1.0, None)
+    panel(&right, "rate of the right verdict, per scenario", designs, &power, 0.0..1.0, None, SeriesLabelPosition::MiddleLeft)
 }
 
 fn panel<DB: DrawingBackend>(
@@ -221,6 +230,7 @@ fn panel<DB: DrawingBackend>(
     series: &[(&str, Vec<Option<f64>>)],
     y: std::ops::Range<f64>,
     nominal: Option<f64>,
+    legend: SeriesLabelPosition,
 ) -> std::result::Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let n = designs.len().max(1);
     let mut chart = ChartBuilder::on(area)
@@ -237,10 +247,10 @@ fn panel<DB: DrawingBackend>(
             if (x - i).abs() > 0.01 || i < 0.0 {
                 return String::new();
             }
-            designs.get(i as usize).map_or_else(String::new, |d| format!("{} ({} pairs)", d.label(), d.pairs()))
+            designs.get(i as usize).map_or_else(String::new, |d| format!("{}×{} ({})", d.tasks, d.k, d.pairs()))
         })
         .y_label_formatter(&|v| format!("{:.0} %", 100.0 * v))
-        .x_desc("tasks × k")
+        .x_desc("tasks × k (pairs)")
         .label_style(font(12.0))
         .axis_desc_style(font(13.0))
         .disable_x_mesh()
@@ -258,12 +268,29 @@ fn panel<DB: DrawingBackend>(
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], ShapeStyle::from(&color).stroke_width(2)));
         chart.draw_series(points.into_iter().map(|p| Circle::new(p, 3, ShapeStyle::from(&color).filled())))?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.3))
-        .label_font(font(12.0))
-        .position(SeriesLabelPosition::LowerRight)
-        .draw()?;
+    chart.configure_series_labels().background_style(WHITE.mix(0.85)).border_style(BLACK.mix(0.3)).label_font(font(12.0)).position(legend).draw()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::calibrate::{self, StudyConfig};
+
+    #[test]
+    fn the_tables_and_the_chart_name_every_scenario_and_design() {
+        let scenarios: Vec<_> = calibrate::committed_scenarios().into_iter().filter(|s| s.name == "null" || s.name == "harm").collect();
+        let config = StudyConfig { scenarios, designs: vec![Design { tasks: 8, k: 3 }, Design { tasks: 12, k: 2 }], experiments: 30, seed: 3, threads: 1 };
+        let study = calibrate::run(&config, |_| {});
+        let md = markdown(&study);
+        for needle in
+            ["## null", "## harm", "| 8 × 3 | 24 |", "| 12 × 2 | 24 |", "## Below the stated level", "## The stated minimum detectable difference, checked"]
+        {
+            assert!(md.contains(needle), "{needle}: {md}");
+        }
+        let svg = svg(&study).unwrap();
+        for needle in ["null", "harm", "8×3 (24)", "12×2 (24)", "coverage of the 95 % intervals"] {
+            assert!(svg.contains(needle), "{needle} missing from the chart");
+        }
+    }
 }
