@@ -16,7 +16,8 @@ use servers::registry::{self, Role, ServerEntry};
 use tasks::Task;
 
 use crate::build_info::BuildInfo;
-use crate::spec::{ARM_KEYS, InputDirs, Spec, select_tasks};
+use crate::input::spec::{ARM_KEYS, InputDirs, Spec};
+use crate::plan::select_tasks;
 
 /// A proof a spec must pass before anything is spent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -271,8 +272,7 @@ async fn frozen_inputs(spec: &Spec, dirs: &InputDirs, arms: &[&'static ServerEnt
     }
     if let Some(tasks) = &tasks {
         // Held-out tasks are also held to their seal (docs/held-out.md), whatever the spec froze.
-        let selected = [crate::plan::ModuleTasks { module: spec.module.clone(), tasks: tasks.iter().cloned().map(std::sync::Arc::new).collect() }];
-        if let Err(e) = crate::held_out::require_seal(&tasks_dir, &selected).await {
+        if let Err(e) = crate::held_out::require_seal(&tasks_dir, tasks.iter()).await {
             f.add(Gate::FrozenInputs, format!("{e:#}"));
         }
         for id in spec.hashes.tasks.keys() {
@@ -385,7 +385,7 @@ async fn model(spec: &Spec, skip_preflight: bool, f: &mut Failures) -> Option<se
         if skip_preflight || !pinned {
             continue;
         }
-        let config = match crate::spec::model_plan(&m, std::time::Duration::from_secs(120), vec![]) {
+        let config = match crate::plan::model_plan(&m, std::time::Duration::from_secs(120), vec![]) {
             Ok(plan) => plan.provider_config(),
             Err(e) => {
                 f.add(Gate::Model, format!("{who}: {e:#}"));

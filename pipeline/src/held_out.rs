@@ -17,45 +17,11 @@ use chrono::{DateTime, SecondsFormat, SubsecRound, Utc};
 use records::Split;
 use serde::{Deserialize, Serialize};
 
-use crate::plan::ModuleTasks;
-
 /// The lockfile's name, in the tasks folder.
 pub const LOCK_FILE: &str = "held_out.lock";
 
 /// The graders' gold set's folder, in the tasks folder.
 pub const GOLD_DIR: &str = "gold";
-
-/// Which tasks a run selects: `--split`, a spec's `split`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum SplitSelection {
-    /// Only the dev tasks: the tuning loop's runs, which never need the seal.
-    Dev,
-    /// Only the held-out tasks.
-    #[value(name = "held_out")]
-    HeldOut,
-    /// Both, reported side by side (never pooled).
-    #[default]
-    All,
-}
-
-impl SplitSelection {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Dev => "dev",
-            Self::HeldOut => "held_out",
-            Self::All => "all",
-        }
-    }
-
-    pub fn admits(self, split: Split) -> bool {
-        match self {
-            Self::All => true,
-            Self::Dev => split == Split::Dev,
-            Self::HeldOut => split == Split::HeldOut,
-        }
-    }
-}
 
 /// `held_out.lock`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -129,6 +95,24 @@ impl Lock {
         Ok(Some((lock, records::sha256_hex(&bytes))))
     }
 
+    /// A new seal of what the tree holds `now`, for `reason`, keeping `old`'s history and adding
+    /// this sealing (with what `changed`) to it.
+    pub fn seal(old: Option<&Lock>, now: Current, reason: String, changed: Vec<String>) -> Self {
+        let mut history = old.map(|l| l.history.clone()).unwrap_or_default();
+        // Whole seconds: the lock is read by people, and nothing needs finer.
+        let sealed_at = Utc::now().trunc_subsecs(0);
+        history.push(Sealing { sealed_at, reason: reason.clone(), changed });
+        Self { version: LOCK_VERSION, sealed_at, reason, tasks: now.tasks, manifests: now.manifests, gold: now.gold, history }
+    }
+
+    /// Writes the lock into `tasks_dir`, whole or not at all.
+    pub fn write(&self, tasks_dir: &Path) -> anyhow::Result<PathBuf> {
+        let path = Self::path(tasks_dir);
+        let text = format!("{LOCK_HEADER}{}", toml::to_string(self).context("writing the lock as TOML")?);
+        records::write_atomically(&path, text.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
+        Ok(path)
+    }
+
     /// Every way `now` differs from the seal, one line each, in a stable order.
     pub fn drift(&self, now: &Current) -> Vec<String> {
         let mut out = Vec::new();
@@ -198,8 +182,11 @@ pub async fn current(tasks_dir: &Path) -> anyhow::Result<Current> {
 
 /// For a plan that includes a held-out task: the seal must hold, or nothing is started. Returns
 /// what the manifest records of it; `None` when the plan has no held-out task.
-pub async fn require_seal(tasks_dir: &Path, selected: &[ModuleTasks]) -> anyhow::Result<Option<records::manifest::ManifestSeal>> {
-    let held_out: Vec<String> = selected.iter().flat_map(|m| m.tasks.iter()).filter(|t| t.meta.split == Split::HeldOut).map(|t| t.key()).collect();
+pub async fn require_seal<'a>(
+    tasks_dir: &Path,
+    selected: impl IntoIterator<Item = &'a tasks::Task>,
+) -> anyhow::Result<Option<records::manifest::ManifestSeal>> {
+    let held_out: Vec<String> = selected.into_iter().filter(|t| t.meta.split == Split::HeldOut).map(|t| t.key()).collect();
     if held_out.is_empty() {
         return Ok(None);
     }
@@ -221,114 +208,4 @@ pub async fn require_seal(tasks_dir: &Path, selected: &[ModuleTasks]) -> anyhow:
         );
     }
     Ok(Some(records::manifest::ManifestSeal { sealed_at: lock.sealed_at, reason: lock.reason, lock_sha256 }))
-}
-
-/// `pipeline seal`.
-#[derive(Debug, clap::Args)]
-pub struct SealArgs {
-    /// Why the seal is made or changed (required to write it): kept in the lock and repeated by
-    /// every report of a run that includes held-out tasks.
-    #[arg(long)]
-    pub reason: Option<String>,
-    /// Only check: exit 1, naming every drift, when the tree differs from the seal; write nothing.
-    #[arg(long, conflicts_with = "reason")]
-    pub check: bool,
-    /// The tasks folder (default: `MCPBENCH_TASKS_DIR`, `./tasks`, or this checkout's).
-    #[arg(long, env = "MCPBENCH_TASKS_DIR")]
-    pub tasks_dir: Option<PathBuf>,
-    /// Print what was found and done as JSON.
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Debug, Serialize)]
-struct SealReport {
-    lock: String,
-    /// `sealed` (written), `unchanged` (already matched), `drifted` (--check, or no reason given).
-    status: &'static str,
-    held_out_tasks: usize,
-    servers: usize,
-    gold: bool,
-    changed: Vec<String>,
-    sealed_at: Option<String>,
-    reason: Option<String>,
-}
-
-pub async fn seal_cmd(args: SealArgs) -> anyhow::Result<crate::exit::Exit> {
-    let tasks_dir = args.tasks_dir.clone().unwrap_or_else(tasks::default_tasks_dir);
-    let now = current(&tasks_dir).await?;
-    let old = Lock::read(&tasks_dir)?;
-    let changed = match &old {
-        Some(lock) => lock.drift(&now),
-        None => vec![format!(
-            "no seal yet: {} held-out task folder(s), {} server manifest(s){}",
-            now.tasks.len(),
-            now.manifests.len(),
-            if now.gold.is_some() { ", the gold set" } else { "" }
-        )],
-    };
-    let path = Lock::path(&tasks_dir);
-    let mut report = SealReport {
-        lock: path.display().to_string(),
-        status: "unchanged",
-        held_out_tasks: now.tasks.len(),
-        servers: now.manifests.len(),
-        gold: now.gold.is_some(),
-        changed: changed.clone(),
-        sealed_at: old.as_ref().map(|l| l.sealed_at.to_rfc3339_opts(SecondsFormat::Secs, true)),
-        reason: old.as_ref().map(|l| l.reason.clone()),
-    };
-    let program = crate::invoked::program();
-    let exit = if changed.is_empty() {
-        if !args.json {
-            println!(
-                "{}: the held-out tasks, their servers' manifests and the gold set match the seal ({}); nothing written",
-                path.display(),
-                old.as_ref().map(Lock::describe).unwrap_or_default()
-            );
-        }
-        crate::exit::Exit::Ok
-    } else if args.check || args.reason.is_none() {
-        report.status = "drifted";
-        if !args.json {
-            eprintln!("{}: the tree differs from the seal:\n  {}", path.display(), changed.join("\n  "));
-            if !args.check {
-                eprintln!("nothing written: sealing needs a reason, kept in the lock and shown in reports: `{program} seal --reason \"…\"`");
-            }
-        }
-        crate::exit::Exit::Refused
-    } else {
-        let reason = args.reason.as_deref().unwrap_or_default().trim().to_owned();
-        if reason.is_empty() {
-            bail!("--reason is empty: say why the seal is made or changed (it is kept in the lock and shown in reports)");
-        }
-        if now.tasks.is_empty() {
-            bail!("no task under {} is held out (split = \"held_out\" in its meta.toml): there is nothing to seal", tasks_dir.display());
-        }
-        let mut history = old.as_ref().map(|l| l.history.clone()).unwrap_or_default();
-        // Whole seconds: the lock is read by people, and nothing needs finer.
-        let sealed_at = Utc::now().trunc_subsecs(0);
-        history.push(Sealing { sealed_at, reason: reason.clone(), changed: changed.clone() });
-        let lock = Lock { version: LOCK_VERSION, sealed_at, reason: reason.clone(), tasks: now.tasks, manifests: now.manifests, gold: now.gold, history };
-        let text = format!("{LOCK_HEADER}{}", toml::to_string(&lock).context("writing the lock as TOML")?);
-        records::write_atomically(&path, text.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
-        report.status = "sealed";
-        report.sealed_at = Some(sealed_at.to_rfc3339_opts(SecondsFormat::Secs, true));
-        report.reason = Some(reason);
-        if !args.json {
-            println!(
-                "{}: sealed {} held-out task folder(s), {} server manifest(s){}:\n  {}",
-                path.display(),
-                lock.tasks.len(),
-                lock.manifests.len(),
-                if lock.gold.is_some() { " and the gold set" } else { "" },
-                changed.join("\n  ")
-            );
-        }
-        crate::exit::Exit::Ok
-    };
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    }
-    Ok(exit)
 }

@@ -2,36 +2,45 @@
 //! and the MCP servers, plans and runs experiments, gates specs, reports, benchmarks the harness
 //! and scaffolds new pattern modules.
 //!
-//! A run goes: flags or a spec → [`plan::RunPlan`] (typed; both front doors lower into it) →
-//! [`run::run`] (providers, endpoint preflight, the experiment lock and resume decision in
-//! [`experiment`], a worker pool running [`session::run_one`]) → records under
-//! `results/<exp>/`. Specs pass the [`gates`] first ([`check`]). `pipeline aggregate` turns the
-//! records into a report.
+//! A run goes: flags or a spec ([`input`]) → one lowering into the typed [`plan::RunPlan`]
+//! ([`plan`]) → [`run::run`] (providers, endpoint preflight, the experiment lock and resume
+//! decision in [`experiment`], a worker pool running [`session::run_one`] on a shared
+//! [`context::RunContext`]) → records under `results/<exp>/`. Specs pass the [`gates`] first
+//! (`pipeline check`). `pipeline aggregate` turns the records into a report.
+//!
+//! The modules are layered, and each uses only those below it (`tests/layers.rs` holds the
+//! order, and fails on an import that points up):
+//!
+//! 1. [`commands`]: the command line and one module per subcommand (`commands/view/` the viewer).
+//! 2. Execution: [`run`] → [`session`] → [`context`]; [`gates`]; [`experiment`] (the results
+//!    folder: lock, manifest, resume).
+//! 3. [`plan`]: the typed plan, and the lowering of both front doors into it.
+//! 4. [`input`] (the front doors: run flags, experiment specs) and [`held_out`] (the seal).
+//! 5. Shared below everything: [`split`], [`shard`], [`otlp`], [`listing`], [`arm`], [`signals`],
+//!    [`redact`], [`invoked`], [`build_info`], [`exit`].
+//!
+//! What the integration tests and the binary use is `pub`; the rest is `pub(crate)`.
 
-pub mod aggregate_cmd;
-pub mod arm;
-pub mod bench;
-pub mod build_info;
-pub mod calibrate_cmd;
-pub mod check;
-pub mod cli;
-pub mod exit;
+pub mod commands;
+
+pub(crate) mod context;
 pub mod experiment;
-pub mod flags;
-pub mod gates;
-pub mod held_out;
-pub mod invoked;
-pub mod list_cmd;
-pub mod listing;
-pub mod new_module;
-pub mod otlp;
+pub(crate) mod gates;
+pub(crate) mod run;
+pub(crate) mod session;
+
 pub mod plan;
-pub mod redact;
-pub mod run;
-pub mod servers_cmd;
-pub mod session;
-pub mod shard;
-pub mod signals;
-pub mod spec;
-pub mod sweep;
-pub mod view;
+
+pub mod held_out;
+pub mod input;
+
+pub(crate) mod arm;
+pub(crate) mod build_info;
+pub(crate) mod exit;
+pub(crate) mod invoked;
+pub(crate) mod listing;
+pub mod otlp;
+pub(crate) mod redact;
+pub(crate) mod shard;
+pub(crate) mod signals;
+pub mod split;

@@ -1,7 +1,7 @@
 //! `pipeline`: the one user-facing CLI of mcp-pattern-bench. Everything lives in the library;
-//! see [`pipeline::cli`].
+//! see [`pipeline::commands`].
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    pipeline::cli::main().await
+    pipeline::commands::main().await
 }

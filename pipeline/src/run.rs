@@ -10,91 +10,24 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use agent::{OpenAiCompatible, StopSignal};
+use agent::OpenAiCompatible;
 use anyhow::Context;
 use backend::local::LocalBackend;
 use backend::{Cluster, WorldSpec};
 use records::{InvalidReason, SessionRecord, Validity, write_atomically};
 
+use crate::context::{Halt, RunContext};
 use crate::exit::{Exit, Reported};
 use crate::experiment::{Experiment, Pending, Resume};
 use crate::plan::RunPlan;
 use crate::session::Finished;
 
-/// Why a run stopped before every planned session had run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Halt {
-    /// `quota`, `circuit_breaker`, `infrastructure` or `interrupted`.
-    pub kind: &'static str,
-    pub detail: String,
-}
-
-/// Shared by the workers of one run.
-pub struct RunContext {
-    pub plan: Arc<RunPlan>,
-    pub providers: BTreeMap<String, Arc<OpenAiCompatible>>,
-    pub serve_prefix: Vec<String>,
-    /// Raised by a quota or session-limit answer (inside the agent).
-    pub quota: StopSignal,
-    halt: Mutex<Option<Halt>>,
-    breaker: Mutex<Streak>,
-    interrupt: tokio::sync::watch::Receiver<Option<&'static str>>,
-    progress: Option<indicatif::ProgressBar>,
-    total: usize,
-    done: AtomicUsize,
-    valid: AtomicUsize,
-    passed: AtomicUsize,
-    started: Instant,
-    /// The verifier's baseline per task, read once (see [`RunContext::baseline_of`]).
-    baselines: Mutex<std::collections::HashMap<String, tasks::verify::Baseline>>,
-    /// Sends each written record as a trace (`--otlp-endpoint`); taken at the run's end.
-    otlp: Mutex<Option<crate::otlp::Exporter>>,
-}
-
-impl RunContext {
-    /// The verifier's baseline of `task`'s freshly reset world, read from `pool` the first time
-    /// and kept for the run: every reset of a task gives the same world (the template of its
-    /// seed and scale, cloned, plus the task's own seed), so hashing its `unchanged` tables again
-    /// for every session only costs time. Keyed by everything that makes that world.
-    pub async fn baseline_of(&self, task: &tasks::Task, pool: &sqlx::PgPool) -> Result<tasks::verify::Baseline, String> {
-        let key = format!("{}\u{0}{}\u{0}{}\u{0}{}", task.key(), task.sha256, task.meta.seed, task.meta.scale);
-        if let Some(b) = self.baselines.lock().expect("baselines").get(&key) {
-            return Ok(b.clone());
-        }
-        let b = task.verifier.baseline(pool).await?;
-        self.baselines.lock().expect("baselines").insert(key, b.clone());
-        Ok(b)
-    }
-
-    fn halted(&self) -> bool {
-        self.quota.is_raised() || self.halt.lock().expect("halt").is_some() || self.interrupt.borrow().is_some()
-    }
-
-    fn halt(&self, kind: &'static str, detail: String) {
-        let mut h = self.halt.lock().expect("halt");
-        if h.is_none() {
-            eprintln!("stopping: {kind}: {detail}; no further session starts");
-            *h = Some(Halt { kind, detail });
-        }
-    }
-}
-
-/// Consecutive invalid sessions of one reason, in the order they finished.
-#[derive(Debug, Default)]
-struct Streak {
-    reason: Option<InvalidReason>,
-    count: u32,
-    last_detail: String,
-}
-
 /// Counts for the closing summary and the exit code.
 #[derive(Debug, Default)]
 pub struct RunSummary {
-    pub experiment: String,
     pub exp_dir: PathBuf,
     pub planned: usize,
     /// Already recorded and not rerun.
@@ -158,15 +91,7 @@ pub async fn run(plan: RunPlan, accepted: impl FnOnce(&Experiment) -> anyhow::Re
     };
     let planned = resume.pending.len() + resume.done;
     let Resume { pending, done, left_invalid, rerun } = resume;
-    let mut summary = RunSummary {
-        experiment: plan.experiment.clone(),
-        exp_dir: plan.exp_dir.clone(),
-        planned,
-        skipped: done,
-        left_invalid,
-        command: plan.command.clone(),
-        ..Default::default()
-    };
+    let mut summary = RunSummary { exp_dir: plan.exp_dir.clone(), planned, skipped: done, left_invalid, command: plan.command.clone(), ..Default::default() };
     // The run's backend, started before anything is accepted: G5 lists the arms against it.
     let main = match pending.first() {
         None => None,
@@ -217,26 +142,11 @@ pub async fn run(plan: RunPlan, accepted: impl FnOnce(&Experiment) -> anyhow::Re
     let (signals, interrupt) = crate::signals::RunSignals::claim();
     let started = Instant::now();
     let plan = Arc::new(plan);
-    let ctx = Arc::new(RunContext {
-        plan: plan.clone(),
-        providers,
-        serve_prefix: crate::arm::serve_prefix()?,
-        quota: StopSignal::new(),
-        halt: Mutex::new(None),
-        breaker: Mutex::new(Streak::default()),
-        interrupt,
-        progress: progress_bar(pending.len() as u64),
-        total: pending.len(),
-        done: AtomicUsize::new(0),
-        valid: AtomicUsize::new(0),
-        passed: AtomicUsize::new(0),
-        started,
-        baselines: Mutex::new(Default::default()),
-        otlp: Mutex::new(match plan.otlp.clone() {
-            Some(target) => Some(crate::otlp::Exporter::start(target, &plan.experiment)?),
-            None => None,
-        }),
-    });
+    let otlp = match plan.otlp.clone() {
+        Some(target) => Some(crate::otlp::Exporter::start(target, &plan.experiment)?),
+        None => None,
+    };
+    let ctx = Arc::new(RunContext::new(plan.clone(), providers, crate::arm::serve_prefix()?, interrupt, pending.len(), started, otlp));
     let queue = Arc::new(Mutex::new(VecDeque::from(work_items(plan.session_mode, pending))));
     let main = main.expect("a run with sessions to take started its backend");
     let results = Arc::new(Mutex::new(Vec::<(SessionRecord, f64, bool)>::new()));
@@ -260,19 +170,17 @@ pub async fn run(plan: RunPlan, accepted: impl FnOnce(&Experiment) -> anyhow::Re
         eprintln!("warning: stopping the backend: {e:#}");
     }
     drop(signals);
-    if let Some(bar) = &ctx.progress {
-        bar.finish();
-    }
+    ctx.finish_progress();
     // The traces still queued go out now (bounded: a collector that does not answer costs the
     // run at most this wait), and the manifest says how many got there.
-    let exporter = ctx.otlp.lock().expect("otlp").take();
+    let exporter = ctx.take_exporter();
     if let Some(exporter) = exporter {
         let target = exporter.target().clone();
         let stats = exporter.finish().await;
         experiment.record_otlp(stats.manifest(&target))?;
         summary.otlp = Some((target, stats));
     }
-    summary.halt = halt_of(&ctx);
+    summary.halt = ctx.stopped_by();
     if let Some(h) = &summary.halt {
         experiment.mark_stopped(h.kind, &h.detail)?;
     }
@@ -294,16 +202,6 @@ pub async fn run(plan: RunPlan, accepted: impl FnOnce(&Experiment) -> anyhow::Re
     }
     summary.elapsed_s = started.elapsed().as_secs_f64();
     Ok(summary)
-}
-
-fn halt_of(ctx: &RunContext) -> Option<Halt> {
-    if let Some(signal) = *ctx.interrupt.borrow() {
-        return Some(Halt { kind: "interrupted", detail: format!("{signal} received") });
-    }
-    if let Some(h) = ctx.halt.lock().expect("halt").clone() {
-        return Some(h);
-    }
-    ctx.quota.is_raised().then(|| Halt { kind: "quota", detail: ctx.quota.reason().unwrap_or("a quota or session-limit answer").to_owned() })
 }
 
 /// Providers for the plan's models, refusing before anything is written when a key is missing.
@@ -387,7 +285,7 @@ async fn worker(
             (Some(b), url, world)
         }
     };
-    let mut interrupt = ctx.interrupt.clone();
+    let mut interrupt = ctx.interrupt();
     loop {
         if ctx.halted() {
             break;
@@ -462,86 +360,9 @@ fn write(
     write_atomically(&path.with_extension("transcript.jsonl"), transcript.as_bytes())?;
     record.harness.write_ms = written.elapsed().as_secs_f64() * 1000.0;
     write_atomically(&path, &serde_json::to_vec_pretty(&record)?)?;
-    if let Some(exporter) = ctx.otlp.lock().expect("otlp").as_ref() {
-        exporter.send(&record);
-    }
-
-    if let Some(detail) = infrastructure {
-        ctx.halt("infrastructure", format!("the harness's own infrastructure failed: {detail}"));
-    }
-    breaker(ctx, &record);
-    let done = ctx.done.fetch_add(1, Ordering::Relaxed) + 1;
-    let is_valid = record.validity.is_valid();
-    let valid = ctx.valid.fetch_add(usize::from(is_valid), Ordering::Relaxed) + usize::from(is_valid);
-    let passed = ctx.passed.fetch_add(usize::from(record.passed()), Ordering::Relaxed) + usize::from(record.passed());
-    let elapsed = ctx.started.elapsed().as_secs_f64();
-    let eta = elapsed / done as f64 * (ctx.total - done) as f64;
-    let line = format!(
-        "{} {} rep {} on {}: {} · {valid} valid, {} invalid, {passed} passed",
-        record.model.id,
-        record.task,
-        record.rep,
-        record.server,
-        verdict_word(&record),
-        done - valid
-    );
-    match &ctx.progress {
-        Some(bar) => {
-            bar.set_message(line);
-            bar.inc(1);
-        }
-        None => eprintln!("[{done}/{}] {line} ({elapsed:.1}s elapsed, ~{eta:.0}s left)", ctx.total),
-    }
+    ctx.recorded(&record, infrastructure);
     results.lock().expect("results").push((record, harness_ms, replaced));
     Ok(())
-}
-
-/// N sessions in a row invalid for the same reason stop the run: the setup, not the arm, is
-/// failing. Interrupted sessions and quota refusals have their own stop.
-fn breaker(ctx: &RunContext, record: &SessionRecord) {
-    let mut streak = ctx.breaker.lock().expect("breaker");
-    match &record.validity {
-        // A warm conversation's tasks after it ended follow from that one task's outcome: they
-        // say nothing about the setup.
-        Validity::Invalid { reason: InvalidReason::ConversationEnded, .. } => {}
-        Validity::Invalid { reason, detail } if !reason.rerun_on_resume() => {
-            if streak.reason == Some(*reason) {
-                streak.count += 1;
-            } else {
-                *streak = Streak { reason: Some(*reason), count: 1, last_detail: String::new() };
-            }
-            streak.last_detail = detail.clone();
-            let max = ctx.plan.breaker.max_consecutive_invalid;
-            if streak.count >= max {
-                let detail = format!("{} sessions in a row invalid ({reason}); the last said: {}", streak.count, streak.last_detail);
-                drop(streak);
-                ctx.halt("circuit_breaker", detail);
-            }
-        }
-        Validity::Invalid { .. } => {}
-        Validity::Valid => *streak = Streak::default(),
-    }
-}
-
-/// A bar with done/total, elapsed and an estimate, when stderr is a terminal.
-fn progress_bar(total: u64) -> Option<indicatif::ProgressBar> {
-    use std::io::IsTerminal;
-    if !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let bar = indicatif::ProgressBar::new(total);
-    let style = indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} [{elapsed_precise}, ~{eta} left] {wide_msg}")
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
-    bar.set_style(style);
-    Some(bar)
-}
-
-fn verdict_word(r: &SessionRecord) -> String {
-    match (&r.validity, &r.verifier) {
-        (Validity::Invalid { reason, .. }, _) => format!("INVALID ({reason})"),
-        (_, Some(v)) => format!("{:?}", v.verdict).to_lowercase(),
-        (_, None) => "not scored".into(),
-    }
 }
 
 fn reasons(m: &BTreeMap<InvalidReason, usize>) -> String {

@@ -6,8 +6,8 @@ use std::time::Instant;
 use agent::SessionOutcome;
 use records::{HarnessTimings, InvalidReason, SCHEMA_VERSION, SessionRecord, Totals, Validity, VerifierOutcome};
 
+use crate::context::RunContext;
 use crate::experiment::Pending;
-use crate::run::RunContext;
 
 /// What one session left, and what the run loop needs to know about it.
 pub struct Finished {

@@ -445,7 +445,7 @@ fn a_warm_spec_runs_conversations_from_freeze_to_the_records() {
     // Without the key a spec is cold, and a cold spec is written without it, as before modes.
     let mut cold = spec.clone();
     cold.remove("session_mode");
-    let parsed: pipeline::spec::Spec = toml::from_str(&toml::to_string(&cold).unwrap()).unwrap();
+    let parsed: pipeline::input::spec::Spec = toml::from_str(&toml::to_string(&cold).unwrap()).unwrap();
     assert_eq!(parsed.session_mode, records::SessionMode::Cold);
     assert!(!parsed.to_toml().unwrap().contains("session_mode"), "a cold spec's text is what it was before modes");
 }

@@ -479,11 +479,11 @@ async fn the_planned_sessions_read_off_a_manifest_are_the_plans_for_every_shard_
             if let Some(s) = shard {
                 flags.extend(["--shard", s]);
             }
-            let plan = pipeline::plan::RunPlan::from_flags(&pipeline::flags::RunArgs::from_flags(&flags).unwrap()).await.unwrap();
+            let plan = pipeline::plan::RunPlan::from_flags(&pipeline::input::flags::RunArgs::from_flags(&flags).unwrap()).await.unwrap();
             let exp = pipeline::experiment::Experiment::lock(&plan.exp_dir).unwrap();
             exp.write_manifest(&plan, None).unwrap();
             let manifest = records::ExperimentManifest::read(&plan.exp_dir).unwrap().unwrap();
-            let read = pipeline::view::planned_sessions(&manifest).unwrap();
+            let read = pipeline::commands::view::planned_sessions(&manifest).unwrap();
             let planned: std::collections::BTreeSet<_> =
                 plan.sessions().iter().map(|s| (plan.models[s.model].spec.id.clone(), s.server.name.to_owned(), s.task.id.clone(), s.rep)).collect();
             assert_eq!(read, planned, "{mode}, shard {shard:?}");

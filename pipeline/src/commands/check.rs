@@ -15,8 +15,8 @@ use records::ExperimentManifest;
 
 use crate::exit::{Exit, Reported};
 use crate::gates::CheckManifest;
+use crate::input::spec::{InputDirs, Spec};
 use crate::plan::{RunPlan, SpecRunOptions};
-use crate::spec::{InputDirs, Spec};
 
 /// `pipeline check SPEC` / `pipeline run SPEC`.
 #[derive(Debug, clap::Args)]
@@ -42,7 +42,7 @@ pub struct CheckArgs {
     #[arg(long, default_value_t = 120)]
     pub request_timeout_secs: u64,
     /// `run`: extra HTTP header for the model provider, `NAME=VALUE` (values are never written).
-    #[arg(long = "header", value_parser = crate::flags::parse_header)]
+    #[arg(long = "header", value_parser = crate::input::flags::parse_header)]
     pub headers: Vec<(String, String)>,
     /// `run`: export every session as an OpenTelemetry trace (GenAI conventions) to this OTLP/HTTP
     /// collector, e.g. `http://127.0.0.1:4318` (`/v1/traces` is added). Without it, the standard

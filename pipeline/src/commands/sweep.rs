@@ -21,9 +21,9 @@ use records::Role;
 use serde::Serialize;
 
 use crate::exit::Exit;
-use crate::flags::RunArgs;
-use crate::held_out::SplitSelection;
+use crate::input::flags::RunArgs;
 use crate::plan::RunPlan;
+use crate::split::SplitSelection;
 
 #[derive(Debug, clap::Args)]
 pub struct SweepArgs {

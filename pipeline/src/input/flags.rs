@@ -33,7 +33,7 @@ pub struct RunArgs {
     /// includes held-out tasks refuses unless they match their seal. A sweep reads one split:
     /// `dev` unless `--split held_out`.
     #[arg(long, value_enum)]
-    pub split: Option<crate::held_out::SplitSelection>,
+    pub split: Option<crate::split::SplitSelection>,
     /// Override every task's world scale (`pipeline sweep` takes several, comma-separated).
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub scale: Vec<u32>,

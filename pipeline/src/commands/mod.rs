@@ -6,7 +6,19 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::exit::{Exit, Reported};
-use crate::{aggregate_cmd, bench, calibrate_cmd, check, flags, list_cmd, new_module, servers_cmd, spec, sweep, view};
+use crate::input::flags;
+
+pub(crate) mod aggregate;
+pub(crate) mod bench;
+pub(crate) mod calibrate;
+pub(crate) mod check;
+pub(crate) mod freeze;
+pub(crate) mod list;
+pub(crate) mod new_module;
+pub(crate) mod seal;
+pub(crate) mod servers;
+pub(crate) mod sweep;
+pub mod view;
 
 #[derive(Debug, Parser)]
 #[command(name = "pipeline", version = crate::build_info::VERSION, about = "Measure what an MCP server's architecture costs an LLM agent")]
@@ -29,32 +41,32 @@ enum Command {
     /// Serve the synthetic backend on DATABASE_URL or an embedded Postgres, until Ctrl-C.
     Backend(backend::cli::ServeOpts),
     /// List the MCP servers: module, role, pair, tool count, manifest hash, launch command.
-    Servers(servers_cmd::ServersArgs),
+    Servers(servers::ServersArgs),
     /// Run one MCP server for any MCP client (stdio by default, or streamable HTTP).
-    Serve(servers_cmd::ServeArgs),
+    Serve(servers::ServeArgs),
     /// List modules, servers and tasks (with oracle plan lengths per arm).
-    List(list_cmd::ListArgs),
+    List(list::ListArgs),
     /// Benchmarks of the harness itself (figures, not pass/fail).
     #[command(subcommand)]
     Bench(bench::BenchCommand),
     /// Write an experiment spec (TOML) pinning the model, tasks, arms and the sha256 of every input.
-    Freeze(spec::FreezeArgs),
+    Freeze(freeze::FreezeArgs),
     /// Run the gates G1–G7 against a spec and record them in check.json; spends nothing.
     Check(check::CheckArgs),
     /// Check a spec, then run it (refuses, with zero sessions, when a gate fails).
     Run(check::CheckArgs),
     /// Report on an experiment: attrition, metrics with intervals, verdicts, charts, HTML.
-    Aggregate(aggregate_cmd::AggregateArgs),
+    Aggregate(aggregate::AggregateArgs),
     /// Check the report's intervals and verdicts against a known truth: simulated experiments
     /// from populations with planted effects, analysed by the report's own code (coverage, false
     /// verdicts, power, flip rate; docs/calibration/).
-    Calibrate(calibrate_cmd::CalibrateArgs),
+    Calibrate(calibrate::CalibrateArgs),
     /// Run one module over a series of world scales (`--scale 1,2,4,8`), each level its own
     /// experiment, and report where the pattern starts to pay.
     Sweep(sweep::SweepArgs),
     /// Seal the held-out tasks, their servers' tool manifests and the graders' gold set by hash
     /// (`--reason` required to write; `--check` only compares).
-    Seal(crate::held_out::SealArgs),
+    Seal(seal::SealArgs),
     /// A local web app over the results folder: every experiment and sweep with its plan, status
     /// and headline, live while a run writes it; reports, sessions as conversations, and two
     /// experiments compared. Reads only (docs/view.md).
@@ -68,12 +80,12 @@ enum Command {
 pub async fn main() -> ExitCode {
     backend::cli::init_tracing();
     // What a server orphans comes here rather than to init, to be killed (servers::contain).
-    servers::contain::become_subreaper();
+    ::servers::contain::become_subreaper();
     let cli = Cli::parse();
     let outcome = dispatch(cli).await;
     crate::listing::shutdown().await;
     // However the command ended, no external arm's server outlives it.
-    servers::external::kill_all_groups();
+    ::servers::external::kill_all_groups();
     match outcome {
         Ok(exit) => exit.into(),
         Err(e) if e.is::<Reported>() => Exit::Refused.into(),
@@ -95,7 +107,7 @@ fn arms_dir(given: Option<std::path::PathBuf>) -> std::path::PathBuf {
 async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
     // Reading the arms hashes their folders: the child that serves a built-in server for one
     // session (`serve NAME`, spawned for every stdio session) and the backend need none of it.
-    let builtin_serve = matches!(&cli.command, Some(Command::Serve(a)) if servers::registry::find(&a.name).is_some());
+    let builtin_serve = matches!(&cli.command, Some(Command::Serve(a)) if ::servers::registry::find(&a.name).is_some());
     if !matches!(&cli.command, Some(Command::Backend(_) | Command::Serve(_) | Command::View(_))) {
         // Those three stop gracefully on a signal of their own; everything else may start an
         // external server and must kill it on the way out, however early.
@@ -104,7 +116,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
     // The viewer starts no server and reads no arm; calibrate runs no session.
     if !builtin_serve && !matches!(&cli.command, Some(Command::Backend(_) | Command::View(_) | Command::Calibrate(_))) {
         let dir = arms_dir(cli.arms_dir);
-        servers::registry::register_external(servers::external::discover(&dir)?)?;
+        ::servers::registry::register_external(::servers::external::discover(&dir)?)?;
     }
     let Some(command) = cli.command else {
         let plan = crate::plan::RunPlan::from_flags(&cli.run).await?;
@@ -115,17 +127,17 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
     let done = |r: anyhow::Result<()>| r.map(|()| Exit::Ok);
     match command {
         Command::Backend(opts) => done(backend::cli::serve_until_signal(opts).await),
-        Command::Servers(args) => done(servers_cmd::list(args).await),
-        Command::Serve(args) => done(servers_cmd::serve(args).await),
-        Command::List(args) => done(list_cmd::run(args)),
+        Command::Servers(args) => done(servers::list(args).await),
+        Command::Serve(args) => done(servers::serve(args).await),
+        Command::List(args) => done(list::run(args)),
         Command::Bench(cmd) => done(bench::run(cmd).await),
-        Command::Freeze(args) => done(spec::freeze_cmd(args).await),
+        Command::Freeze(args) => done(freeze::freeze_cmd(args).await),
         Command::Check(args) => check::check_cmd(args).await,
         Command::Run(args) => check::run_cmd(args).await,
-        Command::Aggregate(args) => done(aggregate_cmd::run(args)),
+        Command::Aggregate(args) => done(aggregate::run(args)),
         Command::Sweep(args) => sweep::run(args).await,
-        Command::Calibrate(args) => calibrate_cmd::run(args),
-        Command::Seal(args) => crate::held_out::seal_cmd(args).await,
+        Command::Calibrate(args) => calibrate::run(args),
+        Command::Seal(args) => seal::seal_cmd(args).await,
         Command::NewModule(args) => done(new_module::run(args)),
         Command::View(args) => done(view::run(args).await),
     }

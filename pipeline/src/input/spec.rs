@@ -1,7 +1,7 @@
 //! Experiment specs (`docs/honesty-rules.md` §2): a TOML file that pins the model and its parameters, the module
 //! and tasks, the reps, the arms, the declared treatment key(s), and the sha256 of every input.
 //! `pipeline freeze` writes one with the current hashes; `pipeline check SPEC` runs the gates
-//! against it (see `check.rs`); `pipeline run SPEC` checks, then runs.
+//! against it (see `commands/check.rs` and [`crate::gates`]); `pipeline run SPEC` checks, then runs.
 //!
 //! ```toml
 //! experiment = "tool_orchestrator_oracle_k1"
@@ -41,12 +41,10 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::Context;
 use records::{Dialect, MaxTokensParam, Temperature};
 use serde::{Deserialize, Serialize};
-use servers::registry;
 use servers::transport::Transport;
 
 /// One experiment, as declared.
@@ -69,7 +67,7 @@ pub struct Spec {
     /// Which tasks by split; absent = `dev`, what a spec meant before held-out tasks existed.
     /// `freeze` always writes it.
     #[serde(default = "legacy_split")]
-    pub split: crate::held_out::SplitSelection,
+    pub split: crate::split::SplitSelection,
     /// For a module whose servers list a tool catalogue (tool_search): its size; absent, the
     /// module's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -84,8 +82,8 @@ pub struct Spec {
     pub hashes: Hashes,
 }
 
-fn legacy_split() -> crate::held_out::SplitSelection {
-    crate::held_out::SplitSelection::Dev
+fn legacy_split() -> crate::split::SplitSelection {
+    crate::split::SplitSelection::Dev
 }
 
 fn is_cold(m: &records::SessionMode) -> bool {
@@ -266,224 +264,4 @@ impl InputDirs {
     pub fn tasks_dir(&self) -> PathBuf {
         self.tasks_dir.clone().unwrap_or_else(tasks::default_tasks_dir)
     }
-}
-
-/// `pipeline freeze`.
-#[derive(Debug, clap::Args)]
-pub struct FreezeArgs {
-    /// The pattern module (both its arms).
-    #[arg(long)]
-    pub module: String,
-    /// The model id, or `oracle`.
-    #[arg(long)]
-    pub models: String,
-    /// Repetitions of every task on every arm.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub k: u32,
-    /// Write the spec here (default: standard output).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Only these task ids (exact), comma-separated.
-    #[arg(long, value_delimiter = ',')]
-    pub tasks: Vec<String>,
-    /// Experiment name. Default: `<module>_<model>_k<k>`.
-    #[arg(long)]
-    pub exp_name: Option<String>,
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
-    pub jobs: u32,
-    #[arg(long, value_enum, default_value = "stdio")]
-    pub transport: Transport,
-    /// `cold` (a fresh conversation per task) or `warm` (one conversation per arm and rep).
-    #[arg(long, value_enum, default_value = "cold")]
-    pub session_mode: records::SessionMode,
-    /// Which tasks by split: `dev`, `held_out` or `all` (written into the spec).
-    #[arg(long, value_enum, default_value = "all")]
-    pub split: crate::held_out::SplitSelection,
-    /// For a module whose servers list a tool catalogue (tool_search): its size (default: the
-    /// module's).
-    #[arg(long)]
-    pub catalogue: Option<u32>,
-    /// OpenAI-compatible base URL (model runs only).
-    #[arg(long, env = "OPENAI_BASE_URL")]
-    pub base_url: Option<String>,
-    /// Name of the environment variable holding the API key (model runs only).
-    #[arg(long, default_value = "OPENAI_API_KEY")]
-    pub api_key_env: String,
-    /// Model runs only; `--temperature default` is written `"provider_default"`, the dialect
-    /// resolved.
-    #[command(flatten)]
-    pub asking: crate::flags::AskingFlags,
-    #[arg(long)]
-    pub seed: Option<i64>,
-    /// Let a dirty build pass G2 (recorded loudly).
-    #[arg(long)]
-    pub allow_dirty: bool,
-    /// The arms, comma-separated, when not the module's own pattern and control: e.g. an
-    /// external arm beside them (`domain_adapter,domain_adapter_py,domain_wrapper`).
-    #[arg(long, value_delimiter = ',')]
-    pub mcp: Vec<String>,
-    #[command(flatten)]
-    pub dirs: InputDirs,
-}
-
-/// The servers of a spec's arms, each a server of the spec's module (built-in or an external
-/// arm registered from the arms folder).
-pub fn arms_of(spec: &Spec) -> anyhow::Result<Vec<&'static servers::ServerEntry>> {
-    let mut out = Vec::new();
-    for a in &spec.arms {
-        let s = registry::find(&a.server).with_context(|| {
-            format!("arms: no server named {:?}; servers: {} (external arms are read from --arms-dir)", a.server, registry::names().join(", "))
-        })?;
-        anyhow::ensure!(s.module == spec.module, "arms: {} answers the tasks of {}, not of {}", s.name, s.module, spec.module);
-        out.push(s);
-    }
-    crate::plan::check_runnable(&out)?;
-    Ok(out)
-}
-
-/// The model plan of a spec's (effective) model parameters: what `run SPEC` runs and G6 probes.
-pub fn model_plan(m: &ModelParams, request_timeout: std::time::Duration, headers: Vec<(String, String)>) -> anyhow::Result<crate::plan::ModelPlan> {
-    let seed = m.seed.map(|s| u64::try_from(s).map_err(|_| anyhow::anyhow!("model.seed: must be ≥ 0, not {s}"))).transpose()?;
-    let temperature = m.temperature.context("model.temperature: not stated; give a number, or \"provider_default\" to send none")?;
-    let settings = crate::plan::ModelSettings {
-        id: m.id.clone(),
-        temperature,
-        max_tokens: m.max_tokens,
-        seed,
-        reasoning_effort: m.reasoning_effort.clone(),
-        dialect: m.dialect,
-        max_tokens_param: m.max_tokens_param,
-    };
-    let endpoint = crate::plan::Endpoint {
-        base_url: m.base_url.clone().unwrap_or_default(),
-        api_key_env: m.api_key_env.clone().unwrap_or_else(|| "OPENAI_API_KEY".into()),
-        request_timeout,
-        headers,
-    };
-    crate::plan::ModelPlan::model(settings, endpoint)
-}
-
-/// The tasks a spec selects, from the module's folder: exactly `ids` if given, else all.
-/// Ids that do not exist are returned as the second value.
-pub fn select_tasks(tasks_dir: &Path, module: &str, ids: &[String], split: crate::held_out::SplitSelection) -> anyhow::Result<(Vec<tasks::Task>, Vec<String>)> {
-    let mut all = tasks::load_module(tasks_dir, module).with_context(|| format!("loading the tasks of {module}"))?;
-    if let Some(t) = all.iter().find(|t| ids.contains(&t.id) && !split.admits(t.meta.split)) {
-        anyhow::bail!(
-            "task {} is {}, but the selection is split = {:?}: list only {} tasks, or change the split",
-            t.key(),
-            t.meta.split,
-            split.as_str(),
-            split.as_str()
-        );
-    }
-    all.retain(|t| split.admits(t.meta.split));
-    if ids.is_empty() {
-        return Ok((all, vec![]));
-    }
-    let missing = ids.iter().filter(|id| !all.iter().any(|t| &t.id == *id)).cloned().collect();
-    Ok((all.into_iter().filter(|t| ids.contains(&t.id)).collect(), missing))
-}
-
-/// The spec for the current inputs.
-pub async fn freeze(args: &FreezeArgs) -> anyhow::Result<Spec> {
-    let (pattern, control) =
-        registry::arms(&args.module).with_context(|| format!("no module named {:?}; modules: {}", args.module, registry::modules().join(", ")))?;
-    let arms: Vec<&'static servers::ServerEntry> = if args.mcp.is_empty() {
-        vec![pattern, control]
-    } else {
-        let mut arms = Vec::new();
-        for name in &args.mcp {
-            let s = registry::find(name).with_context(|| format!("--mcp: no server named {name:?}; servers: {}", registry::names().join(", ")))?;
-            anyhow::ensure!(s.module == args.module, "--mcp: {name} answers the tasks of {}, not of {}", s.module, args.module);
-            arms.push(s);
-        }
-        anyhow::ensure!(arms.len() >= 2, "--mcp: an experiment compares at least two arms");
-        arms
-    };
-    crate::plan::check_runnable(&arms)?;
-    let (tasks, missing) = select_tasks(&args.dirs.tasks_dir(), &args.module, &args.tasks, args.split)?;
-    anyhow::ensure!(missing.is_empty(), "no task {missing:?} in {}", args.module);
-    anyhow::ensure!(!tasks.is_empty(), "no tasks in {}", args.module);
-    let work = crate::build_info::BuildInfo::work_tree(args.dirs.build_dir.as_deref());
-    let binary = crate::build_info::BuildInfo::binary();
-    let commit = binary.commit.clone().context("this binary was not built inside a git work tree, so there is no commit to pin (G2); build it from a clone")?;
-    if work.commit.as_deref() != Some(commit.as_str()) {
-        eprintln!(
-            "warning: the work tree is at {}, the binary was built from {commit}; G2 will refuse until you rebuild (cargo build -p pipeline)",
-            work.commit.as_deref().unwrap_or("no commit")
-        );
-    }
-    if work.dirty == Some(true) || binary.dirty == Some(true) {
-        eprintln!("warning: the build is dirty; the frozen commit {commit} is not exactly what runs (G2 refuses unless allow_dirty = true)");
-    }
-    let settings = servers::launch::ArmSettings { catalogue: args.catalogue };
-    servers::registry::check_settings(settings, &[args.module.as_str()]).map_err(|e| anyhow::anyhow!(e))?;
-    let mut manifests = BTreeMap::new();
-    for &arm in &arms {
-        let m = crate::listing::manifest(arm, settings).await?;
-        manifests.insert(
-            arm.name.to_owned(),
-            ArmManifest { sha256: m.sha256(), tools: m.tool_names().into_iter().map(str::to_owned).collect(), resources: m.resources },
-        );
-    }
-    let oracle = args.models == "oracle";
-    let model = if oracle {
-        ModelParams { id: "oracle".into(), ..Default::default() }
-    } else {
-        let base_url = args.base_url.clone().unwrap_or_else(|| "https://api.openai.com/v1".into());
-        let params = ModelParams {
-            id: args.models.clone(),
-            dialect: Some(args.asking.dialect.unwrap_or_else(|| Dialect::of_base_url(&base_url))),
-            base_url: Some(base_url),
-            api_key_env: Some(args.api_key_env.clone()),
-            temperature: Some(args.asking.temperature),
-            max_tokens: args.asking.max_tokens,
-            seed: args.seed,
-            reasoning_effort: args.asking.reasoning_effort.clone(),
-            max_tokens_param: args.asking.max_tokens_param,
-        };
-        // Refuses what the endpoint would ignore before a spec that pins it exists.
-        model_plan(&params, std::time::Duration::from_secs(120), vec![])?;
-        params
-    };
-    let model_slug: String = args.models.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' }).collect();
-    Ok(Spec {
-        experiment: args.exp_name.clone().unwrap_or_else(|| format!("{}_{model_slug}_k{}", args.module, args.k)),
-        module: args.module.clone(),
-        tasks: args.tasks.clone(),
-        reps: args.k,
-        jobs: args.jobs,
-        transport: args.transport,
-        session_mode: args.session_mode,
-        split: args.split,
-        catalogue: args.catalogue,
-        treatment: vec!["server".into()],
-        allow_dirty: args.allow_dirty,
-        model,
-        arms: arms.iter().map(|a| Arm { server: a.name.into(), ..Default::default() }).collect(),
-        hashes: Hashes {
-            build: commit,
-            system_prompt: agent::system_prompt_sha256(),
-            tasks: tasks.iter().map(|t| (t.id.clone(), TaskHash { sha256: t.sha256.clone(), seed: t.meta.seed, scale: t.meta.scale })).collect(),
-            manifests,
-            arms: arms.iter().filter_map(|a| a.external()).map(|a| (a.name.clone(), a.sha256.clone())).collect(),
-        },
-    })
-}
-
-pub async fn freeze_cmd(args: FreezeArgs) -> anyhow::Result<()> {
-    let spec = freeze(&args).await?;
-    let text = format!(
-        "# Experiment spec frozen by `pipeline freeze` at {}. `pipeline check` verifies it; `pipeline run` spends.\n{}",
-        chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        spec.to_toml()?
-    );
-    match &args.out {
-        Some(path) => {
-            records::write_atomically(path, text.as_bytes())?;
-            eprintln!("spec {} written to {}", spec.experiment, path.display());
-        }
-        None => print!("{text}"),
-    }
-    Ok(())
 }

@@ -145,15 +145,15 @@ pub fn plan(root: &Path, names: Names) -> anyhow::Result<Scaffold> {
     let m = &names.module;
     let task = format!("tasks/{m}/{EXAMPLE_TASK}");
     let templates: [(String, &str); 9] = [
-        (format!("servers/src/modules/{m}/mod.rs"), include_str!("../templates/new_module/mod.rs.tmpl")),
-        (format!("servers/src/modules/{m}/pattern.rs"), include_str!("../templates/new_module/pattern.rs.tmpl")),
-        (format!("servers/src/modules/{m}/control.rs"), include_str!("../templates/new_module/control.rs.tmpl")),
-        (format!("servers/tests/{m}.rs"), include_str!("../templates/new_module/servers_test.rs.tmpl")),
-        (format!("{task}/task.md"), include_str!("../templates/new_module/task/task.md")),
-        (format!("{task}/meta.toml"), include_str!("../templates/new_module/task/meta.toml")),
-        (format!("{task}/verify.toml"), include_str!("../templates/new_module/task/verify.toml")),
-        (format!("{task}/oracle/{}.toml", names.pattern), include_str!("../templates/new_module/task/oracle/pattern.toml")),
-        (format!("{task}/oracle/{}.toml", names.control), include_str!("../templates/new_module/task/oracle/control.toml")),
+        (format!("servers/src/modules/{m}/mod.rs"), include_str!("../../templates/new_module/mod.rs.tmpl")),
+        (format!("servers/src/modules/{m}/pattern.rs"), include_str!("../../templates/new_module/pattern.rs.tmpl")),
+        (format!("servers/src/modules/{m}/control.rs"), include_str!("../../templates/new_module/control.rs.tmpl")),
+        (format!("servers/tests/{m}.rs"), include_str!("../../templates/new_module/servers_test.rs.tmpl")),
+        (format!("{task}/task.md"), include_str!("../../templates/new_module/task/task.md")),
+        (format!("{task}/meta.toml"), include_str!("../../templates/new_module/task/meta.toml")),
+        (format!("{task}/verify.toml"), include_str!("../../templates/new_module/task/verify.toml")),
+        (format!("{task}/oracle/{}.toml", names.pattern), include_str!("../../templates/new_module/task/oracle/pattern.toml")),
+        (format!("{task}/oracle/{}.toml", names.control), include_str!("../../templates/new_module/task/oracle/control.toml")),
     ];
     for taken in [format!("servers/src/modules/{m}"), format!("servers/tests/{m}.rs"), format!("servers/tests/{m}"), format!("tasks/{m}")] {
         let path = root.join(&taken);

@@ -212,7 +212,7 @@ async fn bench_toolcall(server: &str, tool: Option<&str>, args: Option<serde_jso
     let backend = backend::local::LocalBackend::start(WorldSpec::default()).await.context("starting the backend")?;
     let url = backend.url().to_owned();
     let spawn = || -> anyhow::Result<rmcp::transport::TokioChildProcess> {
-        let argv = crate::servers_cmd::stdio_command(server, &url)?;
+        let argv = crate::commands::servers::stdio_command(server, &url)?;
         let mut cmd = tokio::process::Command::new(&argv[0]);
         cmd.args(&argv[1..]).env("RUST_LOG", "warn");
         Ok(rmcp::transport::TokioChildProcess::new(cmd)?)
@@ -259,7 +259,7 @@ async fn bench_suite(k: u32, jobs: &[u32]) -> anyhow::Result<Vec<Figure>> {
     let mut figures = Vec::new();
     for &j in jobs {
         let dir = tempfile::tempdir().context("a scratch results folder")?;
-        let args = crate::flags::RunArgs::from_flags(&[
+        let args = crate::input::flags::RunArgs::from_flags(&[
             "--all",
             "--models",
             "oracle",

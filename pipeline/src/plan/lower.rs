@@ -1,0 +1,301 @@
+//! Lowering: the two front doors, flags ([`crate::input::flags`]) and specs
+//! ([`crate::input::spec`]), each become a [`RunPlan`] here, and nowhere else.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use servers::registry::ServerEntry;
+
+use super::select::{check_external_plans, manifests_of, modules_of, select_servers};
+use super::{Breaker, Endpoint, ModelPlan, ModelSettings, ModuleTasks, RunPlan};
+use crate::build_info::BuildInfo;
+use crate::input::flags::RunArgs;
+use crate::input::spec::{InputDirs, ModelParams, Spec};
+
+impl RunPlan {
+    /// Lowers the ad-hoc form, `pipeline --mcp/--module/--all …`.
+    pub async fn from_flags(args: &RunArgs) -> anyhow::Result<Self> {
+        let arms = select_servers(args)?;
+        let models = models_from_flags(args)?;
+        let tasks_dir = args.tasks_dir.clone().unwrap_or_else(tasks::default_tasks_dir);
+        let mut tasks = Vec::new();
+        for module in modules_of(&arms) {
+            let mut ts = tasks::load_module(&tasks_dir, module).with_context(|| format!("loading the tasks of {module}"))?;
+            if !args.tasks.is_empty() {
+                ts.retain(|t| args.tasks.iter().any(|f| t.id.contains(f.as_str())));
+            }
+            ts.retain(|t| args.split.unwrap_or_default().admits(t.meta.split));
+            tasks.push(ModuleTasks { module: module.to_owned(), tasks: ts.into_iter().map(Arc::new).collect() });
+        }
+        if tasks.iter().all(|m| m.tasks.is_empty()) {
+            bail!(
+                "no task matches --tasks {:?} with --split {} (see `{} list`)",
+                args.tasks,
+                args.split.unwrap_or_default().as_str(),
+                crate::invoked::program()
+            );
+        }
+        match args.size[..] {
+            [] => {}
+            [size] => keep_size(&mut tasks, size)?,
+            _ => bail!("--size {:?} names several levels; a series of sizes is a sweep: `{} sweep … --size …`", args.size, crate::invoked::program()),
+        }
+        let scale_override = match args.scale[..] {
+            [] => None,
+            [one] => Some(one),
+            _ => bail!("--scale {:?} names several levels; a series of levels is a sweep: `{} sweep … --scale …`", args.scale, crate::invoked::program()),
+        };
+        if let Some(scale) = scale_override {
+            override_scale(&mut tasks, scale);
+        }
+        let catalogue = match args.catalogue[..] {
+            [] => None,
+            [one] => Some(one),
+            _ => bail!(
+                "--catalogue {:?} names several sizes; a series of sizes is a sweep: `{} sweep … --catalogue …`",
+                args.catalogue,
+                crate::invoked::program()
+            ),
+        };
+        let settings = servers::launch::ArmSettings { catalogue };
+        servers::registry::check_settings(settings, &modules_of(&arms)).map_err(|e| anyhow::anyhow!(e))?;
+        let shard = crate::shard::Shard::resolve(args.shard.as_deref(), args.shard_count, &|k| std::env::var(k).ok()).map_err(|e| anyhow::anyhow!(e))?;
+        let experiment = sharded(args.exp_name.clone().unwrap_or_else(|| default_exp_name(args, &arms)), shard);
+        check_experiment_name(&experiment).context("--exp-name")?;
+        let manifests = manifests_of(&arms, settings).await?;
+        check_external_plans(&arms, &tasks, &manifests)?;
+        let seal = crate::held_out::require_seal(&tasks_dir, tasks.iter().flat_map(|m| m.tasks.iter().map(|t| &**t))).await?;
+        Ok(Self {
+            exp_dir: args.results_dir.join(&experiment),
+            experiment,
+            manifests: manifests.into_iter().map(|(name, m)| (name, m.sha256())).collect(),
+            arms,
+            tasks,
+            reps: args.k,
+            models,
+            transport: args.transport,
+            session_mode: args.session_mode,
+            jobs: args.jobs,
+            scale_override,
+            catalogue,
+            build: BuildInfo::binary(),
+            preflight_skipped: args.skip_preflight,
+            retry_invalid: args.retry_invalid,
+            breaker: Breaker { max_consecutive_invalid: args.max_consecutive_invalid },
+            command: crate::redact::command_line(std::env::args()),
+            check: None,
+            shard,
+            split: args.split.unwrap_or_default(),
+            seal,
+            otlp: crate::otlp::target(args.otlp_endpoint.as_deref())?,
+        })
+    }
+
+    /// Lowers a checked spec, `pipeline run SPEC`. The spec's frozen task and manifest hashes
+    /// must still hold (they are checked again here: an input may change between the check and
+    /// the run).
+    pub async fn from_spec(spec: &Spec, dirs: &InputDirs, options: &SpecRunOptions) -> anyhow::Result<Self> {
+        let arms = super::arms_of(spec)?;
+        let effective: Vec<_> = spec.arms.iter().map(|a| a.effective_model(&spec.model)).collect();
+        let first = effective.first().cloned().unwrap_or_else(|| spec.model.clone());
+        anyhow::ensure!(
+            effective.iter().all(|m| *m == first),
+            "the arms use different model settings (declared in treatment {:?}); the run loop runs one model setting for both arms, so this spec can be checked but not run yet",
+            spec.treatment
+        );
+        let model = if first.is_oracle() {
+            ModelPlan::oracle()
+        } else {
+            super::model_plan(&first, Duration::from_secs(options.request_timeout_secs), options.headers.clone())?
+        };
+        let (selected, missing) = super::select_tasks(&dirs.tasks_dir(), &spec.module, &spec.tasks, spec.split)?;
+        anyhow::ensure!(missing.is_empty(), "G3 frozen inputs: tasks {missing:?} are in the spec but not in {}", dirs.tasks_dir().display());
+        for t in &selected {
+            anyhow::ensure!(
+                spec.hashes.tasks.get(&t.id).map(|h| &h.sha256) == Some(&t.sha256),
+                "G3 frozen inputs: task {} changed between the check and the run; nothing was started",
+                t.key()
+            );
+        }
+        let listed = manifests_of(&arms, spec.settings()).await?;
+        let modules = [ModuleTasks { module: spec.module.clone(), tasks: selected.iter().cloned().map(Arc::new).collect() }];
+        check_external_plans(&arms, &modules, &listed)?;
+        let manifests: BTreeMap<String, String> = listed.into_iter().map(|(name, m)| (name, m.sha256())).collect();
+        for (name, sha) in &manifests {
+            anyhow::ensure!(
+                spec.hashes.manifests.get(name).map(|m| &m.sha256) == Some(sha),
+                "G3 frozen inputs: the tool manifest of {name} changed between the check and the run; nothing was started"
+            );
+        }
+        for arm in arms.iter().filter_map(|a| a.external()) {
+            anyhow::ensure!(
+                spec.hashes.arms.get(&arm.name) == Some(&arm.sha256),
+                "G3 frozen inputs: the folder of external arm {} ({}) changed between the check and the run; nothing was started",
+                arm.name,
+                arm.dir.display()
+            );
+        }
+        let seal = crate::held_out::require_seal(&dirs.tasks_dir(), modules.iter().flat_map(|m| m.tasks.iter().map(|t| &**t))).await?;
+        let experiment = sharded(spec.experiment.clone(), options.shard);
+        Ok(Self {
+            exp_dir: options.results_dir.join(&experiment),
+            experiment,
+            arms,
+            tasks: vec![ModuleTasks { module: spec.module.clone(), tasks: selected.into_iter().map(Arc::new).collect() }],
+            reps: spec.reps,
+            models: vec![model],
+            transport: spec.transport,
+            session_mode: spec.session_mode,
+            jobs: spec.jobs,
+            scale_override: None,
+            catalogue: spec.catalogue,
+            manifests,
+            build: BuildInfo::binary(),
+            preflight_skipped: options.skip_preflight,
+            retry_invalid: options.retry_invalid,
+            breaker: Breaker { max_consecutive_invalid: options.max_consecutive_invalid },
+            command: crate::redact::command_line(std::env::args()),
+            check: options.check.clone(),
+            shard: options.shard,
+            split: spec.split,
+            seal,
+            otlp: crate::otlp::target(options.otlp_endpoint.as_deref())?,
+        })
+    }
+}
+
+/// What `pipeline run SPEC` adds to a spec: settings of this run, not of the experiment.
+#[derive(Debug, Clone)]
+pub struct SpecRunOptions {
+    pub results_dir: PathBuf,
+    pub retry_invalid: bool,
+    pub skip_preflight: bool,
+    pub max_consecutive_invalid: u32,
+    pub request_timeout_secs: u64,
+    pub headers: Vec<(String, String)>,
+    pub check: Option<serde_json::Value>,
+    /// `--shard I/N`, or the engine's variables: the part of the plan this run is.
+    pub shard: Option<crate::shard::Shard>,
+    /// `--otlp-endpoint`.
+    pub otlp_endpoint: Option<String>,
+}
+
+/// A shard's experiment is the plan's name with the shard's place (`exp_shard2of3`): every index
+/// runs the same command line and writes its own folder.
+fn sharded(name: String, shard: Option<crate::shard::Shard>) -> String {
+    match shard {
+        Some(s) => format!("{name}_shard{}of{}", s.index, s.count),
+        None => name,
+    }
+}
+
+/// An experiment name is one plain folder name.
+pub fn check_experiment_name(name: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        !name.is_empty() && !name.contains('/') && !name.contains('\\') && !name.starts_with('.'),
+        "the experiment name must be a plain folder name, not {name:?}"
+    );
+    Ok(())
+}
+
+/// `--size`: only the family instances of that size; a size no family has is refused with the
+/// sizes there are.
+fn keep_size(tasks: &mut [ModuleTasks], size: u32) -> anyhow::Result<()> {
+    let mut families: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    for m in tasks.iter() {
+        for f in m.tasks.iter().filter_map(|t| t.family.as_ref()) {
+            families.entry(format!("{}/{}", m.module, f.id)).or_default().push(f.size);
+        }
+    }
+    for m in tasks.iter_mut() {
+        m.tasks.retain(|t| t.family.as_ref().is_some_and(|f| f.size == size));
+    }
+    if tasks.iter().all(|m| m.tasks.is_empty()) {
+        if families.is_empty() {
+            bail!("--size {size}: the selected tasks hold no task family (a folder with a family.toml); see `{} list`", crate::invoked::program());
+        }
+        let have: Vec<String> = families.iter().map(|(f, sizes)| format!("{f} has sizes {sizes:?}")).collect();
+        bail!("--size {size}: no selected task family has that size ({})", have.join("; "));
+    }
+    Ok(())
+}
+
+fn override_scale(tasks: &mut [ModuleTasks], scale: u32) {
+    for m in tasks {
+        for t in &mut m.tasks {
+            Arc::make_mut(t).meta.scale = scale;
+        }
+    }
+}
+
+fn default_exp_name(args: &RunArgs, arms: &[&ServerEntry]) -> String {
+    // A size selects other tasks than the full suite: its own experiment, never a resume of it.
+    let size = args.size.first().map_or(String::new(), |n| format!("_size{n}"));
+    if args.all {
+        return format!("all_k{}{size}", args.k);
+    }
+    let names: Vec<&str> = arms.iter().map(|s| s.name).collect();
+    format!("{}_k{}{size}", names.join("+"), args.k)
+}
+
+fn models_from_flags(args: &RunArgs) -> anyhow::Result<Vec<ModelPlan>> {
+    if args.models.is_empty() {
+        bail!(
+            "no model given: pass --models oracle to replay the oracle plans, or --models MODEL_ID for a model-driven run \
+             (with the API key in ${} and, for a gateway or a local server, --base-url URL)",
+            args.api_key_env
+        );
+    }
+    let mut out: Vec<ModelPlan> = Vec::new();
+    for id in &args.models {
+        if out.iter().any(|m| &m.spec.id == id) {
+            continue;
+        }
+        if id == "oracle" {
+            out.push(ModelPlan::oracle());
+            continue;
+        }
+        let settings = ModelSettings {
+            id: id.clone(),
+            temperature: args.asking.temperature,
+            max_tokens: args.asking.max_tokens,
+            seed: args.seed,
+            reasoning_effort: args.asking.reasoning_effort.clone(),
+            dialect: args.asking.dialect,
+            max_tokens_param: args.asking.max_tokens_param,
+        };
+        let endpoint = Endpoint {
+            base_url: args.base_url.clone().unwrap_or_default(),
+            api_key_env: args.api_key_env.clone(),
+            request_timeout: Duration::from_secs(args.request_timeout_secs),
+            headers: args.headers.clone(),
+        };
+        out.push(ModelPlan::model(settings, endpoint)?);
+    }
+    Ok(out)
+}
+
+/// The model plan of a spec's (effective) model parameters: what `run SPEC` runs and G6 probes.
+pub fn model_plan(m: &ModelParams, request_timeout: std::time::Duration, headers: Vec<(String, String)>) -> anyhow::Result<super::ModelPlan> {
+    let seed = m.seed.map(|s| u64::try_from(s).map_err(|_| anyhow::anyhow!("model.seed: must be ≥ 0, not {s}"))).transpose()?;
+    let temperature = m.temperature.context("model.temperature: not stated; give a number, or \"provider_default\" to send none")?;
+    let settings = super::ModelSettings {
+        id: m.id.clone(),
+        temperature,
+        max_tokens: m.max_tokens,
+        seed,
+        reasoning_effort: m.reasoning_effort.clone(),
+        dialect: m.dialect,
+        max_tokens_param: m.max_tokens_param,
+    };
+    let endpoint = super::Endpoint {
+        base_url: m.base_url.clone().unwrap_or_default(),
+        api_key_env: m.api_key_env.clone().unwrap_or_else(|| "OPENAI_API_KEY".into()),
+        request_timeout,
+        headers,
+    };
+    super::ModelPlan::model(settings, endpoint)
+}

@@ -1,0 +1,231 @@
+//! The run plan: everything one run will do, typed. Both front doors lower into a [`RunPlan`] —
+//! flags (`pipeline --module … --k 3`, [`RunPlan::from_flags`]) and specs (`pipeline run SPEC`,
+//! [`RunPlan::from_spec`]) — and nothing downstream sees either: no string round trip, no
+//! fields patched in afterwards.
+//!
+//! A plan knows its sessions ([`RunPlan::sessions`]: every (task, rep) pair with both arms in
+//! rotated ABBA order) and the [`Fingerprint`] of each: what must be equal for two sessions to
+//! be the same measurement. Resume and `aggregate` compare fingerprints, never names alone.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use records::{Fingerprint, SessionMode, Transport};
+use servers::registry::{Role, ServerEntry};
+use tasks::Task;
+
+use crate::build_info::BuildInfo;
+
+mod lower;
+mod model;
+mod select;
+#[cfg(test)]
+mod tests;
+
+pub use lower::{SpecRunOptions, check_experiment_name, model_plan};
+pub use model::{Endpoint, ModelPlan, ModelSettings};
+pub use select::{arms_of, check_external_plans, check_runnable, select_tasks};
+
+/// The tasks of one module, in the order they run.
+#[derive(Debug, Clone)]
+pub struct ModuleTasks {
+    pub module: String,
+    pub tasks: Vec<Arc<Task>>,
+}
+
+/// One session to run.
+#[derive(Debug, Clone)]
+pub struct PlannedSession {
+    /// Index into [`RunPlan::models`].
+    pub model: usize,
+    pub task: Arc<Task>,
+    pub rep: u32,
+    pub server: &'static ServerEntry,
+    /// 1 if this arm goes first in its (task, rep) pair, 2 if second.
+    pub arm_position: u32,
+}
+
+/// What stops a run early besides a quota answer and an interrupt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Breaker {
+    /// This many sessions in a row invalid for the same reason stop the run.
+    pub max_consecutive_invalid: u32,
+}
+
+/// Everything one run will do.
+#[derive(Debug, Clone)]
+pub struct RunPlan {
+    pub experiment: String,
+    /// `results_dir/experiment`.
+    pub exp_dir: PathBuf,
+    /// The selected servers, pattern before control within a module.
+    pub arms: Vec<&'static ServerEntry>,
+    pub tasks: Vec<ModuleTasks>,
+    /// Repetitions of every task on every arm (the spec's `reps`, the flag `--k`).
+    pub reps: u32,
+    pub models: Vec<ModelPlan>,
+    pub transport: Transport,
+    /// A fresh conversation per task, or one per (model, arm, rep) through every task.
+    pub session_mode: SessionMode,
+    pub jobs: u32,
+    /// `--scale`: one world scale for every task, chosen by the run.
+    pub scale_override: Option<u32>,
+    /// `--catalogue`: the catalogue size of modules that list one, chosen by the run.
+    pub catalogue: Option<u32>,
+    /// sha256 of each arm's tool manifest, by server name.
+    pub manifests: BTreeMap<String, String>,
+    /// The binary that runs the sessions.
+    pub build: BuildInfo,
+    pub preflight_skipped: bool,
+    /// Rerun sessions recorded invalid (the old records are kept as superseded).
+    pub retry_invalid: bool,
+    pub breaker: Breaker,
+    /// The command line, redacted.
+    pub command: Vec<String>,
+    /// For `pipeline run SPEC`: the gate results the run starts from.
+    pub check: Option<serde_json::Value>,
+    /// The part of the plan this run is, when it is one shard of several.
+    pub shard: Option<crate::shard::Shard>,
+    /// Which tasks were selected by split (`--split`, a spec's `split`).
+    pub split: crate::split::SplitSelection,
+    /// The seal the held-out tasks were checked against; `None` when the plan has none.
+    pub seal: Option<records::manifest::ManifestSeal>,
+    /// Where the sessions are exported as traces (`--otlp-endpoint` or the OTLP variables); none:
+    /// no export. Not part of any fingerprint: it changes nothing a session does.
+    pub otlp: Option<crate::otlp::Target>,
+}
+
+impl RunPlan {
+    /// What the run chose about its servers' world, passed to every server it starts.
+    pub fn settings(&self) -> servers::launch::ArmSettings {
+        servers::launch::ArmSettings { catalogue: self.catalogue }
+    }
+
+    /// Every session, in the order the run starts them (see [`Self::conversations`]).
+    pub fn sessions(&self) -> Vec<PlannedSession> {
+        self.conversations().into_iter().flatten().collect()
+    }
+
+    /// What the run hands a worker at a time. Cold: every session alone — per model, per module,
+    /// per task, per rep, both arms, the arm that goes first alternating from one pair to the
+    /// next (ABBA…), so neither arm always meets a cold provider cache or a warm one. Warm: per
+    /// model, module, split and rep, one conversation per arm through every task of the module's
+    /// split (dev and held-out tasks never share one), in the
+    /// module's task order rotated by the rep (rep 1 starts at the first task, rep 2 at the
+    /// second…) and the same for both arms, the arm that goes first alternating from rep to rep.
+    /// A session's `arm_position` is its arm's place in its pair either way.
+    pub fn conversations(&self) -> Vec<Vec<PlannedSession>> {
+        let all = self.all_conversations();
+        let Some(shard) = self.shard else { return all };
+        // A unit keeps both arms of a pair (cold) or every conversation of a rep (warm) together.
+        let keys: Vec<String> = all
+            .iter()
+            .map(|c| {
+                let s = &c[0];
+                let model = &self.models[s.model].spec.id;
+                match self.session_mode {
+                    SessionMode::Cold => format!("{model}\u{0}{}\u{0}{}\u{0}{}", s.task.module, s.task.id, s.rep),
+                    SessionMode::Warm => format!("{model}\u{0}{}\u{0}{}\u{0}{}", s.task.module, s.task.meta.split, s.rep),
+                }
+            })
+            .collect();
+        let picked: std::collections::BTreeSet<usize> = shard.select(&keys).into_iter().collect();
+        all.into_iter().enumerate().filter(|(i, _)| picked.contains(i)).map(|(_, c)| c).collect()
+    }
+
+    /// [`Self::conversations`] of the whole plan, whatever the shard.
+    fn all_conversations(&self) -> Vec<Vec<PlannedSession>> {
+        let mut out = Vec::new();
+        for model in 0..self.models.len() {
+            let mut pair = 0usize;
+            for m in &self.tasks {
+                let mut arms: Vec<&'static ServerEntry> = self.arms.iter().copied().filter(|s| s.module == m.module).collect();
+                // Patterns first, then controls (a stable sort: the order given within a role).
+                arms.sort_by_key(|s| s.role != Role::Pattern);
+                let ordered =
+                    |pair: usize| -> Vec<&'static ServerEntry> { if pair.is_multiple_of(2) { arms.clone() } else { arms.iter().rev().copied().collect() } };
+                match self.session_mode {
+                    SessionMode::Cold => {
+                        for task in &m.tasks {
+                            for rep in 1..=self.reps {
+                                let order = ordered(pair);
+                                pair += 1;
+                                for (i, server) in order.into_iter().enumerate() {
+                                    out.push(vec![PlannedSession { model, task: task.clone(), rep, server, arm_position: i as u32 + 1 }]);
+                                }
+                            }
+                        }
+                    }
+                    SessionMode::Warm => {
+                        // Dev and held-out tasks never share a conversation: a held-out task's
+                        // context must not carry the dev tasks (nor the reverse).
+                        for split in [records::Split::Dev, records::Split::HeldOut] {
+                            let of_split: Vec<&Arc<Task>> = m.tasks.iter().filter(|t| t.meta.split == split).collect();
+                            if of_split.is_empty() {
+                                continue;
+                            }
+                            for rep in 1..=self.reps {
+                                let shift = (rep as usize - 1) % of_split.len();
+                                let tasks: Vec<&Arc<Task>> = of_split.iter().copied().cycle().skip(shift).take(of_split.len()).collect();
+                                let order = ordered(pair);
+                                pair += 1;
+                                for (i, server) in order.into_iter().enumerate() {
+                                    out.push(
+                                        tasks
+                                            .iter()
+                                            .map(|task| PlannedSession { model, task: (*task).clone(), rep, server, arm_position: i as u32 + 1 })
+                                            .collect(),
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// What must be equal for a recorded session to count as this one.
+    pub fn fingerprint(&self, s: &PlannedSession) -> Fingerprint {
+        let model = &self.models[s.model];
+        let oracle = model.is_oracle();
+        Fingerprint {
+            model_id: model.spec.id.clone(),
+            provider: model.spec.provider,
+            temperature: model.spec.temperature,
+            max_tokens: model.spec.max_tokens,
+            seed: model.spec.seed,
+            dialect: model.spec.dialect,
+            max_tokens_param: model.spec.max_tokens_param,
+            reasoning_effort: model.spec.reasoning_effort.clone(),
+            base_url: model.endpoint.as_ref().map(|e| records::fingerprint::url_without_userinfo(&e.base_url)),
+            transport: self.transport,
+            world_seed: s.task.meta.seed,
+            world_scale: s.task.meta.scale,
+            world_scale_override: self.scale_override,
+            catalogue: servers::registry::module(s.server.module).and_then(|m| m.catalogue_size(self.settings())),
+            task_sha256: s.task.sha256.clone(),
+            turn_cap: s.task.meta.turn_cap,
+            manifest_sha256: self.manifests.get(s.server.name).cloned().unwrap_or_default(),
+            arm_sha256: s.server.external().map(|a| a.sha256.clone()),
+            system_prompt_sha256: (!oracle).then(agent::system_prompt_sha256),
+            build_commit: self.build.commit.clone(),
+            build_dirty: self.build.dirty,
+            // The oracle asks no endpoint anything: there is nothing to preflight.
+            preflight_skipped: !oracle && self.preflight_skipped,
+            session_mode: (self.session_mode == SessionMode::Warm).then_some(SessionMode::Warm),
+        }
+    }
+
+    /// Every task of the plan.
+    pub fn all_tasks(&self) -> impl Iterator<Item = &Arc<Task>> {
+        self.tasks.iter().flat_map(|m| m.tasks.iter())
+    }
+
+    /// The models that need an endpoint.
+    pub fn endpoint_models(&self) -> impl Iterator<Item = &ModelPlan> {
+        self.models.iter().filter(|m| !m.is_oracle())
+    }
+}

@@ -1,0 +1,133 @@
+use records::{Dialect, MaxTokensParam, Temperature};
+
+use super::*;
+use crate::input::flags::RunArgs;
+use crate::input::spec::InputDirs;
+
+fn flags(args: &[&str]) -> RunArgs {
+    RunArgs::from_flags(args).unwrap()
+}
+
+#[derive(clap::Parser)]
+struct Freeze {
+    #[command(flatten)]
+    args: crate::commands::freeze::FreezeArgs,
+}
+
+#[tokio::test]
+async fn pairs_run_both_arms_and_alternate_which_goes_first() {
+    let plan = RunPlan::from_flags(&flags(&["--module", "tool_orchestrator", "--models", "oracle", "--k", "3"])).await.unwrap();
+    let sessions = plan.sessions();
+    let tasks = plan.all_tasks().count();
+    assert_eq!(sessions.len(), tasks * 3 * 2);
+    let mut pattern_first = 0;
+    for (i, pair) in sessions.chunks(2).enumerate() {
+        assert_eq!((pair[0].task.id.as_str(), pair[0].rep), (pair[1].task.id.as_str(), pair[1].rep), "a pair is one (task, rep)");
+        assert_ne!(pair[0].server.name, pair[1].server.name, "both arms");
+        assert_eq!((pair[0].arm_position, pair[1].arm_position), (1, 2));
+        let first_is_pattern = pair[0].server.role == Role::Pattern;
+        assert_eq!(first_is_pattern, i % 2 == 0, "ABBA: the first arm alternates from pair to pair");
+        pattern_first += usize::from(first_is_pattern);
+    }
+    // 17 tasks × 3 reps is an odd number of pairs: the pattern, first in the first pair, then
+    // goes first once more than the control.
+    let pairs = sessions.len() / 2;
+    assert_eq!(pattern_first, pairs.div_ceil(2), "each arm goes first in half the pairs");
+}
+
+#[tokio::test]
+async fn a_spec_and_the_same_flags_make_the_same_plan() {
+    use clap::Parser;
+    let model = [
+        "--models",
+        "m",
+        "--temperature",
+        "0.7",
+        "--seed",
+        "3",
+        "--base-url",
+        "http://127.0.0.1:1/v1",
+        "--k",
+        "2",
+        "--reasoning-effort",
+        "low",
+        "--max-tokens",
+        "500",
+    ];
+    let mut freeze_args = vec!["freeze", "--module", "tool_orchestrator", "--tasks", "lena_goes_on_leave", "--exp-name", "same"];
+    freeze_args.extend(model);
+    let spec = crate::commands::freeze::freeze(&Freeze::parse_from(freeze_args).args).await.unwrap();
+    let options = SpecRunOptions {
+        results_dir: "results".into(),
+        retry_invalid: false,
+        skip_preflight: false,
+        max_consecutive_invalid: 3,
+        request_timeout_secs: 120,
+        headers: vec![],
+        check: None,
+        shard: None,
+        otlp_endpoint: None,
+    };
+    let dirs = InputDirs { tasks_dir: None, build_dir: None };
+    let from_spec = RunPlan::from_spec(&spec, &dirs, &options).await.unwrap();
+    let mut flag_args = vec!["--module", "tool_orchestrator", "--tasks", "lena_goes_on_leave", "--exp-name", "same"];
+    flag_args.extend(model);
+    let from_flags = RunPlan::from_flags(&flags(&flag_args)).await.unwrap();
+
+    assert_eq!(from_spec.experiment, from_flags.experiment);
+    assert_eq!(from_spec.exp_dir, from_flags.exp_dir);
+    assert_eq!((from_spec.reps, from_spec.jobs, from_spec.transport), (from_flags.reps, from_flags.jobs, from_flags.transport));
+    assert_eq!(from_spec.manifests, from_flags.manifests);
+    let (a, b) = (from_spec.sessions(), from_flags.sessions());
+    assert_eq!(a.len(), 4);
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!((x.server.name, x.task.id.as_str(), x.rep, x.arm_position), (y.server.name, y.task.id.as_str(), y.rep, y.arm_position));
+        let (fx, fy) = (from_spec.fingerprint(x), from_flags.fingerprint(y));
+        assert_eq!(fx, fy, "{:?}", fx.differences(&fy));
+        assert_eq!(fx.temperature, Some(Temperature::Value(0.7)), "the pinned value exactly, not a float32 round trip");
+        assert_eq!(
+            (fx.dialect, fx.max_tokens_param, fx.reasoning_effort.as_deref()),
+            (Some(Dialect::Compatible), Some(MaxTokensParam::MaxTokens), Some("low"))
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_catalogue_reaches_its_modules_fingerprints_and_manifests_and_nothing_else() {
+    let chosen = RunPlan::from_flags(&flags(&["--module", "tool_search,code_execution", "--models", "oracle", "--catalogue", "400"])).await.unwrap();
+    let plain = RunPlan::from_flags(&flags(&["--module", "tool_search,code_execution", "--models", "oracle"])).await.unwrap();
+    for s in chosen.sessions() {
+        let want = (s.server.module == "tool_search").then_some(400);
+        assert_eq!(chosen.fingerprint(&s).catalogue, want, "{}", s.server.name);
+    }
+    assert!(plain.sessions().iter().filter(|s| s.server.module == "tool_search").all(|s| plain.fingerprint(s).catalogue == Some(100)));
+    // The servers list what the run chose: the control's manifest changes, the other module's does not.
+    assert_ne!(chosen.manifests["tool_search_wrapper"], plain.manifests["tool_search_wrapper"]);
+    assert_eq!(chosen.manifests["code_execution"], plain.manifests["code_execution"]);
+    let (a, b) = (&chosen.sessions()[0], &plain.sessions()[0]);
+    let d: Vec<String> = chosen.fingerprint(a).differences(&plain.fingerprint(b)).into_iter().map(|d| d.field).collect();
+    assert!(d.contains(&"catalogue".to_owned()), "{d:?}");
+}
+
+#[tokio::test]
+async fn a_catalogue_is_refused_where_no_module_lists_one_or_out_of_range() {
+    let e = RunPlan::from_flags(&flags(&["--module", "code_execution", "--models", "oracle", "--catalogue", "100"])).await.unwrap_err().to_string();
+    assert!(e.contains("--catalogue 100") && e.contains("tool_search"), "{e}");
+    for bad in ["5000", "10"] {
+        let e = RunPlan::from_flags(&flags(&["--module", "tool_search", "--models", "oracle", "--catalogue", bad])).await.unwrap_err().to_string();
+        assert!(e.contains(&format!("--catalogue {bad}")) && e.contains("25 to 800"), "{e}");
+    }
+    let e = RunPlan::from_flags(&flags(&["--module", "tool_search", "--models", "oracle", "--catalogue", "25,50"])).await.unwrap_err().to_string();
+    assert!(e.contains("sweep"), "{e}");
+}
+
+#[tokio::test]
+async fn a_scale_override_reaches_every_fingerprint() {
+    let plan = RunPlan::from_flags(&flags(&["--mcp", "orchestrator", "--models", "oracle", "--scale", "4"])).await.unwrap();
+    assert!(plan.sessions().iter().all(|s| plan.fingerprint(s).world_scale == 4));
+    let plain = RunPlan::from_flags(&flags(&["--mcp", "orchestrator", "--models", "oracle"])).await.unwrap();
+    let (s, p) = (&plan.sessions()[0], &plain.sessions()[0]);
+    let d = plan.fingerprint(s).differences(&plain.fingerprint(p));
+    assert_eq!(d.iter().map(|d| d.field.as_str()).collect::<Vec<_>>(), ["world_scale", "world_scale_override"]);
+}
