@@ -5,6 +5,10 @@
 //!   model is offered, and execute calls through it.
 //! * [`oracle`]: the oracle provider, which replays the task's oracle plan instead of asking a
 //!   model; labelled `oracle` everywhere and never mixed into model results.
+//! * [`config`]: what pins the model side ([`ProviderConfig`], [`RetryPolicy`]), which endpoints
+//!   may go without a key, and what setting up refuses; it holds the key's variable, never the key.
+//! * [`dialect`]: how each kind of endpoint is spoken to (auth header, query, parameter names) and
+//!   which settings it ignores, refused before anything is spent.
 //! * [`provider`]: the OpenAI-compatible model provider — tolerant parsing, exact usage, retries
 //!   it decides and counts itself, quota/session-limit detection; the API key never leaves it.
 //! * [`preflight`]: before a run, a few tokens check that the endpoint answers, serves the model
@@ -14,6 +18,7 @@
 //! * [`record`]: what a session produced ([`SessionOutcome`]); the record it becomes, and its
 //!   parts, are in the `records` crate.
 
+pub mod config;
 pub mod dialect;
 pub mod mcp;
 pub mod oracle;
@@ -23,9 +28,10 @@ pub mod record;
 pub mod session;
 pub mod text_call;
 
+pub use config::{ProviderConfig, RetryPolicy};
 pub use mcp::ServerConnection;
 pub use preflight::{Preflight, PreflightCheck, PreflightFailure, PreflightFailureKind, preflight};
-pub use provider::{OpenAiCompatible, ProviderConfig, RetryPolicy};
+pub use provider::OpenAiCompatible;
 pub use record::{InvalidReason, SessionOutcome, Usage, Validity};
 pub use session::{SYSTEM_PROMPT, StopSignal, system_prompt_sha256, transcript_jsonl};
 pub use text_call::tool_call_as_text;
