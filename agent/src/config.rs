@@ -18,7 +18,7 @@ use records::{Dialect, MaxTokensParam};
 use serde_json::{Value, json};
 
 /// The provider name a model session records (the oracle records its own).
-pub const PROVIDER: &str = "openai_compatible";
+pub(crate) const PROVIDER: &str = "openai_compatible";
 
 /// Installs rustls' ring provider as the process default; idempotent.
 ///
@@ -53,7 +53,7 @@ impl Default for RetryPolicy {
 
 impl RetryPolicy {
     /// The wait before retry number `retry` (0-based), honouring `retry_after` when given.
-    pub fn delay(&self, retry: u32, retry_after: Option<Duration>) -> Duration {
+    pub(crate) fn delay(&self, retry: u32, retry_after: Option<Duration>) -> Duration {
         let wait = match retry_after {
             Some(ra) => ra.mul_f64(self.retry_after_scale.max(0.0)),
             None => {
@@ -139,7 +139,7 @@ impl ProviderConfig {
     }
 
     /// Header names only: what a record may say about the extra headers.
-    pub fn header_names(&self) -> Vec<String> {
+    pub(crate) fn header_names(&self) -> Vec<String> {
         self.extra_headers.iter().map(|(k, _)| k.clone()).collect()
     }
 

@@ -84,7 +84,7 @@ impl OpenAiCompatible {
     }
 
     /// The request body of one turn.
-    pub fn request_body(&self, messages: &[Value], tools: &[Value]) -> Value {
+    pub(crate) fn request_body(&self, messages: &[Value], tools: &[Value]) -> Value {
         let mut body = json!({ "model": self.config.model, "messages": messages, "stream": false });
         if !tools.is_empty() {
             body["tools"] = Value::Array(tools.to_vec());
@@ -98,7 +98,7 @@ impl OpenAiCompatible {
     /// endpoint cannot parse: once, when sampling is pinned and the retry repeats it). Every
     /// attempt that failed is appended to `events` (status, verbatim error text, how long it took,
     /// the wait before the next).
-    pub async fn complete(&self, messages: &[Value], tools: &[Value], events: &mut Vec<Value>) -> Result<Completion, ProviderFailure> {
+    pub(crate) async fn complete(&self, messages: &[Value], tools: &[Value], events: &mut Vec<Value>) -> Result<Completion, ProviderFailure> {
         let body = self.request_body(messages, tools);
         let mut retries = 0u32;
         // The previous attempt's text when it, too, was an output the endpoint could not parse.
@@ -289,7 +289,7 @@ impl OpenAiCompatible {
 }
 
 /// What replaces a secret in anything written or printed.
-pub const REDACTED: &str = "<redacted>";
+const REDACTED: &str = "<redacted>";
 
 /// `text` with every secret replaced (longest first, so a key inside `Bearer <key>` goes whole).
 pub(crate) fn redact(secrets: &[String], text: String) -> String {
@@ -349,7 +349,7 @@ impl Exchange {
 
 /// What a turn's request produced.
 #[derive(Debug, Clone)]
-pub struct Completion {
+pub(crate) struct Completion {
     pub response: ChatResponse,
     /// The response body as received, for the transcript.
     pub raw: Value,

@@ -16,7 +16,7 @@ use super::wire::ChatResponse;
 /// Phrases (matched case-insensitively) that make a 200 answer without tool calls a quota or
 /// session-limit refusal rather than a model's answer. Deliberately few and specific: a false
 /// match stops the whole run, loudly; a miss would score a refusal as the arm's failure.
-pub const LIMIT_PHRASES: &[&str] = &["usage limit", "session limit", "quota exceeded", "exceeded your current quota"];
+pub(crate) const LIMIT_PHRASES: &[&str] = &["usage limit", "session limit", "quota exceeded", "exceeded your current quota"];
 
 /// Phrases (matched case-insensitively in a 5xx answer) by which an endpoint says that its own
 /// tool-call parser rejected what the model wrote. That is the model's output, so the arm's
@@ -24,7 +24,7 @@ pub const LIMIT_PHRASES: &[&str] = &["usage limit", "session limit", "quota exce
 /// vLLM has no such answer: its tool parsers catch their own failure, log "Error in extracting
 /// tool call from response." and return the model's output as `content` with a 200 — a call
 /// written as text, which [`crate::text_call`] recognises.
-pub const UNPARSEABLE_OUTPUT_PHRASES: &[&str] = &[
+pub(crate) const UNPARSEABLE_OUTPUT_PHRASES: &[&str] = &[
     // llama.cpp's server (common/chat.cpp, `common_chat_parse`): "The model produced output that
     // does not match the expected <format> format" (`peg-native`, `Content-only`, …), HTTP 500,
     // `"type":"server_error"`.
@@ -40,7 +40,7 @@ const INSUFFICIENT_QUOTA: &str = "insufficient_quota";
 
 /// Why a turn got no answer. `detail` is the provider's text, verbatim where it sent one.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ProviderFailure {
+pub(crate) enum ProviderFailure {
     /// Transient faults past the retry bound, or a fault not worth retrying (400, 401, 404, …).
     Exhausted { detail: String, retries: u32 },
     /// A quota or session/usage limit: the run must stop.

@@ -2,15 +2,15 @@
 //! llama.cpp's server, LiteLLM, …), with retries that the harness decides and counts itself.
 //!
 //! * Requests go through async-openai's `create_byot` path: the request is JSON we build, and the
-//!   response is parsed into [`ChatResponse`], our own tolerant type (real providers omit
+//!   response is parsed into `wire::ChatResponse`, our own tolerant type (real providers omit
 //!   `total_tokens`, `created` or `object`, invent finish reasons such as `"eos"`, send null usage).
 //! * async-openai's default client wraps every request in a retry layer (three retries of 429/5xx
 //!   within about 0.7 s) that the caller never sees. We install our own tower service through
 //!   its `middleware` feature instead, so each HTTP request is exactly one attempt; the retry loop
-//!   lives in [`OpenAiCompatible::complete`] and every retry is counted. The service also keeps
+//!   lives in `OpenAiCompatible::complete` and every retry is counted. The service also keeps
 //!   the status and headers of the attempt, which async-openai's error type drops (`Retry-After`).
 //! * An endpoint that says it could not parse the model's own output (llama.cpp's, Ollama's
-//!   wording in [`UNPARSEABLE_OUTPUT_PHRASES`]) is told apart from other server errors: it is the
+//!   wording in `failure::UNPARSEABLE_OUTPUT_PHRASES`) is told apart from other server errors: it is the
 //!   model's doing. With pinned sampling it is retried once: a second identical answer shows the
 //!   model writes the same thing again, and more retries would only spend tokens. Otherwise it is
 //!   retried as any transient fault.
@@ -38,8 +38,7 @@ mod client;
 mod failure;
 mod wire;
 
-pub use client::{Completion, OpenAiCompatible, REDACTED};
+pub use client::OpenAiCompatible;
 pub(crate) use client::{Exchange, redact};
-pub(crate) use failure::{AttemptOutcome, error_chain};
-pub use failure::{LIMIT_PHRASES, ProviderFailure, UNPARSEABLE_OUTPUT_PHRASES};
-pub use wire::{AssistantMessage, ChatResponse, Choice, WireFunction, WireToolCall};
+pub(crate) use failure::{AttemptOutcome, ProviderFailure, error_chain};
+pub(crate) use wire::WireToolCall;

@@ -12,9 +12,9 @@ use crate::record::Usage;
 
 /// A chat completion as real providers send it: everything optional that any of them omits.
 #[derive(Debug, Clone, Deserialize)]
-pub struct ChatResponse {
-    #[serde(default)]
-    pub id: Option<String>,
+pub(crate) struct ChatResponse {
+    // No `id`: nothing reads it (the body is kept whole for the transcript), and a provider that
+    // sent one that is not a string would have lost the whole answer.
     /// Kept raw, like the fields below: an odd type in a field nobody scores must not lose the
     /// whole answer.
     #[serde(default)]
@@ -32,7 +32,7 @@ pub struct ChatResponse {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-pub struct Choice {
+pub(crate) struct Choice {
     #[serde(default)]
     pub message: Option<AssistantMessage>,
     /// Free text: providers use values OpenAI does not (`"eos"`).
@@ -41,7 +41,7 @@ pub struct Choice {
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct AssistantMessage {
+pub(crate) struct AssistantMessage {
     /// A string, or (some providers) an array of content parts.
     #[serde(default)]
     pub content: Option<Value>,
@@ -50,7 +50,7 @@ pub struct AssistantMessage {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-pub struct WireToolCall {
+pub(crate) struct WireToolCall {
     #[serde(default)]
     pub id: Option<String>,
     #[serde(default)]
@@ -58,7 +58,7 @@ pub struct WireToolCall {
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct WireFunction {
+pub(crate) struct WireFunction {
     #[serde(default)]
     pub name: String,
     /// A JSON-encoded string per the API; some servers send the object itself.
