@@ -14,7 +14,7 @@
 
 use std::time::Duration;
 
-use records::{Dialect, MaxTokensParam};
+use records::{Dialect, MaxTokensParam, ModelSpec, Temperature};
 use serde_json::{Value, json};
 
 /// The provider name a model session records (the oracle records its own).
@@ -132,6 +132,29 @@ impl ProviderConfig {
         }
     }
 
+    /// The configuration that `spec` pins, on the endpoint `base_url` with the key in the variable
+    /// `api_key_env`: the model id, temperature (none sent for the provider's default), limit,
+    /// seed and effort; the dialect when `spec` names one (otherwise the base URL's host picks
+    /// it), and the limit's name when `spec` names one (otherwise the dialect's). What belongs to
+    /// the endpoint rather than the model — timeout, extra headers — and the retry policy keep
+    /// [`Self::new`]'s defaults. `spec.provider` is not read (an oracle is never configured), and
+    /// nothing is refused here: [`SetupError`]s come when the client is built. A seed above
+    /// `i64::MAX` is sent wrapped (`as i64`), as the pipeline's plan has always converted it.
+    pub fn for_model(spec: &ModelSpec, base_url: impl Into<String>, api_key_env: impl Into<String>) -> Self {
+        let mut config = Self::new(base_url, api_key_env, spec.id.clone());
+        if let Some(dialect) = spec.dialect {
+            config.set_dialect(dialect);
+        }
+        if let Some(param) = spec.max_tokens_param {
+            config.max_tokens_param = param;
+        }
+        config.temperature = spec.temperature.and_then(Temperature::sent);
+        config.max_tokens = spec.max_tokens;
+        config.seed = spec.seed.map(|s| s as i64);
+        config.reasoning_effort = spec.reasoning_effort.clone();
+        config
+    }
+
     /// Sets the dialect and the limit's name it implies.
     pub fn set_dialect(&mut self, dialect: Dialect) {
         self.dialect = dialect;
@@ -194,7 +217,64 @@ pub fn is_loopback_url(base_url: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use records::Provider;
+
     use super::*;
+
+    /// A spec with every field away from what the base URL alone would give.
+    fn every_field_set() -> ModelSpec {
+        ModelSpec {
+            id: "m-7b".into(),
+            provider: Provider::OpenAiCompatible,
+            temperature: Some(Temperature::Value(0.25)),
+            max_tokens: Some(321),
+            seed: Some(42),
+            // A loopback URL alone implies `compatible` and `max_tokens`: both are the spec's here,
+            // and the limit's name is not the one OpenRouter implies.
+            dialect: Some(Dialect::Openrouter),
+            max_tokens_param: Some(MaxTokensParam::MaxCompletionTokens),
+            reasoning_effort: Some("low".into()),
+        }
+    }
+
+    #[test]
+    fn for_model_carries_every_field_of_the_spec() {
+        let spec = every_field_set();
+        let c = ProviderConfig::for_model(&spec, "http://127.0.0.1:8080/v1", "KEY_VAR");
+        // Every field named: one added to ModelSpec stops this compiling until it is decided here.
+        let ModelSpec { id, provider: _, temperature, max_tokens, seed, dialect, max_tokens_param, reasoning_effort } = spec;
+        assert_eq!((c.base_url.as_str(), c.api_key_env.as_str(), c.model.as_str()), ("http://127.0.0.1:8080/v1", "KEY_VAR", id.as_str()));
+        assert_eq!(c.temperature, temperature.and_then(Temperature::sent));
+        assert_eq!(c.max_tokens, max_tokens);
+        assert_eq!(c.seed, seed.map(|s| s as i64));
+        assert_eq!(Some(c.dialect), dialect);
+        assert_eq!(Some(c.max_tokens_param), max_tokens_param);
+        assert_eq!(c.reasoning_effort, reasoning_effort);
+        // What belongs to the endpoint, and the retries, are not the spec's.
+        let plain = ProviderConfig::new("http://127.0.0.1:8080/v1", "KEY_VAR", "m-7b");
+        assert_eq!((c.request_timeout, c.extra_headers.is_empty(), &c.retry), (plain.request_timeout, true, &plain.retry));
+
+        let p = c.record_params();
+        assert_eq!(p["model"], "m-7b");
+        assert_eq!(p["temperature"], 0.25);
+        assert_eq!(p["max_tokens"], 321);
+        assert_eq!(p["seed"], 42);
+        assert_eq!(p["dialect"], json!(Dialect::Openrouter));
+        assert_eq!(p["max_tokens_param"], "max_completion_tokens");
+        assert_eq!(p["reasoning_effort"], "low");
+    }
+
+    #[test]
+    fn for_model_leaves_unset_what_the_spec_leaves_unset() {
+        let spec =
+            ModelSpec { id: "gpt-x".into(), provider: Provider::OpenAiCompatible, temperature: Some(Temperature::ProviderDefault), ..ModelSpec::oracle() };
+        let c = ProviderConfig::for_model(&spec, "https://api.openai.com/v1", "OPENAI_API_KEY");
+        assert_eq!((c.temperature, c.max_tokens, c.seed, c.reasoning_effort.as_deref()), (None, None, None, None));
+        // No dialect in the spec: the host's, and the limit's name that dialect implies.
+        assert_eq!((c.dialect, c.max_tokens_param), (Dialect::Openai, MaxTokensParam::MaxCompletionTokens));
+        let p = c.record_params();
+        assert!(["temperature", "max_tokens", "seed", "reasoning_effort"].iter().all(|k| p[k].is_null()), "{p}");
+    }
 
     #[test]
     fn backoff_is_bounded_and_retry_after_is_scaled() {

@@ -360,3 +360,49 @@ pub(crate) struct Completion {
     /// Of the attempt that answered.
     pub latency_ms: f64,
 }
+
+#[cfg(test)]
+mod tests {
+    use records::{Dialect, MaxTokensParam, ModelSpec, Provider, Temperature};
+
+    use super::*;
+
+    /// Keyless on loopback: building the client reads no environment and sends nothing.
+    fn client(spec: &ModelSpec) -> OpenAiCompatible {
+        OpenAiCompatible::with_key_source(ProviderConfig::for_model(spec, "http://127.0.0.1:8080/v1", "UNSET_KEY_VAR"), |_| None).unwrap()
+    }
+
+    #[test]
+    fn a_model_specs_every_parameter_reaches_the_request_body() {
+        let spec = ModelSpec {
+            id: "m-7b".into(),
+            provider: Provider::OpenAiCompatible,
+            temperature: Some(Temperature::Value(0.25)),
+            max_tokens: Some(321),
+            seed: Some(42),
+            dialect: Some(Dialect::Openrouter),
+            max_tokens_param: Some(MaxTokensParam::MaxCompletionTokens),
+            reasoning_effort: Some("low".into()),
+        };
+        let messages = [json!({ "role": "user", "content": "hi" })];
+        assert_eq!(
+            client(&spec).request_body(&messages, &[]),
+            json!({
+                "model": "m-7b",
+                "messages": messages,
+                "stream": false,
+                "temperature": 0.25,
+                "max_completion_tokens": 321,
+                "seed": 42,
+                // OpenRouter's unified field.
+                "reasoning": { "effort": "low" },
+            })
+        );
+        let default = ModelSpec { provider: Provider::OpenAiCompatible, temperature: Some(Temperature::ProviderDefault), ..ModelSpec::oracle() };
+        assert_eq!(
+            client(&default).request_body(&messages, &[]),
+            json!({ "model": "oracle", "messages": messages, "stream": false }),
+            "nothing the spec leaves unset is sent"
+        );
+    }
+}
