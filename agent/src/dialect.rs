@@ -13,7 +13,7 @@ use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use secrecy::SecretString;
 use serde_json::{Value, json};
 
-use crate::provider::{ProviderConfig, SetupError};
+use crate::config::{ProviderConfig, SetupError};
 
 /// The header Azure OpenAI reads the key from.
 pub const AZURE_KEY_HEADER: &str = "api-key";

@@ -5,15 +5,26 @@
 //!   model is offered, and execute calls through it.
 //! * [`oracle`]: the oracle provider, which replays the task's oracle plan instead of asking a
 //!   model; labelled `oracle` everywhere and never mixed into model results.
-//! * [`provider`]: the OpenAI-compatible model provider — tolerant parsing, exact usage, retries
-//!   it decides and counts itself, quota/session-limit detection; the API key never leaves it.
+//! * [`config`]: what pins the model side ([`ProviderConfig`], [`RetryPolicy`]), which endpoints
+//!   may go without a key, and what setting up refuses; it holds the key's variable, never the key.
+//! * [`dialect`]: how each kind of endpoint is spoken to (auth header, query, parameter names) and
+//!   which settings it ignores, refused before anything is spent.
+//! * [`provider`]: the OpenAI-compatible model provider: its client (retries it decides and
+//!   counts itself, secrets redacted from whatever comes back), failure classification
+//!   (quota/session limits, context overflow, output the endpoint could not parse) and tolerant
+//!   wire types with exact usage; the API key never leaves it.
 //! * [`preflight`]: before a run, a few tokens check that the endpoint answers, serves the model
 //!   and returns native tool calls; it fails closed, naming what to fix.
 //! * [`session`]: the model-driven agent loop, the fixed system prompt, the run-wide stop signal.
 //! * [`text_call`]: a function call the model wrote as text instead of a native tool call.
 //! * [`record`]: what a session produced ([`SessionOutcome`]); the record it becomes, and its
 //!   parts, are in the `records` crate.
+//!
+//! The modules use each other one way only, so that each can be read from the ones below it:
+//! `record`, `config`, `text_call` at the bottom; `dialect` on `config`; `mcp` on `record`;
+//! `provider` on those; `session` on `provider` and `mcp`; `preflight` and `oracle` on top.
 
+pub mod config;
 pub mod dialect;
 pub mod mcp;
 pub mod oracle;
@@ -23,9 +34,10 @@ pub mod record;
 pub mod session;
 pub mod text_call;
 
+pub use config::{ProviderConfig, RetryPolicy};
 pub use mcp::ServerConnection;
 pub use preflight::{Preflight, PreflightCheck, PreflightFailure, PreflightFailureKind, preflight};
-pub use provider::{OpenAiCompatible, ProviderConfig, RetryPolicy};
+pub use provider::OpenAiCompatible;
 pub use record::{InvalidReason, SessionOutcome, Usage, Validity};
 pub use session::{SYSTEM_PROMPT, StopSignal, system_prompt_sha256, transcript_jsonl};
 pub use text_call::tool_call_as_text;

@@ -24,8 +24,9 @@ use chrono::Utc;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::config::PROVIDER;
 use crate::mcp::{self, LIST_RESOURCES, READ_RESOURCE, ServerConnection, Toolbox};
-use crate::provider::{OpenAiCompatible, PROVIDER, ProviderFailure, WireToolCall};
+use crate::provider::{OpenAiCompatible, ProviderFailure, WireToolCall};
 use crate::record::{CallKind, InvalidReason, Offered, SessionOutcome, ToolCallRecord, TurnRecord, Validity};
 use crate::text_call::tool_call_as_text;
 use records::FailedTurn;

@@ -4,7 +4,7 @@
 
 mod common;
 
-use agent::provider::SetupError;
+use agent::config::SetupError;
 use agent::{OpenAiCompatible, PreflightFailureKind, StopSignal, Validity};
 use common::*;
 use records::Auth;

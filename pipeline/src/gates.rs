@@ -375,7 +375,7 @@ async fn model(spec: &Spec, skip_preflight: bool, f: &mut Failures) -> Option<se
             None | Some("") => f.add(Gate::Model, format!("{who}: api_key_env is not set (name the variable holding the key)")),
             Some(var) => {
                 // A loopback endpoint (a local server) may run without a key; records say `auth: none`.
-                let loopback = m.base_url.as_deref().is_some_and(agent::provider::is_loopback_url);
+                let loopback = m.base_url.as_deref().is_some_and(agent::config::is_loopback_url);
                 if !loopback && std::env::var(var).map_or(true, |v| v.trim().is_empty()) {
                     f.add(Gate::Model, format!("{who}: no credentials: ${var} is not set"));
                 }

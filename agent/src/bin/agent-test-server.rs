@@ -7,7 +7,7 @@ use servers::transport::Transport;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     // Linked with the agent, reqwest has rustls without a provider: the backend client needs one.
-    agent::provider::install_crypto_provider();
+    agent::config::install_crypto_provider();
     if let Some(path) = std::env::var_os("AGENT_TEST_SERVER_PID_FILE") {
         std::fs::write(path, std::process::id().to_string())?;
     }

@@ -7,8 +7,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agent::provider::{OpenAiCompatible, ProviderConfig, RetryPolicy};
-use agent::{ServerConnection, StopSignal};
+use agent::{OpenAiCompatible, ProviderConfig, RetryPolicy, ServerConnection, StopSignal};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -225,7 +224,7 @@ pub fn provider(config: ProviderConfig) -> OpenAiCompatible {
 }
 
 pub async fn backend() -> backend::local::LocalBackend {
-    agent::provider::install_crypto_provider();
+    agent::config::install_crypto_provider();
     backend::local::LocalBackend::start(backend::WorldSpec::default()).await.expect("a backend on real Postgres")
 }
 
@@ -243,7 +242,7 @@ impl Drop for HttpServer {
 
 pub async fn wrapper_http(backend_url: &str) -> HttpServer {
     // The servers' backend client is a reqwest client too (see install_crypto_provider).
-    agent::provider::install_crypto_provider();
+    agent::config::install_crypto_provider();
     let router = servers::registry::find("wrapper").unwrap().launcher().unwrap().http_router(servers::BackendClient::new(backend_url), Default::default());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
