@@ -32,6 +32,9 @@ const PIPELINE: &[&str] = &[
     "exit",
 ];
 
+/// `agent/src`, top to bottom (the order `agent/src/lib.rs` describes).
+const AGENT: &[&str] = &["oracle", "preflight", "session", "provider", "mcp", "dialect", "text_call", "config", "record"];
+
 /// Collects the second segment of every `crate::…` path, in code and in macro arguments.
 #[derive(Default)]
 struct Uses(BTreeSet<String>);
@@ -55,7 +58,9 @@ impl Uses {
 }
 
 fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
-    attrs.iter().any(|a| a.path().is_ident("cfg") && a.meta.require_list().is_ok_and(|l| l.tokens.to_string().split(|c: char| !c.is_alphanumeric()).any(|w| w == "test")))
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg") && a.meta.require_list().is_ok_and(|l| l.tokens.to_string().split(|c: char| !c.is_alphanumeric()).any(|w| w == "test"))
+    })
 }
 
 impl<'a> Visit<'a> for Uses {
@@ -175,6 +180,13 @@ fn crate_src(name: &str) -> PathBuf {
 fn pipeline_modules_use_only_the_modules_below_them() {
     let v = violations(PIPELINE, &crate_uses(&crate_src("pipeline")), &["lib", "main"]);
     assert!(v.is_empty(), "pipeline/src:\n  {}", v.join("\n  "));
+}
+
+#[test]
+fn agent_modules_use_only_the_modules_below_them() {
+    // `bin/` holds binaries, each a crate of its own.
+    let v = violations(AGENT, &crate_uses(&crate_src("agent")), &["lib", "bin"]);
+    assert!(v.is_empty(), "agent/src:\n  {}", v.join("\n  "));
 }
 
 #[test]

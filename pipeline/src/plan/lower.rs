@@ -7,10 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use records::{ModelSpec, Provider};
 use servers::registry::ServerEntry;
 
 use super::select::{check_external_plans, manifests_of, modules_of, select_servers};
-use super::{Breaker, Endpoint, ModelPlan, ModelSettings, ModuleTasks, RunPlan};
+use super::{Breaker, Endpoint, ModelPlan, ModuleTasks, RunPlan};
 use crate::build_info::BuildInfo;
 use crate::input::flags::RunArgs;
 use crate::input::spec::{InputDirs, ModelParams, Spec};
@@ -258,9 +259,10 @@ fn models_from_flags(args: &RunArgs) -> anyhow::Result<Vec<ModelPlan>> {
             out.push(ModelPlan::oracle());
             continue;
         }
-        let settings = ModelSettings {
+        let pinned = ModelSpec {
             id: id.clone(),
-            temperature: args.asking.temperature,
+            provider: Provider::OpenAiCompatible,
+            temperature: Some(args.asking.temperature),
             max_tokens: args.asking.max_tokens,
             seed: args.seed,
             reasoning_effort: args.asking.reasoning_effort.clone(),
@@ -273,7 +275,7 @@ fn models_from_flags(args: &RunArgs) -> anyhow::Result<Vec<ModelPlan>> {
             request_timeout: Duration::from_secs(args.request_timeout_secs),
             headers: args.headers.clone(),
         };
-        out.push(ModelPlan::model(settings, endpoint)?);
+        out.push(ModelPlan::model(pinned, endpoint)?);
     }
     Ok(out)
 }
@@ -282,9 +284,10 @@ fn models_from_flags(args: &RunArgs) -> anyhow::Result<Vec<ModelPlan>> {
 pub fn model_plan(m: &ModelParams, request_timeout: std::time::Duration, headers: Vec<(String, String)>) -> anyhow::Result<super::ModelPlan> {
     let seed = m.seed.map(|s| u64::try_from(s).map_err(|_| anyhow::anyhow!("model.seed: must be ≥ 0, not {s}"))).transpose()?;
     let temperature = m.temperature.context("model.temperature: not stated; give a number, or \"provider_default\" to send none")?;
-    let settings = super::ModelSettings {
+    let pinned = ModelSpec {
         id: m.id.clone(),
-        temperature,
+        provider: Provider::OpenAiCompatible,
+        temperature: Some(temperature),
         max_tokens: m.max_tokens,
         seed,
         reasoning_effort: m.reasoning_effort.clone(),
@@ -297,5 +300,5 @@ pub fn model_plan(m: &ModelParams, request_timeout: std::time::Duration, headers
         request_timeout,
         headers,
     };
-    super::ModelPlan::model(settings, endpoint)
+    super::ModelPlan::model(pinned, endpoint)
 }

@@ -24,7 +24,7 @@ mod select;
 mod tests;
 
 pub use lower::{SpecRunOptions, check_experiment_name, model_plan};
-pub use model::{Endpoint, ModelPlan, ModelSettings};
+pub use model::{Endpoint, ModelPlan};
 pub use select::{arms_of, check_external_plans, check_runnable, select_tasks};
 
 /// The tasks of one module, in the order they run.

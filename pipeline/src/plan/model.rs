@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use records::{Dialect, MaxTokensParam, ModelSpec, Provider, Temperature};
+use records::{Dialect, ModelSpec, Provider};
 
 /// A model endpoint and how to reach it. Header values may be secrets: `Debug` shows names only.
 #[derive(Clone)]
@@ -42,21 +42,23 @@ impl ModelPlan {
         self.spec.is_oracle()
     }
 
-    /// A model of the plan, resolved: the dialect from the base URL unless given, the limit's
-    /// name from the dialect unless given (recorded only when a limit is sent). Settings the
-    /// endpoint is documented to ignore are refused here, before anything is written or spent.
-    pub fn model(settings: ModelSettings, endpoint: Endpoint) -> anyhow::Result<Self> {
-        let dialect = settings.dialect.unwrap_or_else(|| Dialect::of_base_url(&endpoint.base_url));
+    /// A model of the plan, resolved from what was pinned (`pinned.provider` is set here): the
+    /// dialect from the base URL unless given, the limit's name from the dialect unless given
+    /// (recorded only when a limit is sent). A seed no endpoint takes (above 2^63 − 1, sent as a
+    /// signed 64-bit number) and settings the endpoint is documented to ignore are refused here,
+    /// before anything is written or spent.
+    pub fn model(pinned: ModelSpec, endpoint: Endpoint) -> anyhow::Result<Self> {
+        let dialect = pinned.dialect.unwrap_or_else(|| Dialect::of_base_url(&endpoint.base_url));
+        if let Some(seed) = pinned.seed.filter(|&s| i64::try_from(s).is_err()) {
+            anyhow::bail!("model {}: seed {seed} is larger than an endpoint takes (at most {})", pinned.id, i64::MAX);
+        }
+        anyhow::ensure!(pinned.temperature.is_some(), "model {}: no temperature pinned; give a number, or provider_default to send none", pinned.id);
         let plan = Self {
             spec: ModelSpec {
-                id: settings.id,
                 provider: Provider::OpenAiCompatible,
-                temperature: Some(settings.temperature),
-                max_tokens: settings.max_tokens,
-                seed: settings.seed,
                 dialect: Some(dialect),
-                max_tokens_param: settings.max_tokens.map(|_| settings.max_tokens_param.unwrap_or_else(|| dialect.max_tokens_param())),
-                reasoning_effort: settings.reasoning_effort,
+                max_tokens_param: pinned.max_tokens.map(|_| pinned.max_tokens_param.unwrap_or_else(|| dialect.max_tokens_param())),
+                ..pinned
             },
             endpoint: Some(endpoint),
         };
@@ -69,31 +71,9 @@ impl ModelPlan {
     /// The provider configuration of a model (none for the oracle).
     pub fn provider_config(&self) -> Option<agent::ProviderConfig> {
         let e = self.endpoint.as_ref()?;
-        let mut config = agent::ProviderConfig::new(e.base_url.clone(), e.api_key_env.clone(), self.spec.id.clone());
-        if let Some(dialect) = self.spec.dialect {
-            config.set_dialect(dialect);
-        }
-        if let Some(param) = self.spec.max_tokens_param {
-            config.max_tokens_param = param;
-        }
-        config.temperature = self.spec.temperature.and_then(Temperature::sent);
-        config.max_tokens = self.spec.max_tokens;
-        config.seed = self.spec.seed.map(|s| s as i64);
-        config.reasoning_effort = self.spec.reasoning_effort.clone();
+        let mut config = agent::ProviderConfig::for_model(&self.spec, e.base_url.clone(), e.api_key_env.clone());
         config.request_timeout = e.request_timeout;
         config.extra_headers = e.headers.clone();
         Some(config)
     }
-}
-
-/// What a plan pins of one model, before the dialect and the limit's name are resolved.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ModelSettings {
-    pub id: String,
-    pub temperature: Temperature,
-    pub max_tokens: Option<u32>,
-    pub seed: Option<u64>,
-    pub reasoning_effort: Option<String>,
-    pub dialect: Option<Dialect>,
-    pub max_tokens_param: Option<MaxTokensParam>,
 }

@@ -131,3 +131,15 @@ async fn a_scale_override_reaches_every_fingerprint() {
     let d = plan.fingerprint(s).differences(&plain.fingerprint(p));
     assert_eq!(d.iter().map(|d| d.field.as_str()).collect::<Vec<_>>(), ["world_scale", "world_scale_override"]);
 }
+
+#[tokio::test]
+async fn a_seed_no_endpoint_takes_is_refused_and_the_largest_one_is_sent_as_pinned() {
+    let too_big = (i64::MAX as u64 + 1).to_string();
+    let err = RunPlan::from_flags(&flags(&["--module", "tool_orchestrator", "--models", "m", "--temperature", "0", "--seed", &too_big])).await.unwrap_err();
+    assert!(format!("{err:#}").contains(&format!("seed {too_big} is larger than an endpoint takes")), "{err:#}");
+    let largest = i64::MAX.to_string();
+    let plan = RunPlan::from_flags(&flags(&["--module", "tool_orchestrator", "--models", "m", "--temperature", "0", "--seed", &largest])).await.unwrap();
+    let config = plan.models[0].provider_config().unwrap();
+    assert_eq!(config.seed, Some(i64::MAX));
+    assert_eq!(plan.models[0].spec.seed, Some(i64::MAX as u64));
+}
