@@ -1,7 +1,7 @@
 //! What every header and row label of the report's tables means, and how its figure is
 //! aggregated: one session's value averaged over sessions (which ones, mean or median), one
 //! task's value, or a sum over a named set. The Method section renders this list, summary.json
-//! carries it (`method.definitions`), and `tests/definitions.rs` fails when a rendered table
+//! carries it (`method.definitions`), and `tests/it/definitions.rs` fails when a rendered table
 //! shows a header with no entry here.
 //!
 //! A term is spelled exactly as the tables show it, so a reader can look a header up by its

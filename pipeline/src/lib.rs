@@ -8,7 +8,7 @@
 //! [`context::RunContext`]) → records under `results/<exp>/`. Specs pass the [`gates`] first
 //! (`pipeline check`). `pipeline aggregate` turns the records into a report.
 //!
-//! The modules are layered, and each uses only those below it (`tests/layers.rs` holds the
+//! The modules are layered, and each uses only those below it (`tests/it/layers.rs` holds the
 //! order, and fails on an import that points up):
 //!
 //! 1. [`commands`]: the command line and one module per subcommand (`commands/view/` the viewer).

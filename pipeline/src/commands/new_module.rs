@@ -41,10 +41,12 @@ const MAX_SERVER_LEN: usize = 40;
 const EXAMPLE_TASK: &str = "globex_checkout_down";
 const MODULES_RS: &str = "servers/src/modules/mod.rs";
 const REGISTRY_RS: &str = "servers/src/registry.rs";
+/// The servers crate's one integration-test binary: each module's test is a module of it.
+const SERVERS_TESTS_RS: &str = "servers/tests/it/main.rs";
 const MODULES_LIST_START: &str = "pub static MODULES: &[&ModuleEntry] = &[";
 
 /// Folder names a module may not take: they already mean something under `tasks/` (the crate's
-/// own folders) or `servers/tests/` (the shared fixture).
+/// own folders) or `servers/tests/it/` (the shared fixture).
 const RESERVED: &[&str] = &["src", "tests", "benches", "examples", "target", "common"];
 
 const RUST_KEYWORDS: &[&str] = &[
@@ -148,14 +150,14 @@ pub fn plan(root: &Path, names: Names) -> anyhow::Result<Scaffold> {
         (format!("servers/src/modules/{m}/mod.rs"), include_str!("../../templates/new_module/mod.rs.tmpl")),
         (format!("servers/src/modules/{m}/pattern.rs"), include_str!("../../templates/new_module/pattern.rs.tmpl")),
         (format!("servers/src/modules/{m}/control.rs"), include_str!("../../templates/new_module/control.rs.tmpl")),
-        (format!("servers/tests/{m}.rs"), include_str!("../../templates/new_module/servers_test.rs.tmpl")),
+        (format!("servers/tests/it/{m}.rs"), include_str!("../../templates/new_module/servers_test.rs.tmpl")),
         (format!("{task}/task.md"), include_str!("../../templates/new_module/task/task.md")),
         (format!("{task}/meta.toml"), include_str!("../../templates/new_module/task/meta.toml")),
         (format!("{task}/verify.toml"), include_str!("../../templates/new_module/task/verify.toml")),
         (format!("{task}/oracle/{}.toml", names.pattern), include_str!("../../templates/new_module/task/oracle/pattern.toml")),
         (format!("{task}/oracle/{}.toml", names.control), include_str!("../../templates/new_module/task/oracle/control.toml")),
     ];
-    for taken in [format!("servers/src/modules/{m}"), format!("servers/tests/{m}.rs"), format!("servers/tests/{m}"), format!("tasks/{m}")] {
+    for taken in [format!("servers/src/modules/{m}"), format!("servers/tests/it/{m}.rs"), format!("servers/tests/it/{m}"), format!("tasks/{m}")] {
         let path = root.join(&taken);
         if path.exists() {
             bail!("{} already exists; nothing was written (remove it, or pick another module name)", path.display());
@@ -164,8 +166,10 @@ pub fn plan(root: &Path, names: Names) -> anyhow::Result<Scaffold> {
     let files = templates.into_iter().map(|(path, t)| (PathBuf::from(path), names.render(t))).collect();
     let modules_rs = read(root, MODULES_RS)?;
     let registry_rs = read(root, REGISTRY_RS)?;
+    let servers_tests_rs = read(root, SERVERS_TESTS_RS)?;
     let edits = vec![
-        (PathBuf::from(MODULES_RS), with_module_declared(&modules_rs, m).with_context(|| format!("editing {MODULES_RS}"))?),
+        (PathBuf::from(MODULES_RS), with_module_declared(&modules_rs, "pub mod", m).with_context(|| format!("editing {MODULES_RS}"))?),
+        (PathBuf::from(SERVERS_TESTS_RS), with_module_declared(&servers_tests_rs, "mod", m).with_context(|| format!("editing {SERVERS_TESTS_RS}"))?),
         (PathBuf::from(REGISTRY_RS), with_module_registered(&registry_rs, m).with_context(|| format!("editing {REGISTRY_RS}"))?),
     ];
     Ok(Scaffold { names, files, edits })
@@ -176,14 +180,15 @@ fn read(root: &Path, rel: &str) -> anyhow::Result<String> {
     std::fs::read_to_string(&path).with_context(|| format!("reading {}; is {} an mcp-pattern-bench checkout?", path.display(), root.display()))
 }
 
-/// `modules/mod.rs` with `pub mod NAME;` among the other declarations, in the sorted place
-/// the formatter keeps them in.
-fn with_module_declared(source: &str, module: &str) -> anyhow::Result<String> {
-    let line = format!("pub mod {module};");
+/// `source` (`modules/mod.rs`, the servers' test binary) with `KEYWORD NAME;` among its other
+/// `KEYWORD …;` declarations (`pub mod`, `mod`), in the sorted place the formatter keeps them in.
+fn with_module_declared(source: &str, keyword: &str, module: &str) -> anyhow::Result<String> {
+    let line = format!("{keyword} {module};");
     let lines: Vec<&str> = source.lines().collect();
-    let decls: Vec<usize> = lines.iter().enumerate().filter(|(_, l)| l.starts_with("pub mod ") && l.ends_with(';')).map(|(i, _)| i).collect();
+    let decls: Vec<usize> =
+        lines.iter().enumerate().filter(|(_, l)| l.strip_prefix(keyword).is_some_and(|r| r.starts_with(' ')) && l.ends_with(';')).map(|(i, _)| i).collect();
     let Some(&last) = decls.last() else {
-        bail!("found no `pub mod …;` lines to add `{line}` to");
+        bail!("found no `{keyword} …;` lines to add `{line}` to");
     };
     ensure!(!decls.iter().any(|&i| lines[i] == line), "`{line}` is already there");
     let at = decls.iter().copied().find(|&i| lines[i] > line.as_str()).unwrap_or(last + 1);
@@ -287,7 +292,7 @@ pub fn run(args: NewModuleArgs) -> anyhow::Result<()> {
         example_task: format!("{m}/{EXAMPLE_TASK}"),
         next: vec![
             format!("cargo nextest run -p pipeline --test task_gates gates_{m}"),
-            format!("cargo nextest run -p servers --test {m}"),
+            format!("cargo nextest run -p servers -E 'test(/^{m}::/)'"),
             format!("cargo run -p pipeline -- --module {m} --models oracle --k 1"),
         ],
     };
@@ -348,11 +353,15 @@ mod tests {
     #[test]
     fn the_declaration_goes_in_sorted_order_and_the_entry_at_the_end() {
         let mods = "//! Doc.\n\npub mod beta;\npub mod delta;\n";
-        assert_eq!(with_module_declared(mods, "alpha").unwrap(), "//! Doc.\n\npub mod alpha;\npub mod beta;\npub mod delta;\n");
-        assert_eq!(with_module_declared(mods, "charlie").unwrap(), "//! Doc.\n\npub mod beta;\npub mod charlie;\npub mod delta;\n");
-        assert_eq!(with_module_declared(mods, "omega").unwrap(), "//! Doc.\n\npub mod beta;\npub mod delta;\npub mod omega;\n");
-        assert!(with_module_declared(mods, "beta").unwrap_err().to_string().contains("already there"));
-        assert!(with_module_declared("//! Nothing here.\n", "alpha").is_err());
+        assert_eq!(with_module_declared(mods, "pub mod", "alpha").unwrap(), "//! Doc.\n\npub mod alpha;\npub mod beta;\npub mod delta;\n");
+        assert_eq!(with_module_declared(mods, "pub mod", "charlie").unwrap(), "//! Doc.\n\npub mod beta;\npub mod charlie;\npub mod delta;\n");
+        assert_eq!(with_module_declared(mods, "pub mod", "omega").unwrap(), "//! Doc.\n\npub mod beta;\npub mod delta;\npub mod omega;\n");
+        assert!(with_module_declared(mods, "pub mod", "beta").unwrap_err().to_string().contains("already there"));
+        assert!(with_module_declared("//! Nothing here.\n", "pub mod", "alpha").is_err());
+        // A private declaration is another keyword: the test binary's `mod` lines.
+        let tests = "//! Doc.\n\nmod common;\nmod zeta;\n";
+        assert_eq!(with_module_declared(tests, "mod", "alpha").unwrap(), "//! Doc.\n\nmod alpha;\nmod common;\nmod zeta;\n");
+        assert!(with_module_declared("pub mod x;\n", "mod", "alpha").is_err(), "`pub mod` is not `mod`");
 
         let reg = format!("x\n{MODULES_LIST_START}\n    &crate::modules::a::MODULE,\n];\n\nfn f() {{}}\n");
         let out = with_module_registered(&reg, "b").unwrap();
@@ -369,6 +378,8 @@ mod tests {
         std::fs::create_dir_all(root.join("servers/src/modules")).unwrap();
         std::fs::write(root.join(MODULES_RS), "pub mod a;\n").unwrap();
         std::fs::write(root.join(REGISTRY_RS), format!("{MODULES_LIST_START}\n];\n")).unwrap();
+        std::fs::create_dir_all(root.join("servers/tests/it")).unwrap();
+        std::fs::write(root.join(SERVERS_TESTS_RS), "mod common;\n").unwrap();
         let s = plan(root, names).unwrap();
         for (path, text) in s.files.iter().chain(&s.edits) {
             assert!(!text.contains("{{"), "{}", path.display());

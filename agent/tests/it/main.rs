@@ -1,0 +1,14 @@
+//! The agent crate's integration tests: the provider against local fakes of each API, the
+//! preflight, the session loop, secrets.
+//!
+//! One test binary for the crate (each file a module), so the dependencies are linked once, not
+//! once per file. Run one file's tests with `cargo nextest run -p agent -E 'test(/^FILE::/)'`.
+
+mod common;
+mod keyless_loopback;
+mod preflight;
+mod provider_extras;
+mod provider_faults;
+mod secrets;
+mod session_loop;
+mod unparseable_output;

@@ -1,0 +1,62 @@
+//! Dev and held-out tasks are reported apart, never pooled: a verdict (and an oracle floor) per
+//! split, the tasks the pattern loses on listed, and a disagreement said above the headline.
+
+use crate::common::*;
+use aggregate::Options;
+use records::{Role, Split};
+
+#[test]
+fn dev_and_held_out_tasks_are_reported_apart_and_a_disagreement_comes_first() {
+    let dir = tempfile::tempdir().unwrap();
+    held_out_fixture(dir.path());
+    let rep = aggregate::report(dir.path(), None, &Options::default()).unwrap();
+    let s = &rep.summary;
+
+    // One report per split, each over its own tasks only.
+    let modules = &s.models[0].modules;
+    assert_eq!(modules.len(), 2, "dev and held-out are two reports: {modules:#?}");
+    let of = |split: Split| modules.iter().find(|m| m.split == split).unwrap();
+    assert_eq!(of(Split::Dev).tasks.iter().map(|t| t.task.as_str()).collect::<Vec<_>>(), ["t1"]);
+    assert_eq!(of(Split::HeldOut).tasks.iter().map(|t| t.task.as_str()).collect::<Vec<_>>(), ["t2"]);
+    assert_eq!(of(Split::Dev).pattern.as_ref().unwrap().success.rate, Some(1.0));
+    assert_eq!(of(Split::HeldOut).pattern.as_ref().unwrap().success.rate, Some(0.0));
+    // The pattern lost t2 on success; it lost nothing on the dev task.
+    assert!(of(Split::Dev).losing_tasks.is_empty());
+    let lost = &of(Split::HeldOut).losing_tasks;
+    assert_eq!((lost.len(), lost[0].task.as_str(), lost[0].on.as_str(), lost[0].pattern, lost[0].control), (1, "t2", "success", 0.0, 1.0));
+
+    // The oracle's floors, per split: fewer calls on dev (2 vs 5), more on held-out (9 vs 5).
+    let floor = |split: Split| s.oracle_floors.iter().find(|f| f.split == split).unwrap();
+    assert_eq!(floor(Split::Dev).per_session_of(Role::Pattern, |p| p.calls), Ok(2.0));
+    assert_eq!(floor(Split::HeldOut).per_session_of(Role::Pattern, |p| p.calls), Ok(9.0));
+    // t2 costs the pattern more calls but no more estimated input (the fixture's floors).
+    assert_eq!(floor(Split::HeldOut).losing_tasks[0].on, "calls");
+
+    // That disagreement is said, and said before the headline.
+    assert_eq!(s.split_disagreements.len(), 1, "{:#?}", s.split_disagreements);
+    let d = &s.split_disagreements[0];
+    assert_eq!((d.model.as_str(), d.module.as_str()), ("oracle", "m1"));
+    assert!(d.message.contains("does not hold on held-out tasks"), "{}", d.message);
+    let md = &rep.markdown;
+    let notice = md.find("Held-out tasks disagree").expect("the disagreement is a notice");
+    assert!(notice < md.find("## Headline").unwrap(), "above the headline");
+    // Labels keep the splits apart in every section, and the section sets them side by side.
+    assert!(md.contains("m1 · held-out"), "the held-out report is labelled");
+    assert!(md.contains("## Dev and held-out tasks"));
+    assert!(md.contains("| oracle · m1 | held_out | t2 | calls (oracle plan; no more est. input) | 9 | 5 |"), "{md}");
+}
+
+#[test]
+fn a_run_without_held_out_tasks_reports_as_before() {
+    let dir = tempfile::tempdir().unwrap();
+    for role in ["pattern", "control"] {
+        write(dir.path(), &record("m", "m1", role, "t1", 1, ok(records::Verdict::Passed, 100, 2)), false);
+    }
+    let rep = aggregate::report(dir.path(), None, &Options::default()).unwrap();
+    assert_eq!(rep.summary.models[0].modules.len(), 1);
+    assert!(rep.summary.split_disagreements.is_empty());
+    let results = rep.markdown.split("## Method").next().unwrap();
+    assert!(!results.contains("held-out") && !results.contains("held_out"), "nothing about splits where there are none");
+    let json: serde_json::Value = serde_json::from_str(&rep.json).unwrap();
+    assert!(json["models"][0]["modules"][0].get("split").is_none(), "a dev report keeps the bytes it had");
+}

@@ -1,0 +1,100 @@
+//! In-process lifecycle tests against real PostgreSQL binaries.
+
+use std::time::{Duration, Instant};
+
+use crate::common::{ShmSnapshot, assert_cleaned_up, psql_query, select_one_via_socket};
+use embedded_pg::{EmbeddedPostgres, Error, Options};
+
+#[test]
+fn stop_removes_everything() {
+    let before = ShmSnapshot::take();
+    let pg = EmbeddedPostgres::start().expect("start");
+    let (pid, dir) = (pg.pid(), pg.data_dir().to_path_buf());
+    assert!(dir.is_dir());
+    assert!(pg.socket_dir().starts_with(&dir));
+    select_one_via_socket(pg.socket_dir(), pg.port());
+    // The URL form is what the product hands to sqlx; libpq parses it the same way.
+    assert_eq!(psql_query(&[&pg.url("postgres")], "select 1"), "1");
+    pg.stop().expect("stop");
+    assert_cleaned_up(pid, &dir, &before);
+}
+
+#[test]
+fn drop_removes_everything() {
+    let before = ShmSnapshot::take();
+    let pg = EmbeddedPostgres::start().expect("start");
+    let (pid, dir) = (pg.pid(), pg.data_dir().to_path_buf());
+    select_one_via_socket(pg.socket_dir(), pg.port());
+    drop(pg);
+    assert_cleaned_up(pid, &dir, &before);
+}
+
+#[test]
+fn two_clusters_are_independent() {
+    let before = ShmSnapshot::take();
+    let a = EmbeddedPostgres::start().expect("start a");
+    let b = EmbeddedPostgres::start().expect("start b");
+    assert_ne!(a.pid(), b.pid());
+    assert_ne!(a.data_dir(), b.data_dir());
+    psql_query(&[&a.url("postgres")], "create table only_in_a (x int)");
+    psql_query(&[&a.url("postgres")], "create database bench");
+    assert_eq!(psql_query(&[&a.url("bench")], "select current_database()"), "bench");
+    assert_eq!(psql_query(&[&b.url("postgres")], "select count(*) from pg_tables where tablename = 'only_in_a'"), "0");
+    let (a_pid, a_dir) = (a.pid(), a.data_dir().to_path_buf());
+    a.stop().expect("stop a");
+    // b keeps serving after a is gone.
+    select_one_via_socket(b.socket_dir(), b.port());
+    let (b_pid, b_dir) = (b.pid(), b.data_dir().to_path_buf());
+    b.stop().expect("stop b");
+    assert_cleaned_up(a_pid, &a_dir, &before);
+    assert_cleaned_up(b_pid, &b_dir, &before);
+}
+
+#[test]
+fn settings_reach_the_server() {
+    let pg = EmbeddedPostgres::start_with(Options::default().setting("work_mem", "7MB")).expect("start");
+    assert_eq!(psql_query(&[&pg.url("postgres")], "show work_mem"), "7MB");
+    assert_eq!(psql_query(&[&pg.url("postgres")], "show fsync"), "off");
+    assert_eq!(psql_query(&[&pg.url("postgres")], "show dynamic_shared_memory_type"), "mmap");
+    pg.stop().expect("stop");
+}
+
+#[test]
+fn server_failure_reports_the_log_and_cleans_up() {
+    let base = tempfile::Builder::new().prefix("epg-").tempdir_in("/tmp").unwrap();
+    let err =
+        EmbeddedPostgres::start_with(Options::default().base_dir(base.path()).setting("shared_buffers", "not-a-size")).expect_err("a bad setting must fail");
+    let msg = err.to_string();
+    assert!(matches!(err, Error::ServerExited { .. }), "{msg}");
+    assert!(msg.contains("shared_buffers"), "log tail missing: {msg}");
+    let left: Vec<_> = std::fs::read_dir(base.path()).unwrap().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[test]
+fn empty_bin_dir_is_an_actionable_error() {
+    let empty = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let err = EmbeddedPostgres::start_with(Options::default().bin_dir(empty.path())).expect_err("no binaries");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let msg = err.to_string();
+    assert!(matches!(err, Error::NoBinaries { .. }), "{msg}");
+    assert!(msg.contains("docker compose up -d"), "{msg}");
+    assert!(msg.contains("DATABASE_URL"), "{msg}");
+}
+
+#[test]
+fn binaries_are_found() {
+    let dir = embedded_pg::binaries_available().expect("binaries on this machine");
+    assert!(dir.join("initdb").exists() && dir.join("postgres").exists());
+}
+
+#[test]
+fn long_base_dir_is_rejected_clearly() {
+    let base = tempfile::tempdir().unwrap();
+    let long = base.path().join("x".repeat(100));
+    std::fs::create_dir_all(&long).unwrap();
+    let err = EmbeddedPostgres::start_with(Options::default().base_dir(&long)).expect_err("socket path too long");
+    assert!(matches!(err, Error::SocketPathTooLong { .. }), "{err}");
+    assert_eq!(std::fs::read_dir(&long).unwrap().count(), 0);
+}

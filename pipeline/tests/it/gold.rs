@@ -1,0 +1,278 @@
+//! The graders' gold set (`tasks/gold/cases.toml`, docs/gold-set.md): final answers with the end
+//! state each session left, graded by hand. For every case this prepares the task's world, applies
+//! the case's end state, and runs the three grading layers as a session's verification would —
+//! the verdict ([`tasks::Verifier::verify`]), the outcome class
+//! ([`aggregate::metrics::classes::classify_answer`]) and the grounding of every reference the
+//! answer makes — then measures each layer's agreement with the human: accuracy and Cohen's kappa.
+//! Whoever writes the graders also tunes them; this is the anchor that does not move with them.
+//!
+//! `cargo nextest run -p pipeline -E 'test(/^gold::/)' --no-capture` prints the table and every
+//! disagreement even when the bar is met.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use aggregate::metrics::classes::{OutcomeClass, classify_answer};
+use aggregate::stats::cohen_kappa;
+use backend::postgres::PostgresSource;
+use backend::{Cluster, World, WorldSpec};
+use records::{Groundedness, ReferenceKind, Split, VerifierOutcome};
+use serde::{Deserialize, Serialize};
+
+/// The project's bar: every layer must agree with the human on at least this share of its items…
+/// Lowering it (or [`MIN_KAPPA`]) needs a reason in the commit that does it: the bar is what
+/// "the graders judge as a person would" means here, and a grader change that cannot meet it has
+/// changed what is measured.
+const MIN_ACCURACY: f64 = 0.90;
+/// … and by at least this Cohen's kappa (agreement beyond what the two raters' label frequencies
+/// give by chance; an undefined kappa does not meet it).
+const MIN_KAPPA: f64 = 0.80;
+
+/// `tasks/gold/cases.toml`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GoldSet {
+    case: Vec<Case>,
+}
+
+/// One graded answer (the file's header says what each field means).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Case {
+    id: String,
+    source: String,
+    module: String,
+    task: String,
+    /// SQL run after the task's start state, in one transaction: the session's writes.
+    end_state: String,
+    answer: String,
+    verdict: HumanVerdict,
+    class: OutcomeClass,
+    /// `[text, kind, status]`, in the answer's order.
+    grounding: Vec<(String, ReferenceKind, Groundedness)>,
+    #[serde(default)]
+    #[allow(dead_code)] // for readers of the file; the test has nothing to check in it
+    note: String,
+}
+
+/// A person says a session passed or failed; "could not score" is a grader's state, never a grade.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum HumanVerdict {
+    Passed,
+    Failed,
+}
+
+fn cases_path() -> PathBuf {
+    tasks::default_tasks_dir().join("gold").join("cases.toml")
+}
+
+/// The snake_case label serde gives `x` (how records and the gold file spell it).
+fn label<T: Serialize>(x: &T) -> String {
+    match serde_json::to_value(x) {
+        Ok(serde_json::Value::String(s)) => s,
+        other => format!("{other:?}"),
+    }
+}
+
+/// The gold set with each case's task, after every check that needs no database; panics naming
+/// every problem at once.
+fn load() -> Vec<(Case, tasks::Task)> {
+    let path = cases_path();
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read the gold set {}: {e}", path.display()));
+    let gold: GoldSet = toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let root = tasks::default_tasks_dir();
+    let mut modules: BTreeMap<String, Result<Vec<tasks::Task>, String>> = BTreeMap::new();
+    let mut ids = BTreeSet::new();
+    let mut problems = Vec::new();
+    let mut out = Vec::new();
+    for case in gold.case {
+        let id = case.id.clone();
+        if !ids.insert(id.clone()) {
+            problems.push(format!("{id}: the id repeats; give every case its own"));
+        }
+        if id.is_empty() || !id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') {
+            problems.push(format!("{id:?}: an id is snake_case (lowercase letters, digits, _)"));
+        }
+        if case.source.trim().is_empty() {
+            problems.push(format!("{id}: say where the answer comes from (source = …)"));
+        }
+        // The two definitions that tie the layers together, as the human must apply them too.
+        if (case.verdict == HumanVerdict::Passed) != (case.class == OutcomeClass::Correct) {
+            problems.push(format!("{id}: class `correct` goes with verdict `passed` and only with it (got {} / {})", label(&case.verdict), label(&case.class)));
+        }
+        if case.answer.trim().is_empty() && case.verdict == HumanVerdict::Failed && case.class != OutcomeClass::NoAnswer {
+            problems.push(format!("{id}: a failed session without an answer is `no_answer`"));
+        }
+        if case.answer.trim().is_empty() && !case.grounding.is_empty() {
+            problems.push(format!("{id}: an empty answer makes no reference"));
+        }
+        if servers::registry::module(&case.module).is_none() {
+            problems.push(format!("{id}: {:?} is not a registered module (modules: {})", case.module, servers::registry::modules().join(", ")));
+            continue;
+        }
+        let loaded = modules.entry(case.module.clone()).or_insert_with(|| tasks::load_module(&root, &case.module).map_err(|e| e.to_string()));
+        let task = match loaded {
+            Err(e) => {
+                problems.push(format!("{id}: module {:?} does not load: {e}", case.module));
+                continue;
+            }
+            Ok(tasks) => match tasks.iter().find(|t| t.id == case.task) {
+                Some(t) => t.clone(),
+                None => {
+                    problems.push(format!("{id}: no task {:?} in module {} (tasks are folder names under tasks/{})", case.task, case.module, case.module));
+                    continue;
+                }
+            },
+        };
+        if task.meta.split != Split::Dev {
+            problems.push(format!("{id}: {} is a held-out task; held-out tasks are never used for grading development, pick a dev task", task.key()));
+        }
+        out.push((case, task));
+    }
+    assert!(problems.is_empty(), "{}:\n  {}", path.display(), problems.join("\n  "));
+    out
+}
+
+#[test]
+fn the_gold_set_is_well_formed() {
+    let cases = load();
+    assert!(cases.len() >= 36, "the gold set holds at least 36 cases, it has {}", cases.len());
+    let modules: BTreeSet<&str> = cases.iter().map(|(c, _)| c.module.as_str()).collect();
+    assert!(modules.len() >= 5, "the gold set covers at least five modules, it covers {modules:?}");
+}
+
+/// One layer's paired labels: (case id, human, grader) per item.
+#[derive(Default)]
+struct Layer {
+    items: Vec<(String, String, String)>,
+}
+
+impl Layer {
+    fn push(&mut self, case: &str, human: String, grader: String) {
+        self.items.push((case.to_owned(), human, grader));
+    }
+
+    fn accuracy(&self) -> Option<f64> {
+        (!self.items.is_empty()).then(|| self.items.iter().filter(|(_, h, g)| h == g).count() as f64 / self.items.len() as f64)
+    }
+
+    fn kappa(&self) -> Option<f64> {
+        let pairs: Vec<(&str, &str)> = self.items.iter().map(|(_, h, g)| (h.as_str(), g.as_str())).collect();
+        cohen_kappa(&pairs)
+    }
+
+    fn meets_the_bar(&self) -> bool {
+        self.accuracy().is_some_and(|a| a >= MIN_ACCURACY) && self.kappa().is_some_and(|k| k >= MIN_KAPPA)
+    }
+}
+
+/// The label a reference gets on the side of the rater (human or extractor) that did not list it.
+const MISSING: &str = "missing";
+
+/// Pairs the human's references with the grader's by text and kind, in order; a reference only
+/// one of them lists is paired with [`MISSING`] on the other side.
+fn pair_references(human: &[(String, ReferenceKind, Groundedness)], grader: Option<&records::Grounding>) -> Vec<(String, String, String)> {
+    let grader: Vec<(String, ReferenceKind, Groundedness)> =
+        grader.map(|g| g.references.iter().map(|r| (r.text.clone(), r.kind, r.status)).collect()).unwrap_or_default();
+    let mut used = vec![false; grader.len()];
+    let mut out = Vec::new();
+    for (text, kind, status) in human {
+        let found = (0..grader.len()).find(|&i| !used[i] && grader[i].0 == *text && grader[i].1 == *kind);
+        let theirs = match found {
+            Some(i) => {
+                used[i] = true;
+                label(&grader[i].2)
+            }
+            None => MISSING.to_owned(),
+        };
+        out.push((format!("{text:?} ({})", label(kind)), label(status), theirs));
+    }
+    for (i, (text, kind, status)) in grader.iter().enumerate() {
+        if !used[i] {
+            out.push((format!("{text:?} ({})", label(kind)), MISSING.to_owned(), label(status)));
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn the_graders_agree_with_the_gold_set() {
+    let cases = load();
+    let source = PostgresSource::from_env().await.unwrap_or_else(|e| panic!("{e}"));
+    let cluster = Cluster::connect(&source.admin_url()).await.unwrap();
+    let world = World::create(cluster.clone(), &format!("gold{}", std::process::id()), WorldSpec::default()).await.unwrap();
+
+    let (mut verdicts, mut classes, mut grounding) = (Layer::default(), Layer::default(), Layer::default());
+    // What the verifier saw, per case, to read a disagreement by.
+    let mut checks: BTreeMap<String, String> = BTreeMap::new();
+    for (case, task) in &cases {
+        task.prepare(&world).await.unwrap_or_else(|e| panic!("{}: preparing {}: {e}", case.id, task.key()));
+        // A reset swaps the world's database: the pool is the new one's.
+        let pool = world.pool();
+        let baseline = task.verifier.baseline(&pool).await.unwrap_or_else(|e| panic!("{}: the verifier's baseline of {}: {e}", case.id, task.key()));
+        if !case.end_state.trim().is_empty() {
+            let mut tx = pool.begin().await.unwrap();
+            sqlx::raw_sql(sqlx::AssertSqlSafe(case.end_state.clone()))
+                .execute(&mut *tx)
+                .await
+                .unwrap_or_else(|e| panic!("{}: its end_state does not apply to {}'s start state (fix the SQL): {e}", case.id, task.key()));
+            tx.commit().await.unwrap();
+        }
+        let outcome: VerifierOutcome = task.verifier.verify(&pool, &baseline, &case.answer).await;
+        let class = classify_answer(&outcome, Some(&case.answer)).map(|(c, _)| c);
+
+        verdicts.push(&case.id, label(&case.verdict), label(&outcome.verdict));
+        classes.push(&case.id, label(&case.class), class.as_ref().map_or_else(|| "none (could not score)".to_owned(), label));
+        let held = outcome.checks.iter().filter(|c| c.held).count();
+        let failed: Vec<&str> = outcome.checks.iter().filter(|c| !c.held).map(|c| c.name.as_str()).collect();
+        let failed = if failed.is_empty() { String::new() } else { format!("; failed: {}", failed.join(", ")) };
+        checks.insert(case.id.clone(), format!("{held} of {} checks held{failed}", outcome.checks.len()));
+        for (what, human, theirs) in pair_references(&case.grounding, outcome.grounding.as_ref()) {
+            grounding.push(&format!("{} {what}", case.id), human, theirs);
+        }
+    }
+    world.destroy().await.unwrap();
+    cluster.close().await;
+    source.shutdown().unwrap();
+
+    let layers = [("verdict", &verdicts), ("class", &classes), ("grounding", &grounding)];
+    let mut report = String::new();
+    let shown = |x: Option<f64>| x.map_or_else(|| "undefined".to_owned(), |v| format!("{v:.3}"));
+    let _ = writeln!(report, "gold set: {} cases ({})", cases.len(), cases_path().display());
+    let _ = writeln!(report, "{:<10} {:>4} {:>9} {:>9}   bar: accuracy >= {MIN_ACCURACY}, kappa >= {MIN_KAPPA}", "layer", "n", "accuracy", "kappa");
+    for (name, layer) in &layers {
+        let mark = if layer.meets_the_bar() { "" } else { "   BELOW THE BAR" };
+        let _ = writeln!(report, "{name:<10} {:>4} {:>9} {:>9}{mark}", layer.items.len(), shown(layer.accuracy()), shown(layer.kappa()));
+    }
+    let _ = writeln!(report, "disagreements (layer, case: human vs grader):");
+    for (name, layer) in &layers {
+        for (item, human, theirs) in layer.items.iter().filter(|(_, h, g)| h != g) {
+            // The verifier's checks explain a verdict or class; a reference explains itself.
+            let why = checks.get(item).map(|c| format!("  [{c}]")).unwrap_or_default();
+            let _ = writeln!(report, "  {name:<9} {item}: {human} vs {theirs}{why}");
+        }
+    }
+    println!("{report}");
+    let below: Vec<&str> = layers.iter().filter(|(_, l)| !l.meets_the_bar()).map(|(n, _)| *n).collect();
+    assert!(
+        below.is_empty(),
+        "the graders agree with the human gold set below the bar on {below:?} (the table and every disagreement are printed above). \
+         Fix the grader — a rule change must keep the set agreeing — never the human grades; a case that is itself wrong is changed \
+         only with a reason, and the set re-sealed (docs/gold-set.md)."
+    );
+}
+
+/// The set is sealed with the held-out tasks: a changed case needs `pipeline seal --reason …`.
+#[test]
+fn the_gold_set_matches_its_seal() {
+    let root = tasks::default_tasks_dir();
+    let lock = pipeline::held_out::Lock::read(&root).unwrap().expect("tasks/held_out.lock exists (pipeline seal --reason …)");
+    let now = tasks::folder_hash(&root.join("gold")).unwrap();
+    assert_eq!(
+        lock.gold.as_deref(),
+        Some(now.as_str()),
+        "tasks/gold/ differs from its seal: a gold case changes only with a reason — re-seal with `cargo run -p pipeline -- seal --reason \"…\"`"
+    );
+}

@@ -1,0 +1,9 @@
+//! The tasks crate's integration tests: loading, families, verifiers, grounding.
+//!
+//! One test binary for the crate (each file a module), so the dependencies are linked once, not
+//! once per file. Run one file's tests with `cargo nextest run -p tasks -E 'test(/^FILE::/)'`.
+
+mod family;
+mod grounding;
+mod load;
+mod verify;
