@@ -3,13 +3,14 @@
 //! The folder holds `arm.toml`, the server's own files and its oracle plans
 //! (`oracle/<task_id>.toml`, the same format as a task's). `arm.toml` says which module's tasks
 //! the server answers, on which side of that module's A/B it stands (`pattern` or `control`),
-//! and how to start it:
+//! where its plans come from and how to start it:
 //!
 //! ```toml
 //! name = "domain_adapter_py"
 //! module = "domain_adapter"
 //! role = "pattern"
 //! description = "…"
+//! oracle_from = "domain_adapter"            # optional: reuse this built-in server's plans
 //!
 //! [serve]
 //! transport = "stdio"                       # or "http": streamable HTTP at http://127.0.0.1:{port}{path}
@@ -36,6 +37,14 @@
 //!
 //! Placeholders in `command` and `[env]` values: `{backend_url}`, `{port}` (HTTP arms: a free
 //! loopback port chosen per start), `{arm_dir}` (the folder's absolute path).
+//!
+//! `oracle_from` names a built-in server of the arm's own module whose plans the arm reuses: a
+//! port with the same tools as its original needs no copies of them. For task T the arm's plan
+//! is then that server's (`tasks/<module>/<T>/oracle/<oracle_from>.toml`; a family instance's
+//! rendered from the family's template for its size), unless the arm's own `oracle/<T>.toml`
+//! exists, which overrides it. Borrowed plans are files of the task folders, so `Task::sha256`
+//! (in every session's fingerprint and a frozen spec's `[hashes.tasks]`) already covers them; the
+//! arm's own hash covers its folder, `oracle_from` included.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -81,6 +90,8 @@ struct ArmFile {
     role: String,
     #[serde(default)]
     description: String,
+    #[serde(default)]
+    oracle_from: Option<String>,
     serve: ServeFile,
     #[serde(default)]
     env: BTreeMap<String, String>,
@@ -106,6 +117,9 @@ pub struct ExternalArm {
     pub module: String,
     pub role: Role,
     pub description: String,
+    /// The built-in server of the same module whose oracle plans the arm reuses where it has
+    /// none of its own ([`Self::check_oracle_from`] says which names are allowed).
+    pub oracle_from: Option<String>,
     /// The folder (absolute).
     pub dir: PathBuf,
     pub transport: Transport,
@@ -196,6 +210,7 @@ impl ExternalArm {
             module: raw.module,
             role,
             description: raw.description,
+            oracle_from: raw.oracle_from,
             dir,
             transport,
             command: raw.serve.command,
@@ -268,9 +283,39 @@ impl ExternalArm {
         Ok(cmd)
     }
 
-    /// The oracle plan file of `task_id`.
+    /// The arm's own oracle plan file of `task_id` (which, when it exists, overrides a plan
+    /// borrowed through `oracle_from`).
     pub fn plan_path(&self, task_id: &str) -> PathBuf {
         self.dir.join(ORACLE_DIR).join(format!("{task_id}.toml"))
+    }
+
+    /// Whether `oracle_from`, if given, names a built-in server of the arm's own module — not the
+    /// arm itself, not another external arm (`arms`: the names of the arms loaded beside it), not a
+    /// server of another module. Checked when the arms are registered
+    /// ([`crate::registry::register_external`]), where every arm's name is known.
+    pub fn check_oracle_from(&self, arms: &[&str]) -> Result<(), ArmError> {
+        let Some(from) = self.oracle_from.as_deref() else { return Ok(()) };
+        let choices = match crate::registry::arms(&self.module) {
+            Some((pattern, control)) => format!("{} or {}", pattern.name, control.name),
+            None => return Err(ArmError::field(&self.file(), "module", format!("no module named {:?}", self.module))),
+        };
+        let module = self.module.as_str();
+        let problem = if from == self.name {
+            format!(
+                "{from:?} is this arm itself: name the built-in server of {module} whose plans it reuses ({choices}), or drop oracle_from and write oracle/<task_id>.toml for every task"
+            )
+        } else if arms.contains(&from) {
+            format!(
+                "{from:?} is an external arm, and only a built-in server's plans can be borrowed: name {choices}, or drop oracle_from and write oracle/<task_id>.toml for every task"
+            )
+        } else {
+            match crate::registry::builtin().find(|s| s.name == from) {
+                Some(s) if s.module == module => return Ok(()),
+                Some(s) => format!("{from:?} is a server of {}, and this arm answers {module}: name a server of {module} ({choices})", s.module),
+                None => format!("no server is named {from:?}: name the built-in server of {module} whose plans this arm reuses ({choices})"),
+            }
+        };
+        Err(ArmError::field(&self.file(), "oracle_from", problem))
     }
 }
 
@@ -387,6 +432,34 @@ BACKEND_URL = "{backend_url}"
             }
         }
         assert!(matches!(arm(tmp.path(), &format!("{GOOD}\nsurprise = 1\n")), Err(ArmError::Folder { .. })), "unknown keys are refused");
+    }
+
+    #[test]
+    fn oracle_from_names_a_built_in_server_of_the_arms_own_module() {
+        let tmp = tempfile::tempdir().unwrap();
+        let with = |from: &str| arm(tmp.path(), &GOOD.replace("[serve]", &format!("oracle_from = \"{from}\"\n[serve]"))).unwrap();
+        assert_eq!(arm(tmp.path(), GOOD).unwrap().oracle_from, None);
+        assert_eq!(arm(tmp.path(), GOOD).unwrap().check_oracle_from(&["mine"]), Ok(()), "without oracle_from there is nothing to check");
+        for ok in ["domain_adapter", "domain_wrapper"] {
+            let a = with(ok);
+            assert_eq!(a.oracle_from.as_deref(), Some(ok));
+            assert_eq!(a.check_oracle_from(&["mine", "other"]), Ok(()), "{ok}");
+        }
+        let cases = [
+            ("mine", "\"mine\" is this arm itself: name the built-in server of domain_adapter whose plans it reuses (domain_adapter or domain_wrapper)"),
+            ("other", "\"other\" is an external arm, and only a built-in server's plans can be borrowed: name domain_adapter or domain_wrapper"),
+            (
+                "wrapper",
+                "\"wrapper\" is a server of tool_orchestrator, and this arm answers domain_adapter: name a server of domain_adapter (domain_adapter or domain_wrapper)",
+            ),
+            ("no_such_server", "no server is named \"no_such_server\": name the built-in server of domain_adapter whose plans this arm reuses"),
+        ];
+        for (from, says) in cases {
+            let e = with(from).check_oracle_from(&["mine", "other"]).unwrap_err();
+            assert!(matches!(&e, ArmError::Field { field, file, .. } if field == "oracle_from" && file.ends_with(ARM_FILE)), "{e:?}");
+            let line = e.to_string();
+            assert!(line.contains(says) && !line.contains('\n'), "{from}: {line}");
+        }
     }
 
     #[test]
