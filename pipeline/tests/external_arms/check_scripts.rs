@@ -54,6 +54,10 @@ fn the_ports_check_scripts_pass_and_catch_a_text_that_differs_at_equal_length() 
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("probe results identical"), "{}", text(&out));
+    // The port keeps no copies of its original's plans: the script replays the ones it borrows.
+    for t in tasks::load_module(&tasks_root(), "domain_adapter").unwrap() {
+        assert!(text(&out).contains(&t.id), "{} was not replayed: {}", t.id, text(&out));
+    }
 
     let ts = arms_root().join("resource_gateway_ts");
     let out = Command::new("node")
@@ -68,20 +72,25 @@ fn the_ports_check_scripts_pass_and_catch_a_text_that_differs_at_equal_length() 
 
     // A copy of the Python port with one reply's text changed, its length kept.
     let tmp = tempfile::tempdir().unwrap();
-    for f in ["check_port.py", "server.py", "arm.toml", "requirements.txt"] {
+    for f in ["check_port.py", "server.py", "requirements.txt"] {
         std::fs::copy(py.join(f), tmp.path().join(f)).unwrap();
     }
     std::os::unix::fs::symlink(py.join(".venv"), tmp.path().join(".venv")).unwrap();
-    // One oracle plan is enough to reach the probes, where the changed text shows.
-    let plan = std::fs::read_dir(py.join("oracle")).unwrap().flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "toml")).min().unwrap();
+    // One oracle plan is enough to reach the probes, where the changed text shows: this copy
+    // borrows none, and has one of its own.
+    let arm = std::fs::read_to_string(py.join("arm.toml")).unwrap();
+    let own_plans_only: String = arm.lines().filter(|l| !l.starts_with("oracle_from")).map(|l| format!("{l}\n")).collect();
+    assert!(arm.contains("\noracle_from = ") && !own_plans_only.contains("oracle_from ="), "{arm}");
+    std::fs::write(tmp.path().join("arm.toml"), own_plans_only).unwrap();
     std::fs::create_dir(tmp.path().join("oracle")).unwrap();
-    std::fs::copy(&plan, tmp.path().join("oracle").join(plan.file_name().unwrap())).unwrap();
+    let task = "who_works_on_redwood_motors";
+    std::fs::copy(tasks_root().join("domain_adapter").join(task).join("oracle/domain_adapter.toml"), tmp.path().join(format!("oracle/{task}.toml"))).unwrap();
     let server = std::fs::read_to_string(py.join("server.py")).unwrap();
     let changed = server.replace("No customer is named", "No customer is naned");
     assert_ne!(changed, server, "the text this test changes is no longer in server.py");
     assert_eq!(changed.len(), server.len());
     std::fs::write(tmp.path().join("server.py"), changed).unwrap();
-    let tasks = arms_root().join("../tasks/domain_adapter");
+    let tasks = tasks_root().join("domain_adapter");
     let out = Command::new(py.join(".venv/bin/python"))
         .arg(tmp.path().join("check_port.py"))
         .args([&backend.api, "--admin-url", &backend.admin, "--rust-bin", rust, "--tasks-dir", tasks.to_str().unwrap()])

@@ -10,6 +10,7 @@ mod common;
 
 mod check_scripts;
 mod folders;
+mod plans;
 mod processes;
 mod servers_written_here;
 
@@ -25,6 +26,10 @@ fn text(out: &Output) -> String {
 
 fn arms_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../arms")
+}
+
+fn tasks_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tasks")
 }
 
 /// The example arm's dependencies must be installed: fail (never skip) naming the script.
@@ -117,6 +122,12 @@ fn arm_toml(name: &str, module: &str, transport: &str, command: &str) -> String 
     )
 }
 
+/// `toml` with `oracle_from = "<server>"`: the arm replays that built-in server's plans.
+fn borrowing(toml: &str, server: &str) -> String {
+    assert!(toml.contains("[serve]\n"));
+    toml.replacen("[serve]\n", &format!("oracle_from = \"{server}\"\n[serve]\n"), 1)
+}
+
 /// Runs `args` with `--arms-dir root`, results in a temp folder; asserts exit 1, the message
 /// parts on stderr, and nothing written.
 fn refused(root: &Path, args: &[&str], says: &[&str]) {
@@ -130,7 +141,6 @@ fn refused(root: &Path, args: &[&str], says: &[&str]) {
     assert!(!err.contains("stack backtrace"), "one clean error: {err}");
     assert!(!results.exists(), "nothing written");
 }
-
 
 /// Processes whose command line contains `marker`.
 /// Processes whose command line starts with `marker` (a shell whose script merely mentions it

@@ -29,9 +29,8 @@ fn a_server_that_dies_is_an_invalid_session_with_its_stderr_and_leaves_no_proces
         format!("{}/.venv/bin/python {}/server.py", py.display(), py.display()),
         "sleep 3607 & echo this-is-not-json-rpc; echo 'crashy: died: config missing' >&2; exit 3",
     );
-    let dir =
-        arm_dir(tmp.path(), "crashy", &arm_toml("crashy", "domain_adapter", "stdio", &crashy).replace("[serve]\n", "[serve]\nstartup_timeout_secs = 3\n"));
-    common::copy_dir(&py.join("oracle"), &dir.join("oracle"));
+    let toml = arm_toml("crashy", "domain_adapter", "stdio", &crashy).replace("[serve]\n", "[serve]\nstartup_timeout_secs = 3\n");
+    arm_dir(tmp.path(), "crashy", &borrowing(&toml, "domain_adapter"));
     let ts = root.join("resource_gateway_ts");
     let silent = first_then(
         "silent",
@@ -40,8 +39,7 @@ fn a_server_that_dies_is_an_invalid_session_with_its_stderr_and_leaves_no_proces
         "sleep 3608 & echo 'silent: not opening port' >&2; exec sleep 3609",
     );
     let http = arm_toml("silent", "resource_gateway", "http", &silent).replace("[serve]\n", "[serve]\nstartup_timeout_secs = 5\n") + "PORT = \"{port}\"\n";
-    let dir = arm_dir(tmp.path(), "silent", &http);
-    common::copy_dir(&ts.join("oracle"), &dir.join("oracle"));
+    arm_dir(tmp.path(), "silent", &borrowing(&http, "resource_gateway"));
     let results = tmp.path().join("results");
     let out = pipeline()
         .arg("--arms-dir")
@@ -83,8 +81,8 @@ fn an_interrupted_run_leaves_no_external_server_behind() {
         "[\"sh\", \"-c\", \"n=$(cat {count} 2>/dev/null || echo 0); echo $((n+1)) > {count}; if [ $n -ge 1 ]; then sleep 3611 & exec sleep 3612; fi; exec {p}/.venv/bin/python {p}/server.py\"]",
         p = py.display()
     );
-    let dir = arm_dir(tmp.path(), "hang", &arm_toml("hang", "domain_adapter", "stdio", &command).replace("[serve]\n", "[serve]\nstartup_timeout_secs = 120\n"));
-    common::copy_dir(&py.join("oracle"), &dir.join("oracle"));
+    let toml = arm_toml("hang", "domain_adapter", "stdio", &command).replace("[serve]\n", "[serve]\nstartup_timeout_secs = 120\n");
+    arm_dir(tmp.path(), "hang", &borrowing(&toml, "domain_adapter"));
     let mut child = start_run_until_running(tmp.path(), "hang,domain_wrapper", "int", &["sleep 3612"]);
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
     let started = std::time::Instant::now();
@@ -109,10 +107,9 @@ fn an_interrupted_run_leaves_no_external_server_behind() {
 #[test]
 fn an_interrupt_before_any_session_leaves_no_external_server_behind() {
     let tmp = tempfile::tempdir().unwrap();
-    let py = std::fs::canonicalize(arms_root().join("domain_adapter_py")).unwrap();
     let command = "[\"sh\", \"-c\", \"sleep 3613 & exec sleep 3614\"]";
-    let dir = arm_dir(tmp.path(), "mute", &arm_toml("mute", "domain_adapter", "stdio", command).replace("[serve]\n", "[serve]\nstartup_timeout_secs = 120\n"));
-    common::copy_dir(&py.join("oracle"), &dir.join("oracle"));
+    let toml = arm_toml("mute", "domain_adapter", "stdio", command).replace("[serve]\n", "[serve]\nstartup_timeout_secs = 120\n");
+    arm_dir(tmp.path(), "mute", &borrowing(&toml, "domain_adapter"));
     let results = tmp.path().join("results");
     let child = pipeline()
         .arg("--arms-dir")
@@ -180,8 +177,8 @@ fn a_hostile_arm_is_contained(mode: Option<&str>, tag: u32) {
         tried = t("tried"),
         p = py.display()
     );
-    let dir = arm_dir(tmp.path(), "hostile", &arm_toml("hostile", "domain_adapter", "stdio", &format!("[\"sh\", \"-c\", \"{script}\"]")));
-    common::copy_dir(&py.join("oracle"), &dir.join("oracle"));
+    let toml = arm_toml("hostile", "domain_adapter", "stdio", &format!("[\"sh\", \"-c\", \"{script}\"]"));
+    arm_dir(tmp.path(), "hostile", &borrowing(&toml, "domain_adapter"));
     let results = tmp.path().join("results");
     let mut run = pipeline_with_descriptor_9(&secret);
     if let Some(mode) = mode {
@@ -237,14 +234,13 @@ fn a_hostile_arm_is_contained_by_its_process_tree_without_cgroups() {
 #[test]
 fn a_sigkilled_run_leaves_no_server_and_the_next_run_ends_its_daemons() {
     let tmp = tempfile::tempdir().unwrap();
-    let py = std::fs::canonicalize(arms_root().join("domain_adapter_py")).unwrap();
     // The first start hangs in its handshake, with a daemon beside it; any later one exits at once.
     let count = tmp.path().join("mute.starts").display().to_string();
     let command = format!(
         "[\"sh\", \"-c\", \"n=$(cat {count} 2>/dev/null || echo 0); echo $((n+1)) > {count}; if [ $n -ge 1 ]; then exit 3; fi; setsid sleep 3642 </dev/null >/dev/null 2>&1 & exec sleep 3641\"]"
     );
-    let dir = arm_dir(tmp.path(), "mute", &arm_toml("mute", "domain_adapter", "stdio", &command).replace("[serve]\n", "[serve]\nstartup_timeout_secs = 120\n"));
-    common::copy_dir(&py.join("oracle"), &dir.join("oracle"));
+    let toml = arm_toml("mute", "domain_adapter", "stdio", &command).replace("[serve]\n", "[serve]\nstartup_timeout_secs = 120\n");
+    arm_dir(tmp.path(), "mute", &borrowing(&toml, "domain_adapter"));
     let mut child = start_run_until_running(tmp.path(), "mute,domain_wrapper", "killed", &["sleep 3641", "sleep 3642"]);
     child.kill().unwrap();
     child.wait().unwrap();
