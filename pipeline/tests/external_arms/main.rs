@@ -13,6 +13,7 @@ mod folders;
 mod plans;
 mod processes;
 mod servers_written_here;
+mod starter;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
