@@ -9,10 +9,12 @@ then compares
 
 1. the handshake (serverInfo, capabilities) and the tool lists: names, descriptions and input
    schemas as JSON values (a diff is printed), plus the order of the schema keys on the wire;
-2. every oracle plan in oracle/*.toml: the backend is reset to the task's world, the plan is
-   replayed through the Rust server (`${var}` placeholders filled from `save` JSON pointers into
-   earlier results, exactly as the harness's replay does), the backend is reset again and the
-   plan replayed through the Python server; result texts and isError are compared byte for byte;
+2. every task's oracle plan, taken as the bench takes it (this folder's oracle/<task>.toml, else
+   the plan of the built-in server its arm.toml names in `oracle_from`): the backend is reset to
+   the task's world, the plan is replayed through the Rust server (`${var}` placeholders filled
+   from `save` JSON pointers into earlier results, exactly as the harness's replay does), the
+   backend is reset again and the plan replayed through the Python server; result texts and
+   isError are compared byte for byte;
 3. a set of probes (argument errors, ambiguous and unknown references, backend errors), compared
    the same way.
 
@@ -262,6 +264,19 @@ def json_diff(a: Any, b: Any, la: str, lb: str) -> list[str]:
     return list(difflib.unified_diff(ta, tb, la, lb, lineterm=""))
 
 
+def plans(tasks_dir: Path) -> list[tuple[str, Path]]:
+    """(task, plan file) for every task folder: the arm's own plan, else the one it borrows."""
+    borrowed = tomllib.loads((HERE / "arm.toml").read_text()).get("oracle_from")
+    out = []
+    for task in sorted(p.name for p in tasks_dir.iterdir() if (p / "task.md").is_file()):
+        own = HERE / "oracle" / f"{task}.toml"
+        if own.is_file():
+            out.append((task, own))
+        elif borrowed:
+            out.append((task, tasks_dir / task / "oracle" / f"{borrowed}.toml"))
+    return out
+
+
 def task_world(tasks_dir: Path, task: str) -> tuple[int, int, bool]:
     meta = tasks_dir / task / "meta.toml"
     seed, scale = 42, 1
@@ -278,7 +293,8 @@ async def main() -> int:
                     help="the backend's control plane (pipeline backend --admin-port; default 8081), for resets")
     ap.add_argument("--rust-bin", default="../../target/debug/pipeline")
     ap.add_argument("--tasks-dir", default=str(HERE.parent.parent / "tasks" / "domain_adapter"),
-                    help="for each task's meta.toml (world seed and scale); default 42/1 when absent")
+                    help="the module's task folders: each task's meta.toml (world seed and scale) and, unless"
+                         " this folder has its own, the oracle plan of the server named by oracle_from")
     opts = ap.parse_args()
     url = opts.backend_url.rstrip("/")
     admin = opts.admin_url.rstrip("/")
@@ -315,8 +331,7 @@ async def main() -> int:
     # 2. Oracle plans
     print("\n== oracle plans")
     rows = []
-    for plan_path in sorted((HERE / "oracle").glob("*.toml")):
-        task = plan_path.stem
+    for task, plan_path in plans(tasks_dir):
         plan = tomllib.loads(plan_path.read_text())
         seed, scale, has_seed_sql = task_world(tasks_dir, task)
         if has_seed_sql:

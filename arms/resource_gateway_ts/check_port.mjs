@@ -4,14 +4,17 @@
 // environment but BACKEND_URL and PORT) with the official MCP TypeScript SDK client, and
 // compares what they answer.
 //
-//   node check_port.mjs [--backend-url URL] [--rust-bin PATH] [--skip-timeout]
+//   node check_port.mjs [--backend-url URL] [--rust-bin PATH] [--tasks-dir DIR] [--skip-timeout]
 //
-// defaults: --backend-url http://127.0.0.1:8080, --rust-bin ../../target/debug/pipeline.
+// defaults: --backend-url http://127.0.0.1:8080, --rust-bin ../../target/debug/pipeline,
+// --tasks-dir ../../tasks/resource_gateway.
 //
 // 1. The real backend: initialize result (protocol version, capabilities, server info,
 //    instructions), tools, resource templates, resource list (every field), a set of probes
-//    (unknown URIs, malformed URIs, unknown methods, tools/call), then every oracle plan in
-//    oracle/*.toml: reset the backend, replay through Rust; reset, replay through the port;
+//    (unknown URIs, malformed URIs, unknown methods, tools/call), then every task's oracle plan
+//    as the bench takes it (this folder's oracle/<task>.toml, else the plan of the built-in
+//    server arm.toml names in `oracle_from`, in the task's folder under --tasks-dir): reset the
+//    backend, replay through Rust; reset, replay through the port;
 //    compare each call's text (as the agent shows it to a model), error flag and raw JSON-RPC
 //    result or error.
 // 2. A fake backend (in this process) for what the seeded world cannot show: pagination, a
@@ -51,6 +54,7 @@ const BACKEND_URL = arg("--backend-url", "http://127.0.0.1:8080").replace(/\/+$/
 // The backend's control plane (pipeline backend --admin-port), for resets: never the API's port.
 const ADMIN_URL = arg("--admin-url", "http://127.0.0.1:8081").replace(/\/+$/, "");
 const RUST_BIN = arg("--rust-bin", "../../target/debug/pipeline");
+const TASKS_DIR = path.resolve(arg("--tasks-dir", path.join(HERE, "..", "..", "tasks", "resource_gateway")));
 const SKIP_TIMEOUT = process.argv.includes("--skip-timeout");
 
 let failures = 0;
@@ -230,6 +234,19 @@ async function rawRequest(conn, method, params) {
 
 // ---------------------------------------------------------------------------------------------
 // Oracle plans (tasks/src/oracle.rs, tasks/src/replay.rs)
+
+/** [task, plan file] for every task folder: the arm's own plan, else the one it borrows. */
+function planFiles() {
+  const borrowed = parseToml(readFileSync(path.join(HERE, "arm.toml"), "utf8")).oracle_from;
+  const tasks = readdirSync(TASKS_DIR).filter((t) => existsSync(path.join(TASKS_DIR, t, "task.md"))).sort();
+  const out = [];
+  for (const task of tasks) {
+    const own = path.join(HERE, "oracle", `${task}.toml`);
+    if (existsSync(own)) out.push([task, own]);
+    else if (borrowed) out.push([task, path.join(TASKS_DIR, task, "oracle", `${borrowed}.toml`)]);
+  }
+  return out;
+}
 
 function pointer(value, ptr) {
   if (ptr === "") return value;
@@ -523,11 +540,9 @@ async function main() {
   table.push(["(probes, real backend)", real.n + RAW_PROBES.length, real.same + rawSame === real.n + RAW_PROBES.length]);
 
   // Oracle plans.
-  const planFiles = readdirSync(path.join(HERE, "oracle")).filter((f) => f.endsWith(".toml")).sort();
   const planRows = [];
-  for (const f of planFiles) {
-    const task = f.replace(/\.toml$/, "");
-    const plan = parseToml(readFileSync(path.join(HERE, "oracle", f), "utf8"));
+  for (const [task, file] of planFiles()) {
+    const plan = parseToml(readFileSync(file, "utf8"));
     await resetBackend();
     const r = await replay(plan, rust);
     await resetBackend();

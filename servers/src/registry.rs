@@ -142,8 +142,11 @@ pub static MODULES: &[&ModuleEntry] = &[
 static EXTERNAL: OnceLock<Vec<&'static ServerEntry>> = OnceLock::new();
 
 /// Registers the external arms of this process, once, before anything looks servers up. A name
-/// already taken (by a built-in server or another arm) is refused, naming the file.
+/// already taken (by a built-in server or another arm) is refused, naming the file, and so is an
+/// `oracle_from` that does not name a built-in server of the arm's module.
 pub fn register_external(arms: Vec<ExternalArm>) -> Result<(), ArmError> {
+    let names: Vec<String> = arms.iter().map(|a| a.name.clone()).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let mut entries: Vec<&'static ServerEntry> = Vec::new();
     for arm in arms {
         if builtin().any(|s| s.name == arm.name) || entries.iter().any(|e| e.name == arm.name) {
@@ -163,6 +166,7 @@ pub fn register_external(arms: Vec<ExternalArm>) -> Result<(), ArmError> {
                 ),
             });
         }
+        arm.check_oracle_from(&names)?;
         let paired = if arm.role == Role::Pattern { module.control.name } else { module.pattern.name };
         // The registry lives as long as the process: leaking gives the `'static` every built-in has.
         let arm: &'static ExternalArm = Box::leak(Box::new(arm));

@@ -62,8 +62,12 @@ pub struct Task {
     pub text: String,
     pub meta: TaskMeta,
     pub verifier: Verifier,
-    /// Oracle plan per server name (exactly the module's two arms).
+    /// Oracle plan per server name: the module's two arms, and the registered external arms of
+    /// the module that have one ([`attach_arm_plans`]).
     pub oracle: BTreeMap<String, OraclePlan>,
+    /// The file each plan of [`Self::oracle`] was read from (for a family instance, the template
+    /// it was rendered from): what an error about a plan names.
+    pub oracle_files: BTreeMap<String, PathBuf>,
     /// sha256 over every file of the task folder (names and bytes), for frozen-input checks; for
     /// an instance of a family, over the family folder and the instance's size.
     pub sha256: String,
@@ -94,6 +98,12 @@ impl Task {
 
     pub fn plan_for(&self, server: &str) -> Option<&OraclePlan> {
         self.oracle.get(server)
+    }
+
+    /// The file `server`'s plan was read from: a built-in server's in the task folder, an
+    /// external arm's own `oracle/<task_id>.toml`, or the built-in plan it borrows.
+    pub fn plan_file(&self, server: &str) -> Option<&Path> {
+        self.oracle_files.get(server).map(PathBuf::as_path)
     }
 
     /// Brings `world` to this task's starting state: the seeded world of its spec, then the
@@ -161,31 +171,55 @@ pub fn load_module(root: &Path, module: &str) -> Result<Vec<Task>, LoadError> {
     Ok(out)
 }
 
-/// Adds the oracle plan of every registered external arm of `module` to its tasks: the arm's
-/// `oracle/<task_id>.toml` (for a family instance, `<family>_n<size>.toml`). A plan that does not
-/// parse is refused here, naming its file; a missing one is left out, and G7 names it.
+/// Adds the oracle plan of every registered external arm of `module` to its tasks
+/// ([`attach_arm_plans`]).
 fn attach_external_plans(module: &str, tasks: &mut [Task]) -> Result<(), LoadError> {
     for entry in servers::registry::external().filter(|e| e.module == module) {
-        let Some(arm) = entry.external() else { continue };
-        let known: Vec<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
-        if let Ok(files) = std::fs::read_dir(arm.dir.join(servers::external::ORACLE_DIR)) {
-            for f in files.flatten() {
-                let name = f.file_name().to_string_lossy().into_owned();
-                let id = name.strip_suffix(".toml").unwrap_or(&name);
-                if !known.contains(&id) {
-                    return Err(file_err(&f.path(), format!("no task {id:?} in {module}: an arm's plans are named <task_id>.toml after the tasks it answers")));
-                }
+        if let Some(arm) = entry.external() {
+            attach_arm_plans(arm, tasks)?;
+        }
+    }
+    Ok(())
+}
+
+/// Adds `arm`'s plan to each of `tasks` (the tasks of its module): its own `oracle/<task_id>.toml`
+/// (for a family instance, `<family>_n<size>.toml`), else, when its `arm.toml` says
+/// `oracle_from = "<server>"`, that built-in server's plan of the task as the task already holds
+/// it (a family instance's rendered for its size). A plan that does not parse is refused here,
+/// naming its file; a missing one is left out, and G7 names it.
+///
+/// A borrowed plan needs no hash of its own in the arm's identity: it is a file of the task
+/// folder, which [`Task::sha256`] covers (every file, `oracle/` included; for a family, the whole
+/// template folder), and that hash is in every session's fingerprint (`task_sha256`) and a frozen
+/// spec (`[hashes.tasks]`), so a changed borrowed plan is noticed as a changed task.
+pub fn attach_arm_plans(arm: &servers::external::ExternalArm, tasks: &mut [Task]) -> Result<(), LoadError> {
+    let module = &arm.module;
+    let known: Vec<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
+    if let Ok(files) = std::fs::read_dir(arm.dir.join(servers::external::ORACLE_DIR)) {
+        for f in files.flatten() {
+            let name = f.file_name().to_string_lossy().into_owned();
+            let id = name.strip_suffix(".toml").unwrap_or(&name);
+            if !known.contains(&id) {
+                return Err(file_err(&f.path(), format!("no task {id:?} in {module}: an arm's plans are named <task_id>.toml after the tasks it answers")));
             }
         }
-        for task in tasks.iter_mut() {
-            let path = arm.plan_path(&task.id);
-            if !path.is_file() {
-                continue;
-            }
-            let plan: OraclePlan = parse(&|p: &Path| read(p), &path)?;
-            plan.check().map_err(|p| file_err(&path, p))?;
-            task.oracle.insert(entry.name.to_owned(), plan);
-        }
+    }
+    for task in tasks.iter_mut() {
+        let own = arm.plan_path(&task.id);
+        let (plan, path) = if own.is_file() {
+            let plan: OraclePlan = parse(&|p: &Path| read(p), &own)?;
+            plan.check().map_err(|p| file_err(&own, p))?;
+            (plan, own)
+        } else if let Some(from) = &arm.oracle_from {
+            let (Some(plan), Some(path)) = (task.oracle.get(from), task.oracle_files.get(from)) else {
+                return Err(file_err(&arm.file(), format!("oracle_from: {from:?} has no plan for {}: name a built-in server of {module}", task.key())));
+            };
+            (plan.clone(), path.clone())
+        } else {
+            continue;
+        };
+        task.oracle.insert(arm.name.clone(), plan);
+        task.oracle_files.insert(arm.name.clone(), path);
     }
     Ok(())
 }
@@ -252,12 +286,13 @@ pub(crate) fn build_task(module: &str, id: String, dir: &Path, source: Source, s
     let verifier: Verifier = parse(source, &verify_path)?;
     verifier.check().map_err(|p| file_err(&verify_path, p))?;
     let oracle_dir = dir.join("oracle");
-    let mut oracle = BTreeMap::new();
+    let (mut oracle, mut oracle_files) = (BTreeMap::new(), BTreeMap::new());
     for server in [pattern.name, control.name] {
         let path = oracle_dir.join(format!("{server}.toml"));
         let plan: OraclePlan = parse(source, &path)?;
         plan.check().map_err(|p| file_err(&path, p))?;
         oracle.insert(server.to_owned(), plan);
+        oracle_files.insert(server.to_owned(), path);
     }
     if let Ok(entries) = std::fs::read_dir(&oracle_dir) {
         for e in entries.flatten() {
@@ -268,7 +303,7 @@ pub(crate) fn build_task(module: &str, id: String, dir: &Path, source: Source, s
             }
         }
     }
-    Ok(Task { module: module.to_owned(), id, dir: dir.to_owned(), text, meta, verifier, oracle, sha256, family, seed_sql })
+    Ok(Task { module: module.to_owned(), id, dir: dir.to_owned(), text, meta, verifier, oracle, oracle_files, sha256, family, seed_sql })
 }
 
 /// sha256 over the relative paths and bytes of every file below `dir`, in sorted order.

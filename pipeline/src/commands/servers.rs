@@ -68,7 +68,7 @@ struct ServerRow {
     /// `builtin`, or `external` (a folder with an `arm.toml`).
     kind: &'static str,
     /// External arms: the folder, its sha256, the transport it serves over, the variables it is
-    /// given (names only).
+    /// given (names only), the built-in server whose plans it borrows.
     #[serde(skip_serializing_if = "Option::is_none")]
     external: Option<ExternalRow>,
     /// Why the server could not be listed.
@@ -82,6 +82,9 @@ struct ExternalRow {
     sha256: String,
     transport: Transport,
     env_names: Vec<String>,
+    /// The built-in server whose oracle plans it reuses where it has none of its own (null: its
+    /// plans are all its own).
+    oracle_from: Option<String>,
 }
 
 /// The command line that serves `name` over stdio with this very binary.
@@ -101,8 +104,13 @@ pub async fn list(args: ServersArgs) -> anyhow::Result<()> {
             (Err(e), Some(_)) => Err(format!("{e:#}")),
             (Err(e), None) => return Err(e.context(format!("listing the tools of {}", s.name))),
         };
-        let external =
-            s.external().map(|a| ExternalRow { dir: a.dir.display().to_string(), sha256: a.sha256.clone(), transport: a.transport, env_names: a.env_names() });
+        let external = s.external().map(|a| ExternalRow {
+            dir: a.dir.display().to_string(),
+            sha256: a.sha256.clone(),
+            transport: a.transport,
+            env_names: a.env_names(),
+            oracle_from: a.oracle_from.clone(),
+        });
         let command = match s.external() {
             Some(a) => a.command.clone(),
             None => stdio_command(s.name, &args.backend_url)?,

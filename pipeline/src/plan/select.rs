@@ -99,7 +99,7 @@ pub fn check_external_plans(arms: &[&'static ServerEntry], tasks: &[ModuleTasks]
         let missing: Vec<String> = answered.iter().filter(|t| t.plan_for(&arm.name).is_none()).map(|t| arm.plan_path(&t.id).display().to_string()).collect();
         if !missing.is_empty() {
             anyhow::bail!(
-                "external arm {} has no oracle plan (its ground truth, G7) for {} task(s) it answers; write: {}",
+                "external arm {} has no oracle plan (its ground truth, G7) for {} task(s) it answers; write: {} (or, if its tools are a built-in server's, say oracle_from = \"<server>\" in its arm.toml)",
                 arm.name,
                 missing.len(),
                 missing.join(", ")
@@ -107,13 +107,20 @@ pub fn check_external_plans(arms: &[&'static ServerEntry], tasks: &[ModuleTasks]
         }
         for task in answered {
             let Some(plan) = task.plan_for(&arm.name) else { continue };
+            let own = arm.plan_path(&task.id);
+            let path = task.plan_file(&arm.name).unwrap_or(own.as_path());
+            // A borrowed plan's file is a built-in server's: the fix is the arm's own file.
+            let fix = if path == own.as_path() {
+                String::new()
+            } else {
+                format!("; borrowed through oracle_from: write {} to give {} its own", own.display(), arm.name)
+            };
             for (i, step) in plan.steps.iter().enumerate() {
-                let path = arm.plan_path(&task.id);
                 if let Some(tool) = step.tool.as_deref().filter(|t| !tools.contains(t)) {
-                    anyhow::bail!("{}: steps[{i}].tool: {} does not list a tool {tool:?} (it lists: {})", path.display(), arm.name, tools.join(", "));
+                    anyhow::bail!("{}: steps[{i}].tool: {} does not list a tool {tool:?} (it lists: {}){fix}", path.display(), arm.name, tools.join(", "));
                 }
                 if (step.read.is_some() || step.list_resources) && !manifest.resources {
-                    anyhow::bail!("{}: steps[{i}]: reads a resource, but {} offers no resources", path.display(), arm.name);
+                    anyhow::bail!("{}: steps[{i}]: reads a resource, but {} offers no resources{fix}", path.display(), arm.name);
                 }
             }
         }

@@ -1,4 +1,5 @@
-//! The module layers of `pipeline` and `agent`, checked from their sources: each module may use
+//! The module layers of `pipeline` and `agent`, checked from their sources (and the workspace's
+//! test layout, one integration-test binary per crate): each module may use
 //! only the modules below it in its crate's order, so no import circle can come back unnoticed.
 //! A folder module and its children count as one module. Sources are parsed (syn): comments,
 //! strings and `#[cfg(test)]` code are not imports (a test may drive a crate from the top).
@@ -210,4 +211,34 @@ fn the_checker_sees_an_import_that_points_up_and_nothing_else() {
     assert_eq!(uses["high"], BTreeSet::from(["low".to_owned(), "other".to_owned()]));
     let v = violations(&["high", "low"], &uses, &[]);
     assert_eq!(v, vec!["high uses other, which is not in the layer order".to_owned(), "low uses high, which is not below it".to_owned()]);
+}
+
+#[test]
+fn each_crate_has_one_integration_test_binary() {
+    // A file directly under a crate's tests/ is a binary of its own, linking every dependency
+    // again; tests go under tests/it/ and into its main.rs. task_gates has a harness of its own.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut stray = Vec::new();
+    for krate in std::fs::read_dir(&root).unwrap().flatten().filter(|e| e.path().join("Cargo.toml").is_file()) {
+        let Ok(files) = std::fs::read_dir(krate.path().join("tests")) else { continue };
+        for f in files.flatten().map(|f| f.path()).filter(|p| p.extension().is_some_and(|x| x == "rs")) {
+            let rel = f.strip_prefix(&root).unwrap().display().to_string();
+            if rel != "pipeline/tests/task_gates.rs" {
+                stray.push(rel);
+            }
+        }
+        if let Ok(main) = std::fs::read_to_string(krate.path().join("tests/it/main.rs")) {
+            for m in std::fs::read_dir(krate.path().join("tests/it")).unwrap().flatten() {
+                let name = m.file_name().to_string_lossy().trim_end_matches(".rs").to_owned();
+                if name != "main" && !main.contains(&format!("mod {name};")) {
+                    stray.push(format!("{} (not declared in tests/it/main.rs)", m.path().strip_prefix(&root).unwrap().display()));
+                }
+            }
+        }
+    }
+    assert!(
+        stray.is_empty(),
+        "test files outside their crate's one test binary; move each under tests/it/ and declare it in main.rs:\n  {}",
+        stray.join("\n  ")
+    );
 }

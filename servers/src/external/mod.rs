@@ -3,13 +3,14 @@
 //! The folder holds `arm.toml`, the server's own files and its oracle plans
 //! (`oracle/<task_id>.toml`, the same format as a task's). `arm.toml` says which module's tasks
 //! the server answers, on which side of that module's A/B it stands (`pattern` or `control`),
-//! and how to start it:
+//! where its plans come from and how to start it:
 //!
 //! ```toml
 //! name = "domain_adapter_py"
 //! module = "domain_adapter"
 //! role = "pattern"
 //! description = "…"
+//! oracle_from = "domain_adapter"            # optional: reuse this built-in server's plans
 //!
 //! [serve]
 //! transport = "stdio"                       # or "http": streamable HTTP at http://127.0.0.1:{port}{path}
@@ -36,20 +37,26 @@
 //!
 //! Placeholders in `command` and `[env]` values: `{backend_url}`, `{port}` (HTTP arms: a free
 //! loopback port chosen per start), `{arm_dir}` (the folder's absolute path).
+//!
+//! `oracle_from` names a built-in server of the arm's own module whose plans the arm reuses: a
+//! port with the same tools as its original needs no copies of them. For task T the arm's plan
+//! is then that server's (`tasks/<module>/<T>/oracle/<oracle_from>.toml`; a family instance's
+//! rendered from the family's template for its size), unless the arm's own `oracle/<T>.toml`
+//! exists, which overrides it. Borrowed plans are files of the task folders, so `Task::sha256`
+//! (in every session's fingerprint and a frozen spec's `[hashes.tasks]`) already covers them; the
+//! arm's own hash covers its folder, `oracle_from` included.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
-
-use crate::contain::{Contained, Hold, Prepared};
 use records::{Role, Transport};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
-use tokio::io::AsyncReadExt;
+
+mod process;
+
+pub use process::{HttpProcess, STDERR_TAIL_BYTES, StartError, StderrTail, kill_all_groups, own_group, start_http, stderr_note};
 
 /// The file that makes a folder an arm.
 pub const ARM_FILE: &str = "arm.toml";
@@ -57,8 +64,6 @@ pub const ARM_FILE: &str = "arm.toml";
 pub const ORACLE_DIR: &str = "oracle";
 /// Entries of an arm folder left out of its hash: what installing its dependencies creates.
 pub const UNHASHED: &[&str] = &["node_modules", "__pycache__"];
-/// How much of a server's stderr a record keeps (its tail).
-pub const STDERR_TAIL_BYTES: usize = 4096;
 
 const PLACEHOLDERS: &[&str] = &["{backend_url}", "{port}", "{arm_dir}"];
 
@@ -85,6 +90,8 @@ struct ArmFile {
     role: String,
     #[serde(default)]
     description: String,
+    #[serde(default)]
+    oracle_from: Option<String>,
     serve: ServeFile,
     #[serde(default)]
     env: BTreeMap<String, String>,
@@ -110,6 +117,9 @@ pub struct ExternalArm {
     pub module: String,
     pub role: Role,
     pub description: String,
+    /// The built-in server of the same module whose oracle plans the arm reuses where it has
+    /// none of its own ([`Self::check_oracle_from`] says which names are allowed).
+    pub oracle_from: Option<String>,
     /// The folder (absolute).
     pub dir: PathBuf,
     pub transport: Transport,
@@ -200,6 +210,7 @@ impl ExternalArm {
             module: raw.module,
             role,
             description: raw.description,
+            oracle_from: raw.oracle_from,
             dir,
             transport,
             command: raw.serve.command,
@@ -272,27 +283,40 @@ impl ExternalArm {
         Ok(cmd)
     }
 
-    /// The oracle plan file of `task_id`.
+    /// The arm's own oracle plan file of `task_id` (which, when it exists, overrides a plan
+    /// borrowed through `oracle_from`).
     pub fn plan_path(&self, task_id: &str) -> PathBuf {
         self.dir.join(ORACLE_DIR).join(format!("{task_id}.toml"))
     }
-}
 
-/// `cmd` as the leader of its own process group, contained ([`crate::contain::prepare`]) and
-/// killed on drop: how every server process the bench starts is spawned. Hand the [`Prepared`]
-/// the spawned pid ([`Prepared::track`]); the returned guard ends the server and everything it
-/// started.
-pub fn own_group(mut cmd: tokio::process::Command, hold: Hold) -> std::io::Result<(CommandWrap, Prepared)> {
-    let prepared = crate::contain::prepare(&mut cmd, hold)?;
-    let mut wrapped = CommandWrap::from(cmd);
-    wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
-    Ok((wrapped, prepared))
-}
-
-/// `; its stderr ends: …` when there is a tail to show (the ending of every error about a
-/// server process).
-pub fn stderr_note(tail: &str) -> String {
-    if tail.is_empty() { String::new() } else { format!("; its stderr ends: {tail}") }
+    /// Whether `oracle_from`, if given, names a built-in server of the arm's own module — not the
+    /// arm itself, not another external arm (`arms`: the names of the arms loaded beside it), not a
+    /// server of another module. Checked when the arms are registered
+    /// ([`crate::registry::register_external`]), where every arm's name is known.
+    pub fn check_oracle_from(&self, arms: &[&str]) -> Result<(), ArmError> {
+        let Some(from) = self.oracle_from.as_deref() else { return Ok(()) };
+        let choices = match crate::registry::arms(&self.module) {
+            Some((pattern, control)) => format!("{} or {}", pattern.name, control.name),
+            None => return Err(ArmError::field(&self.file(), "module", format!("no module named {:?}", self.module))),
+        };
+        let module = self.module.as_str();
+        let problem = if from == self.name {
+            format!(
+                "{from:?} is this arm itself: name the built-in server of {module} whose plans it reuses ({choices}), or drop oracle_from and write oracle/<task_id>.toml for every task"
+            )
+        } else if arms.contains(&from) {
+            format!(
+                "{from:?} is an external arm, and only a built-in server's plans can be borrowed: name {choices}, or drop oracle_from and write oracle/<task_id>.toml for every task"
+            )
+        } else {
+            match crate::registry::builtin().find(|s| s.name == from) {
+                Some(s) if s.module == module => return Ok(()),
+                Some(s) => format!("{from:?} is a server of {}, and this arm answers {module}: name a server of {module} ({choices})", s.module),
+                None => format!("no server is named {from:?}: name the built-in server of {module} whose plans this arm reuses ({choices})"),
+            }
+        };
+        Err(ArmError::field(&self.file(), "oracle_from", problem))
+    }
 }
 
 fn expand(value: &str, backend_url: &str, port: Option<u16>, dir: &Path) -> String {
@@ -361,142 +385,11 @@ pub fn discover(root: &Path) -> Result<Vec<ExternalArm>, ArmError> {
     dirs.iter().map(|d| ExternalArm::load(d)).collect()
 }
 
-/// Kills every server still running and everything they started: what a command calls on its
-/// way out, whatever way it leaves (done, refused, interrupted), so no server outlives it.
-pub fn kill_all_groups() {
-    crate::contain::kill_all();
-}
-
-/// The last [`STDERR_TAIL_BYTES`] a server wrote to stderr, collected while it runs, and the
-/// harness's own notes on how the server broke its transport ([`crate::stdout_guard`]).
-#[derive(Debug, Clone, Default)]
-pub struct StderrTail {
-    tail: Arc<Mutex<Vec<u8>>>,
-    notes: Arc<Mutex<Vec<String>>>,
-}
-
-impl StderrTail {
-    /// Reads `stderr` to its end in the background, keeping the tail.
-    pub fn follow(stderr: impl tokio::io::AsyncRead + Unpin + Send + 'static) -> Self {
-        let tail = Self::default();
-        let keep = tail.tail.clone();
-        tokio::spawn(async move {
-            let mut stderr = stderr;
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = stderr.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-                let mut kept = keep.lock().unwrap();
-                kept.extend_from_slice(&buf[..n]);
-                let excess = kept.len().saturating_sub(STDERR_TAIL_BYTES);
-                kept.drain(..excess);
-            }
-        });
-        tail
-    }
-
-    /// The tail as text (lossy), trimmed; empty when the server wrote nothing.
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.tail.lock().unwrap()).trim().to_owned()
-    }
-
-    /// Records what the harness saw the server do wrong on its transport.
-    pub fn note(&self, what: &str) {
-        self.notes.lock().unwrap().push(what.to_owned());
-    }
-
-    /// The harness's notes, joined; empty when there are none.
-    pub fn notes_text(&self) -> String {
-        self.notes.lock().unwrap().join("; ")
-    }
-
-    /// The notes and the tail in one line, for an error message: the notes first, then
-    /// `its stderr ends: …`; empty when there is neither.
-    pub fn report(&self) -> String {
-        let (notes, tail) = (self.notes_text(), self.text());
-        match (notes.is_empty(), tail.is_empty()) {
-            (true, _) => tail,
-            (false, true) => notes,
-            (false, false) => format!("{notes}; its stderr ends: {tail}"),
-        }
-    }
-}
-
-/// An HTTP arm's running server process: its MCP URL; killed with its process group on drop.
-pub struct HttpProcess {
-    pub url: String,
-    pub stderr: StderrTail,
-    child: Box<dyn process_wrap::tokio::ChildWrapper>,
-    _group: Option<Contained>,
-}
-
-impl std::fmt::Debug for HttpProcess {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpProcess").field("url", &self.url).finish()
-    }
-}
-
-impl HttpProcess {
-    /// Kills the process group now (also done on drop).
-    pub async fn stop(mut self) {
-        let _ = Box::into_pin(self.child.kill()).await;
-    }
-}
-
-/// Why an arm's server could not be started or reached.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    #[error(transparent)]
-    Arm(#[from] ArmError),
-    #[error("could not start {name}: {source}")]
-    Spawn { name: String, source: std::io::Error },
-    #[error("{name} exited before serving ({status}){}", stderr_note(.stderr))]
-    Exited { name: String, status: String, stderr: String },
-    #[error("{name} did not open port {port} within {secs} s{}", stderr_note(.stderr))]
-    NoPort { name: String, port: u16, secs: u64, stderr: String },
-}
-
-/// Starts an HTTP arm on a free loopback port and waits until the port accepts connections.
-pub async fn start_http(arm: &ExternalArm, backend_url: &str) -> Result<HttpProcess, StartError> {
-    let port = free_port().map_err(|source| StartError::Spawn { name: arm.name.clone(), source })?;
-    let spawn_error = |source| StartError::Spawn { name: arm.name.clone(), source };
-    let (mut cmd, prepared) = own_group(arm.command(backend_url, Some(port))?, Hold::Whole).map_err(spawn_error)?;
-    cmd.command_mut().stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
-    let mut child = match cmd.spawn() {
-        Ok(child) => child,
-        Err(e) => {
-            prepared.abandon();
-            return Err(spawn_error(e));
-        }
-    };
-    let group = child.id().map(|pid| prepared.track(pid));
-    let stderr = child.inner_mut().stderr().take().map(StderrTail::follow).unwrap_or_default();
-    let deadline = tokio::time::Instant::now() + arm.startup_timeout;
-    loop {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-            return Ok(HttpProcess { url: format!("http://127.0.0.1:{port}{}", arm.path), stderr, child, _group: group });
-        }
-        if let Ok(Some(status)) = child.try_wait() {
-            tokio::time::sleep(Duration::from_millis(50)).await; // let the stderr reader catch up
-            return Err(StartError::Exited { name: arm.name.clone(), status: status.to_string(), stderr: stderr.text() });
-        }
-        if tokio::time::Instant::now() > deadline {
-            let _ = Box::into_pin(child.kill()).await;
-            return Err(StartError::NoPort { name: arm.name.clone(), port, secs: arm.startup_timeout.as_secs(), stderr: stderr.text() });
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-}
-
-/// A loopback port nothing listens on right now.
-fn free_port() -> std::io::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::contain::Hold;
+    use std::process::Stdio;
 
     fn arm(dir: &Path, toml: &str) -> Result<ExternalArm, ArmError> {
         std::fs::write(dir.join(ARM_FILE), toml).unwrap();
@@ -539,6 +432,34 @@ BACKEND_URL = "{backend_url}"
             }
         }
         assert!(matches!(arm(tmp.path(), &format!("{GOOD}\nsurprise = 1\n")), Err(ArmError::Folder { .. })), "unknown keys are refused");
+    }
+
+    #[test]
+    fn oracle_from_names_a_built_in_server_of_the_arms_own_module() {
+        let tmp = tempfile::tempdir().unwrap();
+        let with = |from: &str| arm(tmp.path(), &GOOD.replace("[serve]", &format!("oracle_from = \"{from}\"\n[serve]"))).unwrap();
+        assert_eq!(arm(tmp.path(), GOOD).unwrap().oracle_from, None);
+        assert_eq!(arm(tmp.path(), GOOD).unwrap().check_oracle_from(&["mine"]), Ok(()), "without oracle_from there is nothing to check");
+        for ok in ["domain_adapter", "domain_wrapper"] {
+            let a = with(ok);
+            assert_eq!(a.oracle_from.as_deref(), Some(ok));
+            assert_eq!(a.check_oracle_from(&["mine", "other"]), Ok(()), "{ok}");
+        }
+        let cases = [
+            ("mine", "\"mine\" is this arm itself: name the built-in server of domain_adapter whose plans it reuses (domain_adapter or domain_wrapper)"),
+            ("other", "\"other\" is an external arm, and only a built-in server's plans can be borrowed: name domain_adapter or domain_wrapper"),
+            (
+                "wrapper",
+                "\"wrapper\" is a server of tool_orchestrator, and this arm answers domain_adapter: name a server of domain_adapter (domain_adapter or domain_wrapper)",
+            ),
+            ("no_such_server", "no server is named \"no_such_server\": name the built-in server of domain_adapter whose plans this arm reuses"),
+        ];
+        for (from, says) in cases {
+            let e = with(from).check_oracle_from(&["mine", "other"]).unwrap_err();
+            assert!(matches!(&e, ArmError::Field { field, file, .. } if field == "oracle_from" && file.ends_with(ARM_FILE)), "{e:?}");
+            let line = e.to_string();
+            assert!(line.contains(says) && !line.contains('\n'), "{from}: {line}");
+        }
     }
 
     #[test]

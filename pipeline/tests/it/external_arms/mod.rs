@@ -1,0 +1,170 @@
+//! External arms end to end, through the real binary: the two example ports (Python on the
+//! official MCP Python SDK, TypeScript on the official TypeScript SDK; their dependencies are
+//! installed by `.ci/test-tools`) pass every gate and match their Rust originals call for call and
+//! byte for byte through the oracle; broken arm folders are refused by file and field with
+//! nothing written; a server that dies is an invalid session carrying its stderr, and leaves no
+//! process behind.
+
+mod check_scripts;
+mod folders;
+mod plans;
+mod processes;
+mod servers_written_here;
+mod starter;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use crate::common;
+use crate::common::{pipeline, records};
+use serde_json::Value;
+
+fn text(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+fn arms_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../arms")
+}
+
+fn tasks_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tasks")
+}
+
+/// The example arm's dependencies must be installed: fail (never skip) naming the script.
+fn installed(arm: &str, marker: &str) {
+    assert!(
+        arms_root().join(arm).join(marker).exists(),
+        "arms/{arm}/{marker} is missing: run .ci/test-tools (it installs the example arms' pinned dependencies)"
+    );
+}
+
+/// Σ result bytes and calls per task of one server's records.
+fn per_task(recs: &[Value], server: &str) -> std::collections::BTreeMap<String, (usize, u64)> {
+    recs.iter()
+        .filter(|r| r["server"] == server)
+        .map(|r| {
+            let calls = r["tool_calls"].as_array().unwrap();
+            (r["task"].as_str().unwrap().to_owned(), (calls.len(), calls.iter().map(|c| c["result_bytes"].as_u64().unwrap()).sum()))
+        })
+        .collect()
+}
+
+/// Freezes a spec of the module with the three arms, checks it (G1–G7), runs it with the
+/// oracle, and compares the port with its original.
+fn gates_and_oracle_a_b(module: &str, original: &str, port: &str, control: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = tmp.path().join("spec.toml");
+    let results = tmp.path().join("results");
+    let arms = format!("{original},{port},{control}");
+    let out = pipeline()
+        .args(["freeze", "--module", module, "--mcp", &arms, "--models", "oracle", "--exp-name", "ext", "--allow-dirty", "--out"])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let frozen = std::fs::read_to_string(&spec).unwrap();
+    assert!(frozen.contains(&format!("[hashes.arms]\n{port} = ")), "the spec pins the arm's folder: {frozen}");
+
+    let out = pipeline().arg("check").arg(&spec).arg("--results-dir").arg(&results).output().unwrap();
+    assert!(out.status.success(), "G1–G7 pass for {port}: {}", text(&out));
+    let check: Value = serde_json::from_str(&std::fs::read_to_string(results.join("ext/check.json")).unwrap()).unwrap();
+    assert!(check["gates"].as_array().unwrap().iter().all(|g| g["passed"] == true), "{check}");
+
+    let out = pipeline().arg("run").arg(&spec).arg("--results-dir").arg(&results).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let recs = records(&results.join("ext"));
+    assert_eq!(recs.len(), 3 * common::task_count(module), "three arms × every task, dev and held-out");
+    for r in recs.iter().filter(|r| r["server"] == port) {
+        assert_eq!(r["verifier"]["verdict"], "passed", "{r}");
+        assert!(r["external_arm"]["env_names"].as_array().unwrap().iter().any(|n| n == "BACKEND_URL"), "names, never values: {r}");
+        assert_eq!(r["external_arm"]["sha256"], r["fingerprint"]["arm_sha256"]);
+        assert!(r["server_info"]["name"].is_string() && r["server_info"]["version"].is_string(), "the serverInfo it reported: {r}");
+    }
+    // A faithful port: the same calls and the same result bytes on every task, and the same
+    // definition bytes offered to a model.
+    assert_eq!(per_task(&recs, port), per_task(&recs, original), "{port} vs {original}");
+    let offered = |s: &str| recs.iter().find(|r| r["server"] == s).unwrap()["offered"]["definitions_bytes"].clone();
+    assert_eq!(offered(port), offered(original));
+
+    let out = pipeline().args(["aggregate", "--result-dir"]).arg(results.join("ext")).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let md = std::fs::read_to_string(results.join("ext/report.md")).unwrap();
+    for c in [format!("{module} ({original} vs {control})"), format!("{module} ({port} vs {control})")] {
+        assert!(md.contains(&format!("### {c}")), "one comparison per (pattern, control) pair: {c}\n{md}");
+    }
+}
+
+#[test]
+fn the_python_port_passes_every_gate_and_matches_its_rust_original() {
+    installed("domain_adapter_py", ".venv/bin/python");
+    gates_and_oracle_a_b("domain_adapter", "domain_adapter", "domain_adapter_py", "domain_wrapper");
+}
+
+#[test]
+fn the_typescript_port_over_http_passes_every_gate_and_matches_its_rust_original() {
+    installed("resource_gateway_ts", "node_modules/tsx");
+    gates_and_oracle_a_b("resource_gateway", "resource_gateway", "resource_gateway_ts", "resource_wrapper");
+}
+
+/// A folder of arms in a temp dir, passed with `--arms-dir`.
+fn arm_dir(root: &Path, name: &str, toml: &str) -> PathBuf {
+    let dir = root.join(name);
+    std::fs::create_dir_all(dir.join("oracle")).unwrap();
+    std::fs::write(dir.join("arm.toml"), toml).unwrap();
+    dir
+}
+
+fn arm_toml(name: &str, module: &str, transport: &str, command: &str) -> String {
+    format!(
+        "name = \"{name}\"\nmodule = \"{module}\"\nrole = \"pattern\"\n[serve]\ntransport = \"{transport}\"\ncommand = {command}\n[env]\nBACKEND_URL = \"{{backend_url}}\"\n"
+    )
+}
+
+/// `toml` with `oracle_from = "<server>"`: the arm replays that built-in server's plans.
+fn borrowing(toml: &str, server: &str) -> String {
+    assert!(toml.contains("[serve]\n"));
+    toml.replacen("[serve]\n", &format!("oracle_from = \"{server}\"\n[serve]\n"), 1)
+}
+
+/// Runs `args` with `--arms-dir root`, results in a temp folder; asserts exit 1, the message
+/// parts on stderr, and nothing written.
+fn refused(root: &Path, args: &[&str], says: &[&str]) {
+    let results = root.join("results-never");
+    let out = pipeline().arg("--arms-dir").arg(root).args(args).arg("--results-dir").arg(&results).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    for s in says {
+        assert!(err.contains(s), "stderr lacks {s:?}: {err}");
+    }
+    assert!(!err.contains("stack backtrace"), "one clean error: {err}");
+    assert!(!results.exists(), "nothing written");
+}
+
+/// Processes whose command line contains `marker`.
+/// Processes whose command line starts with `marker` (a shell whose script merely mentions it
+/// is not one of them).
+fn running(marker: &str) -> Vec<String> {
+    let out = Command::new("pgrep").args(["-af", &format!("^{marker}")]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().filter(|l| !l.contains("pgrep")).map(str::to_owned).collect()
+}
+
+/// Starts an oracle run of `mcp` on the task `which_wen` with the arms under `root`, its output
+/// dropped, and waits until a process starting with each of `markers` runs.
+fn start_run_until_running(root: &Path, mcp: &str, exp: &str, markers: &[&str]) -> std::process::Child {
+    let child = pipeline()
+        .arg("--arms-dir")
+        .arg(root)
+        .args(["--mcp", mcp, "--models", "oracle", "--tasks", "which_wen", "--exp-name", exp, "--results-dir"])
+        .arg(root.join("results"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while markers.iter().any(|m| running(m).is_empty()) {
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "the server never started: {markers:?}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child
+}
