@@ -24,6 +24,7 @@ pub struct Customer {
     pub tier: String,
     pub region: String,
     pub contact_email: String,
+    #[serde(serialize_with = "super::timestamp")]
     pub created_at: DateTime<Utc>,
     #[serde(skip)]
     #[sqlx(default)]

@@ -30,6 +30,7 @@ pub struct Deploy {
     /// `pending`, `succeeded`, `failed` or `rolled_back`.
     pub status: String,
     pub deployed_by: Option<i64>,
+    #[serde(serialize_with = "super::timestamp")]
     pub started_at: DateTime<Utc>,
     #[serde(skip)]
     #[sqlx(default)]

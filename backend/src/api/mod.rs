@@ -17,6 +17,16 @@ pub mod runbooks;
 pub mod tickets;
 pub mod users;
 
+/// How the API writes every timestamp: RFC 3339 in UTC, whole seconds as they are (`…:00Z`, every
+/// seeded time), anything finer always with six digits (`…:05.120000Z`). chrono's own form drops
+/// trailing zero digits, so a time from the clock came out 3 or 6 digits long by chance, and the
+/// same call's reply differed in length — and in tokens — from one session to the next.
+pub(crate) fn timestamp<S: serde::Serializer>(t: &chrono::DateTime<chrono::Utc>, s: S) -> Result<S::Ok, S::Error> {
+    use chrono::Timelike;
+    let form = if t.nanosecond() == 0 { chrono::SecondsFormat::Secs } else { chrono::SecondsFormat::Micros };
+    s.serialize_str(&t.to_rfc3339_opts(form, true))
+}
+
 /// Default page size when a list request gives no `limit`.
 pub const DEFAULT_LIMIT: i64 = 50;
 /// Largest `limit` a list request may ask for.
@@ -24,6 +34,20 @@ pub const MAX_LIMIT: i64 = 200;
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_timestamp_is_as_long_whatever_its_digits() {
+        use chrono::TimeZone;
+        #[derive(serde::Serialize)]
+        struct T(#[serde(serialize_with = "super::timestamp")] chrono::DateTime<chrono::Utc>);
+        let at = |micros: u32| {
+            serde_json::to_string(&T(chrono::Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap() + chrono::Duration::microseconds(micros.into()))).unwrap()
+        };
+        assert_eq!(at(0), "\"2026-01-02T03:04:05Z\"", "whole seconds, as seeded");
+        assert_eq!(at(120_000), "\"2026-01-02T03:04:05.120000Z\"");
+        assert_eq!(at(123_000).len(), at(123_456).len(), "chrono's default would write .123Z");
+        assert_eq!(at(1).len(), at(999_999).len());
+    }
+
     #[test]
     fn blank_covers_rust_whitespace_and_the_other_definitions() {
         for c in (0..=0x10FFFF).filter_map(char::from_u32) {

@@ -26,6 +26,7 @@ pub struct Notification {
     pub ticket_id: Option<i64>,
     pub message: String,
     pub read: bool,
+    #[serde(serialize_with = "super::timestamp")]
     pub created_at: DateTime<Utc>,
     #[serde(skip)]
     #[sqlx(default)]

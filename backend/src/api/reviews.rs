@@ -39,6 +39,7 @@ pub struct ChangeRequest {
     pub author_id: i64,
     /// `open`, `merged` or `closed`.
     pub status: String,
+    #[serde(serialize_with = "super::timestamp")]
     pub created_at: DateTime<Utc>,
     #[serde(skip)]
     #[sqlx(default)]
@@ -110,6 +111,7 @@ pub struct ReviewComment {
     pub path: String,
     pub line: i32,
     pub body: String,
+    #[serde(serialize_with = "super::timestamp")]
     pub created_at: DateTime<Utc>,
     #[serde(skip)]
     #[sqlx(default)]
@@ -229,6 +231,7 @@ pub struct Review {
     /// `approve`, `request_changes` or `comment`.
     pub verdict: String,
     pub body: String,
+    #[serde(serialize_with = "super::timestamp")]
     pub created_at: DateTime<Utc>,
     #[serde(skip)]
     #[sqlx(default)]

@@ -26,6 +26,7 @@ pub struct Runbook {
     pub body: String,
     /// Internal only: escalation details not meant for customers.
     pub internal_notes: String,
+    #[serde(serialize_with = "super::timestamp")]
     pub updated_at: DateTime<Utc>,
     #[serde(skip)]
     #[sqlx(default)]

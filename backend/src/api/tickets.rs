@@ -73,7 +73,9 @@ pub struct Ticket {
     pub assignee_id: Option<i64>,
     /// Incremented by every update; send it back in `If-Match` for a conditional update.
     pub version: i32,
+    #[serde(serialize_with = "super::timestamp")]
     pub created_at: DateTime<Utc>,
+    #[serde(serialize_with = "super::timestamp")]
     pub updated_at: DateTime<Utc>,
 }
 
