@@ -13,7 +13,7 @@
 //!   counts itself, secrets redacted from whatever comes back), failure classification
 //!   (quota/session limits, context overflow, output the endpoint could not parse) and tolerant
 //!   wire types with exact usage; the API key never leaves it.
-//! * [`preflight`]: before a run, a few tokens check that the endpoint answers, serves the model
+//! * [`preflight`](mod@preflight): before a run, a few tokens check that the endpoint answers, serves the model
 //!   and returns native tool calls; it fails closed, naming what to fix.
 //! * [`session`]: the model-driven agent loop, the fixed system prompt, the run-wide stop signal.
 //! * [`text_call`]: a function call the model wrote as text instead of a native tool call.

@@ -129,7 +129,8 @@ impl Preflight {
 }
 
 /// Asks the endpoint behind `provider` whether it answers, serves the model, and returns native
-/// tool calls; spends at most one chat request of [`MAX_PROBE_TOKENS`] tokens.
+/// tool calls; spends at most one chat request, under the run's own token limit (`--max-tokens`)
+/// when it sets one.
 pub async fn preflight(provider: &OpenAiCompatible) -> Preflight {
     let mut run = Run { provider, secrets: provider.secret_values(), probes: vec![], endpoint: None, model: None, native: None };
     let failure = match run.list_models().await {

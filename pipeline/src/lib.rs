@@ -3,23 +3,24 @@
 //! and scaffolds new pattern modules.
 //!
 //! A run goes: flags or a spec ([`input`]) → one lowering into the typed [`plan::RunPlan`]
-//! ([`plan`]) → [`run::run`] (providers, endpoint preflight, the experiment lock and resume
-//! decision in [`experiment`], a worker pool running [`session::run_one`] on a shared
-//! [`context::RunContext`]) → records under `results/<exp>/`. Specs pass the [`gates`] first
-//! (`pipeline check`). `pipeline aggregate` turns the records into a report.
+//! ([`plan`]) → `run::run` (providers, endpoint preflight, the experiment lock and resume
+//! decision in [`experiment`], a worker pool running `session::run_one` on a shared
+//! `context::RunContext`) → records under `results/<exp>/`. Specs pass the gates first
+//! (`pipeline check`, `gates.rs`). `pipeline aggregate` turns the records into a report.
 //!
 //! The modules are layered, and each uses only those below it (`tests/it/layers.rs` holds the
 //! order, and fails on an import that points up):
 //!
 //! 1. [`commands`]: the command line and one module per subcommand (`commands/view/` the viewer).
-//! 2. Execution: [`run`] → [`session`] → [`context`]; [`gates`]; [`experiment`] (the results
-//!    folder: lock, manifest, resume).
+//! 2. Execution: `run` → `session` → `context`; `gates`; [`experiment`] (the results folder:
+//!    lock, manifest, resume).
 //! 3. [`plan`]: the typed plan, and the lowering of both front doors into it.
 //! 4. [`input`] (the front doors: run flags, experiment specs) and [`held_out`] (the seal).
-//! 5. Shared below everything: [`split`], [`shard`], [`otlp`], [`listing`], [`arm`], [`signals`],
-//!    [`redact`], [`invoked`], [`build_info`], [`exit`].
+//! 5. Shared below everything: [`split`], `shard`, [`otlp`], `listing`, `arm`, `signals`,
+//!    `redact`, `invoked`, `build_info`, `exit`.
 //!
-//! What the integration tests and the binary use is `pub`; the rest is `pub(crate)`.
+//! What the integration tests and the binary use is `pub`; the rest is crate-private (its
+//! documentation: `cargo doc -p pipeline --document-private-items`).
 
 pub mod commands;
 

@@ -1,5 +1,5 @@
 //! The command line: one subcommand a module, dispatched here; errors become one clean message
-//! and an exit code a script can trust ([`crate::exit`]), whatever `RUST_BACKTRACE` says.
+//! and an exit code a script can trust (`exit.rs`), whatever `RUST_BACKTRACE` says.
 
 use std::process::ExitCode;
 

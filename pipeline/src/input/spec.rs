@@ -1,7 +1,7 @@
 //! Experiment specs (`docs/honesty-rules.md` §2): a TOML file that pins the model and its parameters, the module
 //! and tasks, the reps, the arms, the declared treatment key(s), and the sha256 of every input.
 //! `pipeline freeze` writes one with the current hashes; `pipeline check SPEC` runs the gates
-//! against it (see `commands/check.rs` and [`crate::gates`]); `pipeline run SPEC` checks, then runs.
+//! against it (see `commands/check.rs` and `gates.rs`); `pipeline run SPEC` checks, then runs.
 //!
 //! ```toml
 //! experiment = "tool_orchestrator_oracle_k1"

@@ -7,7 +7,7 @@
 //! Nothing under the results folder is created, written, locked or renamed — whether a run is
 //! writing an experiment is read from the kernel's lock table ([`status::holder`]), not by
 //! taking the lock. Reports are `aggregate`'s own pages, rendered in this process and served from
-//! memory ([`reports`]); nothing here renders a number of its own.
+//! memory (`reports.rs`); nothing here renders a number of its own.
 //!
 //! Pages update by polling: each page fetches a small JSON document every second while
 //! something is running (every few seconds otherwise) and redraws what changed. A poll is a

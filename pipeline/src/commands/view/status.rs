@@ -84,7 +84,7 @@ fn flock_holder(table: &str, dev: u64, ino: u64, written_pid: Option<u32>) -> Op
 
 /// The sessions `m` plans: every model × every server × the tasks of the server's module × reps
 /// 1..=k — and for one shard of a plan, the part of it that shard runs, selected as the run
-/// selects it ([`crate::shard::Shard::select`] over the same unit keys as
+/// selects it (`Shard::select` over the same unit keys as
 /// [`crate::plan::RunPlan::conversations`]).
 pub fn planned_sessions(m: &ExperimentManifest) -> Result<BTreeSet<SessionKey>, String> {
     let warm = m.session_mode == Some(records::SessionMode::Warm);
