@@ -216,13 +216,14 @@ pub fn is_loopback_url(base_url: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use records::Provider;
 
     use super::*;
 
-    /// A spec with every field away from what the base URL alone would give.
-    fn every_field_set() -> ModelSpec {
+    /// A spec with every field away from what the base URL alone would give (the client's tests
+    /// send it too).
+    pub(crate) fn every_field_set() -> ModelSpec {
         ModelSpec {
             id: "m-7b".into(),
             provider: Provider::OpenAiCompatible,

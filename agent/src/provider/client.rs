@@ -363,7 +363,7 @@ pub(crate) struct Completion {
 
 #[cfg(test)]
 mod tests {
-    use records::{Dialect, MaxTokensParam, ModelSpec, Provider, Temperature};
+    use records::{ModelSpec, Provider, Temperature};
 
     use super::*;
 
@@ -374,16 +374,7 @@ mod tests {
 
     #[test]
     fn a_model_specs_every_parameter_reaches_the_request_body() {
-        let spec = ModelSpec {
-            id: "m-7b".into(),
-            provider: Provider::OpenAiCompatible,
-            temperature: Some(Temperature::Value(0.25)),
-            max_tokens: Some(321),
-            seed: Some(42),
-            dialect: Some(Dialect::Openrouter),
-            max_tokens_param: Some(MaxTokensParam::MaxCompletionTokens),
-            reasoning_effort: Some("low".into()),
-        };
+        let spec = crate::config::tests::every_field_set();
         let messages = [json!({ "role": "user", "content": "hi" })];
         assert_eq!(
             client(&spec).request_body(&messages, &[]),
