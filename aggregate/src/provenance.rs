@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use records::{ExperimentManifest, Provider, Transport};
+use records::{ExperimentManifest, Transport};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -51,7 +51,9 @@ pub struct Provenance {
     pub jobs: Option<u32>,
     pub transport: Option<Transport>,
     pub base_url: Option<String>,
-    pub models: Vec<ModelParameters>,
+    /// Every model and the parameters it was asked with.
+    #[serde(with = "models_json")]
+    pub models: Vec<records::ModelSpec>,
     /// The worlds the tasks ran in: each (seed, scale) with the number of tasks using it.
     pub worlds: Vec<World>,
     /// The bootstrap's seed (also in `method`), a string like every seed here.
@@ -70,24 +72,66 @@ pub struct Build {
     pub sessions: usize,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ModelParameters {
-    pub id: String,
-    pub provider: Provider,
-    /// A number, or `"provider_default"` (none was sent).
-    pub temperature: Option<records::Temperature>,
-    pub max_tokens: Option<u32>,
-    #[serde(with = "crate::u64_string::option")]
-    pub seed: Option<u64>,
-    /// Whose rules the endpoint followed; null for the oracle and older records.
-    #[serde(default)]
-    pub dialect: Option<records::Dialect>,
-    /// The field that carried `max_tokens`; null when no limit was sent.
-    #[serde(default)]
-    pub max_tokens_param: Option<records::MaxTokensParam>,
-    /// The reasoning effort sent with every request; null when none was.
-    #[serde(default)]
-    pub reasoning_effort: Option<String>,
+/// `models` as summary.json writes it: one object per model with every parameter present (null
+/// when unset) and the seed as a string, like every seed here.
+mod models_json {
+    use records::{Dialect, MaxTokensParam, ModelSpec, Provider, Temperature};
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    struct Model {
+        id: String,
+        provider: Provider,
+        /// A number, or `"provider_default"` (none was sent).
+        temperature: Option<Temperature>,
+        max_tokens: Option<u32>,
+        #[serde(with = "crate::u64_string::option")]
+        seed: Option<u64>,
+        /// Whose rules the endpoint followed; null for the oracle and older records.
+        #[serde(default)]
+        dialect: Option<Dialect>,
+        /// The field that carried `max_tokens`; null when no limit was sent.
+        #[serde(default)]
+        max_tokens_param: Option<MaxTokensParam>,
+        /// The reasoning effort sent with every request; null when none was.
+        #[serde(default)]
+        reasoning_effort: Option<String>,
+    }
+
+    pub fn serialize<S: Serializer>(models: &[ModelSpec], s: S) -> Result<S::Ok, S::Error> {
+        let wire: Vec<Model> = models
+            .iter()
+            .cloned()
+            .map(|ModelSpec { id, provider, temperature, max_tokens, seed, dialect, max_tokens_param, reasoning_effort }| Model {
+                id,
+                provider,
+                temperature,
+                max_tokens,
+                seed,
+                dialect,
+                max_tokens_param,
+                reasoning_effort,
+            })
+            .collect();
+        wire.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<ModelSpec>, D::Error> {
+        let wire = Vec::<Model>::deserialize(d)?;
+        Ok(wire
+            .into_iter()
+            .map(|Model { id, provider, temperature, max_tokens, seed, dialect, max_tokens_param, reasoning_effort }| ModelSpec {
+                id,
+                provider,
+                temperature,
+                max_tokens,
+                seed,
+                dialect,
+                max_tokens_param,
+                reasoning_effort,
+            })
+            .collect())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -175,12 +219,12 @@ pub fn of(exp: &Experiment, bootstrap_seed: u64, invocation: &Invocation) -> Pro
         *builds.entry((commit, dirty)).or_default() += 1;
     }
     let models = match manifest {
-        Some(m) => m.models.iter().map(parameters).collect(),
+        Some(m) => m.models.clone(),
         None => {
-            let mut seen: Vec<ModelParameters> = Vec::new();
+            let mut seen: Vec<records::ModelSpec> = Vec::new();
             for r in records() {
                 if !seen.iter().any(|x| x.id == r.model.id) {
-                    seen.push(parameters(&r.model));
+                    seen.push(r.model.clone());
                 }
             }
             seen
@@ -220,19 +264,6 @@ pub fn of(exp: &Experiment, bootstrap_seed: u64, invocation: &Invocation) -> Pro
             command: invocation.command.clone(),
             generated_at: invocation.generated_at,
         },
-    }
-}
-
-fn parameters(m: &records::ModelSpec) -> ModelParameters {
-    ModelParameters {
-        id: m.id.clone(),
-        provider: m.provider,
-        temperature: m.temperature,
-        max_tokens: m.max_tokens,
-        seed: m.seed,
-        dialect: m.dialect,
-        max_tokens_param: m.max_tokens_param,
-        reasoning_effort: m.reasoning_effort.clone(),
     }
 }
 

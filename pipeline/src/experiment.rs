@@ -101,7 +101,7 @@ impl Experiment {
         let mut decided: Vec<(PlannedSession, Decision)> = Vec::new();
         for s in sessions {
             let want = plan.fingerprint(&s);
-            probes.entry(want.model_id.clone()).or_insert_with(|| want.clone());
+            probes.entry(want.model.id.clone()).or_insert_with(|| want.clone());
             let path = self.record_path(plan, &s);
             let Some(record) = existing.remove(&path) else {
                 let attempt = next_attempt_after_superseded(&path);

@@ -4,31 +4,20 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{Dialect, MaxTokensParam, Temperature};
-use crate::{Provider, Transport};
+use crate::Transport;
+use crate::model::ModelSpec;
 
 /// Everything that must be equal for two sessions of the same (server, task) to be the same
 /// measurement. Two arms of a pair differ in [`Self::manifest_sha256`] (the server is the
 /// declared treatment); tasks differ in the [`PER_TASK`] fields; nothing else may differ.
+///
+/// In JSON the model's parameters sit at the top level (`model_id`, `provider`, `temperature`,
+/// …; see [`FIELDS`]), as every fingerprint was written: that text is what is hashed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "wire::Fingerprint", into = "wire::Fingerprint")]
 pub struct Fingerprint {
-    pub model_id: String,
-    pub provider: Provider,
-    /// A number, or `"provider_default"` (nothing sent); null for the oracle.
-    pub temperature: Option<Temperature>,
-    pub max_tokens: Option<u32>,
-    pub seed: Option<u64>,
-    /// Whose rules the endpoint follows: how the request is shaped. Absent (not null) for the
-    /// oracle and in fingerprints written before dialects, so their hashes are unchanged.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dialect: Option<Dialect>,
-    /// The request field that carries `max_tokens`, when a limit is sent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_tokens_param: Option<MaxTokensParam>,
-    /// The reasoning effort sent with every request, when one is.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reasoning_effort: Option<String>,
+    /// The model and every parameter it was asked with.
+    pub model: ModelSpec,
     /// The model endpoint (null for the oracle), without any userinfo part.
     pub base_url: Option<String>,
     pub transport: Transport,
@@ -36,19 +25,15 @@ pub struct Fingerprint {
     pub world_scale: u32,
     /// `--scale`: the run's own choice of world scale for every task, when it made one. A plan
     /// decision, compared across tasks, where `world_scale` is compared per task.
-    #[serde(default)]
     pub world_scale_override: Option<u32>,
     /// For a module whose servers list a tool catalogue (tool_search): how many tools of other
-    /// systems both arms listed beside the backend's own. Absent for every other module, and in
-    /// fingerprints written before catalogues, so their hashes are unchanged.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// systems both arms listed beside the backend's own. Absent for every other module.
     pub catalogue: Option<u32>,
     pub task_sha256: String,
     pub turn_cap: u32,
     pub manifest_sha256: String,
     /// An external arm's folder hash (its server's own files and oracle plans); absent for the
     /// built-in servers, whose code is pinned by the build.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arm_sha256: Option<String>,
     /// Null for the oracle, which sends no prompt.
     pub system_prompt_sha256: Option<String>,
@@ -58,10 +43,120 @@ pub struct Fingerprint {
     /// The endpoint preflight was skipped (`--skip-preflight`).
     pub preflight_skipped: bool,
     /// `warm`: the session was one task of a conversation through several. Absent for a cold
-    /// session (a fresh conversation per task, and every fingerprint written before modes), so
-    /// cold hashes are unchanged.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// session.
     pub session_mode: Option<crate::SessionMode>,
+}
+
+/// The fingerprint as it is written and hashed: field names and order are part of every hash
+/// on disk, so they change only with a new optional field that is left out when unset.
+mod wire {
+    use serde::{Deserialize, Serialize};
+
+    use crate::model::{Dialect, MaxTokensParam, ModelSpec, Temperature};
+    use crate::{Provider, Transport};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub(super) struct Fingerprint {
+        model_id: String,
+        provider: Provider,
+        temperature: Option<Temperature>,
+        max_tokens: Option<u32>,
+        seed: Option<u64>,
+        /// Absent (not null) for the oracle and in fingerprints written before dialects, so
+        /// their hashes are unchanged; likewise the two after it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dialect: Option<Dialect>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_tokens_param: Option<MaxTokensParam>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reasoning_effort: Option<String>,
+        base_url: Option<String>,
+        transport: Transport,
+        world_seed: u64,
+        world_scale: u32,
+        /// Null when unset; absent in fingerprints written before it (see `hashes_to`).
+        #[serde(default)]
+        world_scale_override: Option<u32>,
+        /// Absent for every module without a catalogue, and before catalogues.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        catalogue: Option<u32>,
+        task_sha256: String,
+        turn_cap: u32,
+        manifest_sha256: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        arm_sha256: Option<String>,
+        system_prompt_sha256: Option<String>,
+        build_commit: Option<String>,
+        build_dirty: Option<bool>,
+        preflight_skipped: bool,
+        /// Absent for a cold session and before modes, so cold hashes are unchanged.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session_mode: Option<crate::SessionMode>,
+    }
+
+    impl From<Fingerprint> for super::Fingerprint {
+        fn from(w: Fingerprint) -> Self {
+            Self {
+                model: ModelSpec {
+                    id: w.model_id,
+                    provider: w.provider,
+                    temperature: w.temperature,
+                    max_tokens: w.max_tokens,
+                    seed: w.seed,
+                    dialect: w.dialect,
+                    max_tokens_param: w.max_tokens_param,
+                    reasoning_effort: w.reasoning_effort,
+                },
+                base_url: w.base_url,
+                transport: w.transport,
+                world_seed: w.world_seed,
+                world_scale: w.world_scale,
+                world_scale_override: w.world_scale_override,
+                catalogue: w.catalogue,
+                task_sha256: w.task_sha256,
+                turn_cap: w.turn_cap,
+                manifest_sha256: w.manifest_sha256,
+                arm_sha256: w.arm_sha256,
+                system_prompt_sha256: w.system_prompt_sha256,
+                build_commit: w.build_commit,
+                build_dirty: w.build_dirty,
+                preflight_skipped: w.preflight_skipped,
+                session_mode: w.session_mode,
+            }
+        }
+    }
+
+    impl From<super::Fingerprint> for Fingerprint {
+        fn from(f: super::Fingerprint) -> Self {
+            let m = f.model;
+            Self {
+                model_id: m.id,
+                provider: m.provider,
+                temperature: m.temperature,
+                max_tokens: m.max_tokens,
+                seed: m.seed,
+                dialect: m.dialect,
+                max_tokens_param: m.max_tokens_param,
+                reasoning_effort: m.reasoning_effort,
+                base_url: f.base_url,
+                transport: f.transport,
+                world_seed: f.world_seed,
+                world_scale: f.world_scale,
+                world_scale_override: f.world_scale_override,
+                catalogue: f.catalogue,
+                task_sha256: f.task_sha256,
+                turn_cap: f.turn_cap,
+                manifest_sha256: f.manifest_sha256,
+                arm_sha256: f.arm_sha256,
+                system_prompt_sha256: f.system_prompt_sha256,
+                build_commit: f.build_commit,
+                build_dirty: f.build_dirty,
+                preflight_skipped: f.preflight_skipped,
+                session_mode: f.session_mode,
+            }
+        }
+    }
 }
 
 /// The field in which the arms of a pair differ by design.
@@ -175,17 +270,21 @@ pub fn url_without_userinfo(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Provider;
+    use crate::model::{Dialect, MaxTokensParam, Temperature};
 
     pub(crate) fn sample() -> Fingerprint {
         Fingerprint {
-            model_id: "m".into(),
-            provider: Provider::OpenAiCompatible,
-            temperature: Some(Temperature::Value(0.0)),
-            max_tokens: None,
-            seed: Some(7),
-            dialect: Some(Dialect::Compatible),
-            max_tokens_param: None,
-            reasoning_effort: None,
+            model: ModelSpec {
+                id: "m".into(),
+                provider: Provider::OpenAiCompatible,
+                temperature: Some(Temperature::Value(0.0)),
+                max_tokens: None,
+                seed: Some(7),
+                dialect: Some(Dialect::Compatible),
+                max_tokens_param: None,
+                reasoning_effort: None,
+            },
             base_url: Some("http://127.0.0.1:1/v1".into()),
             transport: Transport::Stdio,
             world_seed: 42,
@@ -204,18 +303,25 @@ mod tests {
         }
     }
 
+    /// The sample with its model changed by `change`.
+    fn with_model(change: impl FnOnce(&mut ModelSpec)) -> Fingerprint {
+        let mut f = sample();
+        change(&mut f.model);
+        f
+    }
+
     #[test]
     fn every_pinned_field_changes_the_hash_and_is_named() {
         let base = sample();
         let variants: Vec<(&str, Fingerprint)> = vec![
-            ("model_id", Fingerprint { model_id: "n".into(), ..sample() }),
-            ("provider", Fingerprint { provider: Provider::Oracle, ..sample() }),
-            ("temperature", Fingerprint { temperature: Some(Temperature::Value(1.0)), ..sample() }),
-            ("max_tokens", Fingerprint { max_tokens: Some(10), ..sample() }),
-            ("seed", Fingerprint { seed: None, ..sample() }),
-            ("dialect", Fingerprint { dialect: Some(Dialect::Openai), ..sample() }),
-            ("max_tokens_param", Fingerprint { max_tokens_param: Some(MaxTokensParam::MaxCompletionTokens), ..sample() }),
-            ("reasoning_effort", Fingerprint { reasoning_effort: Some("high".into()), ..sample() }),
+            ("model_id", with_model(|m| m.id = "n".into())),
+            ("provider", with_model(|m| m.provider = Provider::Oracle)),
+            ("temperature", with_model(|m| m.temperature = Some(Temperature::Value(1.0)))),
+            ("max_tokens", with_model(|m| m.max_tokens = Some(10))),
+            ("seed", with_model(|m| m.seed = None)),
+            ("dialect", with_model(|m| m.dialect = Some(Dialect::Openai))),
+            ("max_tokens_param", with_model(|m| m.max_tokens_param = Some(MaxTokensParam::MaxCompletionTokens))),
+            ("reasoning_effort", with_model(|m| m.reasoning_effort = Some("high".into()))),
             ("base_url", Fingerprint { base_url: Some("http://other/v1".into()), ..sample() }),
             ("transport", Fingerprint { transport: Transport::Http, ..sample() }),
             ("world_seed", Fingerprint { world_seed: 1, ..sample() }),
@@ -234,8 +340,7 @@ mod tests {
         ];
         assert_eq!(variants.len(), FIELDS.len(), "a test variant for every field");
         let every_field_set = Fingerprint {
-            max_tokens_param: Some(MaxTokensParam::MaxTokens),
-            reasoning_effort: Some("low".into()),
+            model: ModelSpec { max_tokens_param: Some(MaxTokensParam::MaxTokens), reasoning_effort: Some("low".into()), ..sample().model },
             world_scale_override: Some(1),
             catalogue: Some(25),
             arm_sha256: Some("a".into()),
@@ -263,11 +368,16 @@ mod tests {
         // A model fingerprint as records held it before dialects and the provider default.
         let old = r#"{"model_id":"m","provider":"openai_compatible","temperature":0.0,"max_tokens":null,"seed":7,"base_url":"http://127.0.0.1:1/v1","transport":"stdio","world_seed":42,"world_scale":1,"world_scale_override":null,"task_sha256":"t","turn_cap":12,"manifest_sha256":"m1","system_prompt_sha256":"p","build_commit":"c","build_dirty":false,"preflight_skipped":false}"#;
         let read: Fingerprint = serde_json::from_str(old).unwrap();
-        assert_eq!(read.temperature, Some(Temperature::Value(0.0)));
-        assert_eq!((read.dialect, read.max_tokens_param, read.reasoning_effort.as_deref()), (None, None, None));
+        assert_eq!(read.model.temperature, Some(Temperature::Value(0.0)));
+        assert_eq!((read.model.dialect, read.model.max_tokens_param, read.model.reasoning_effort.as_deref()), (None, None, None));
         assert_eq!(read.sha256(), crate::sha256_hex(old.as_bytes()), "the canonical form of an old fingerprint is the old bytes");
+        // A field no harness wrote is refused, not dropped: it would change nothing in the hash.
+        let unknown = old.replacen("\"seed\":7", "\"seed\":7,\"top_p\":0.9", 1);
+        let e = serde_json::from_str::<Fingerprint>(&unknown).unwrap_err().to_string();
+        assert!(e.contains("unknown field `top_p`"), "{e}");
         // The same run today names its dialect: a different plan, and said so.
-        let today = Fingerprint { dialect: Some(Dialect::Compatible), temperature: Some(Temperature::ProviderDefault), ..read.clone() };
+        let mut today = read.clone();
+        (today.model.dialect, today.model.temperature) = (Some(Dialect::Compatible), Some(Temperature::ProviderDefault));
         let fields: Vec<String> = read.differences(&today).iter().map(ToString::to_string).collect();
         assert_eq!(fields, ["temperature: 0.0 vs provider_default", "dialect: unset vs compatible"]);
     }
@@ -289,7 +399,7 @@ mod tests {
 
     #[test]
     fn differences_read_as_text() {
-        let d = sample().differences(&Fingerprint { world_scale: 2, seed: None, ..sample() });
+        let d = sample().differences(&Fingerprint { world_scale: 2, ..with_model(|m| m.seed = None) });
         let text: Vec<String> = d.iter().map(ToString::to_string).collect();
         assert_eq!(text, ["seed: 7 vs unset", "world_scale: 1 vs 2"]);
     }

@@ -5,6 +5,8 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::Provider;
+
 /// The sampling temperature of an experiment: a number sent with every request, or the
 /// provider's default, for which nothing is sent (reasoning models accept no other).
 ///
@@ -188,6 +190,48 @@ fn host_of(url: &str) -> Option<String> {
     let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
     let host = if let Some(v6) = host_port.strip_prefix('[') { v6.split(']').next()? } else { host_port.split(':').next()? };
     (!host.is_empty()).then(|| host.to_ascii_lowercase())
+}
+
+/// The model and its pinned parameters (`provider = "oracle"` for the oracle, parameters null):
+/// the one type the plan, the fingerprint, the records and the report hold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelSpec {
+    pub id: String,
+    pub provider: Provider,
+    /// A number sent with every request, or `"provider_default"` (nothing sent); null for the
+    /// oracle.
+    pub temperature: Option<Temperature>,
+    pub max_tokens: Option<u32>,
+    pub seed: Option<u64>,
+    /// Whose rules the endpoint follows (null for the oracle and in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dialect: Option<Dialect>,
+    /// The request field that carries `max_tokens` (null when no limit is sent, and in older
+    /// records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens_param: Option<MaxTokensParam>,
+    /// The reasoning effort sent with every request (null: none is sent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
+}
+
+impl ModelSpec {
+    pub fn oracle() -> Self {
+        Self {
+            id: "oracle".into(),
+            provider: Provider::Oracle,
+            temperature: None,
+            max_tokens: None,
+            seed: None,
+            dialect: None,
+            max_tokens_param: None,
+            reasoning_effort: None,
+        }
+    }
+
+    pub fn is_oracle(&self) -> bool {
+        self.provider == Provider::Oracle
+    }
 }
 
 #[cfg(test)]

@@ -5,53 +5,12 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::fingerprint::Fingerprint;
-use crate::model::{Dialect, MaxTokensParam, Temperature};
+pub use crate::model::ModelSpec;
 use crate::outcome::{Offered, OracleFloor, ToolCallRecord, TurnRecord, Validity, VerifierOutcome};
-use crate::{Provider, Role, Transport};
+use crate::{Role, Transport};
 
 /// Bump when a field changes meaning.
 pub const SCHEMA_VERSION: u32 = 1;
-
-/// The model and its pinned parameters (`provider = "oracle"` for the oracle, parameters null).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ModelSpec {
-    pub id: String,
-    pub provider: Provider,
-    /// A number sent with every request, or `"provider_default"` (nothing sent); null for the
-    /// oracle.
-    pub temperature: Option<Temperature>,
-    pub max_tokens: Option<u32>,
-    pub seed: Option<u64>,
-    /// Whose rules the endpoint follows (null for the oracle and in older records).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dialect: Option<Dialect>,
-    /// The request field that carries `max_tokens` (null when no limit is sent, and in older
-    /// records).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_tokens_param: Option<MaxTokensParam>,
-    /// The reasoning effort sent with every request (null: none is sent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reasoning_effort: Option<String>,
-}
-
-impl ModelSpec {
-    pub fn oracle() -> Self {
-        Self {
-            id: "oracle".into(),
-            provider: Provider::Oracle,
-            temperature: None,
-            max_tokens: None,
-            seed: None,
-            dialect: None,
-            max_tokens_param: None,
-            reasoning_effort: None,
-        }
-    }
-
-    pub fn is_oracle(&self) -> bool {
-        self.provider == Provider::Oracle
-    }
-}
 
 /// Token totals over the session's turns; each is null if any turn lacked the field.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -267,15 +226,10 @@ impl SessionRecord {
                 out.push(Contradiction { field, in_fingerprint, record: show(&record), fingerprint: show(&fingerprint) });
             }
         };
-        let m = &self.model;
-        pair("model.id", "model_id", j(&m.id), j(&fp.model_id));
-        pair("model.provider", "provider", j(&m.provider), j(&fp.provider));
-        pair("model.temperature", "temperature", j(&m.temperature), j(&fp.temperature));
-        pair("model.max_tokens", "max_tokens", j(&m.max_tokens), j(&fp.max_tokens));
-        pair("model.seed", "seed", j(&m.seed), j(&fp.seed));
-        pair("model.dialect", "dialect", j(&m.dialect), j(&fp.dialect));
-        pair("model.max_tokens_param", "max_tokens_param", j(&m.max_tokens_param), j(&fp.max_tokens_param));
-        pair("model.reasoning_effort", "reasoning_effort", j(&m.reasoning_effort), j(&fp.reasoning_effort));
+        // The model's parameters, each under its own name in both (the id is `model_id` there).
+        for (field, in_fingerprint, record, fingerprint) in model_pairs(&self.model, &fp.model) {
+            pair(field, in_fingerprint, record, fingerprint);
+        }
         pair("world_seed", "world_seed", j(&self.world_seed), j(&fp.world_seed));
         pair("world_scale", "world_scale", j(&self.world_scale), j(&fp.world_scale));
         pair("task_sha256", "task_sha256", j(&self.task_sha256), j(&fp.task_sha256));
@@ -338,6 +292,24 @@ fn show(v: &serde_json::Value) -> String {
     }
 }
 
+/// Each parameter of the record's model beside the fingerprint's: (the record's field, the
+/// fingerprint's, both values). Destructured whole, so a new parameter does not compile until
+/// it is compared here too.
+fn model_pairs(record: &ModelSpec, fingerprint: &ModelSpec) -> [(&'static str, &'static str, serde_json::Value, serde_json::Value); 8] {
+    let ModelSpec { id, provider, temperature, max_tokens, seed, dialect, max_tokens_param, reasoning_effort } = record;
+    let f = fingerprint;
+    [
+        ("model.id", "model_id", j(id), j(&f.id)),
+        ("model.provider", "provider", j(provider), j(&f.provider)),
+        ("model.temperature", "temperature", j(temperature), j(&f.temperature)),
+        ("model.max_tokens", "max_tokens", j(max_tokens), j(&f.max_tokens)),
+        ("model.seed", "seed", j(seed), j(&f.seed)),
+        ("model.dialect", "dialect", j(dialect), j(&f.dialect)),
+        ("model.max_tokens_param", "max_tokens_param", j(max_tokens_param), j(&f.max_tokens_param)),
+        ("model.reasoning_effort", "reasoning_effort", j(reasoning_effort), j(&f.reasoning_effort)),
+    ]
+}
+
 /// A field as JSON, so both halves of a pair compare (and print) as the record file spells them.
 fn j<T: Serialize>(x: &T) -> serde_json::Value {
     serde_json::to_value(x).expect("a record field serialises")
@@ -346,8 +318,9 @@ fn j<T: Serialize>(x: &T) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Provider;
     use crate::Usage;
-    use crate::{Dialect, MaxTokensParam};
+    use crate::{Dialect, MaxTokensParam, Temperature};
 
     fn turns(usages: Vec<Usage>) -> Vec<TurnRecord> {
         usages
@@ -380,14 +353,7 @@ mod tests {
             reasoning_effort: Some("low".into()),
         };
         let fp = Fingerprint {
-            model_id: "m".into(),
-            provider: Provider::OpenAiCompatible,
-            temperature: model.temperature,
-            max_tokens: model.max_tokens,
-            seed: model.seed,
-            dialect: model.dialect,
-            max_tokens_param: model.max_tokens_param,
-            reasoning_effort: model.reasoning_effort.clone(),
+            model: model.clone(),
             base_url: Some("http://127.0.0.1:1/v1".into()),
             transport: Transport::Stdio,
             world_seed: 42,

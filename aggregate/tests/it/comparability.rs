@@ -38,7 +38,7 @@ fn like_records_pool_and_say_they_were_checked() {
     // Another model may differ in everything that is its own: it is never pooled with "m".
     pairs(dir.path(), "n", &["t1", "t2"], 1..=3, |r| {
         with_fingerprint(arms_differ(r), |f| {
-            f.temperature = Some(records::Temperature::Value(1.0));
+            f.model.temperature = Some(records::Temperature::Value(1.0));
             f.base_url = Some("http://elsewhere/v1".into());
         })
     });

@@ -56,7 +56,7 @@ fn an_undeclared_difference_is_refused_and_a_declared_one_compared() {
     let a = root.path().join("a");
     let b = root.path().join("b");
     pairs(&a, "m", &["t1"], 1..=3, named("a"));
-    pairs(&b, "m", &["t1"], 1..=3, |r| with_fingerprint(named("b")(r), |f| f.temperature = Some(records::Temperature::Value(1.0))));
+    pairs(&b, "m", &["t1"], 1..=3, |r| with_fingerprint(named("b")(r), |f| f.model.temperature = Some(records::Temperature::Value(1.0))));
 
     let e = compare(&a, &b, &[], &opts()).unwrap_err();
     assert!(matches!(e, AggregateError::Uncomparable { .. }), "{e}");

@@ -191,7 +191,7 @@ fn folders_with_identical_fingerprints_merge_and_unlike_ones_do_not() {
 
     // A part that ran at another temperature is refused, naming a file of each part.
     let c = root.path().join("exp-c");
-    pairs(&c, "m", &["t3"], 1..=2, |r| with_fingerprint(named("exp-c")(r), |f| f.temperature = Some(records::Temperature::Value(1.0))));
+    pairs(&c, "m", &["t3"], 1..=2, |r| with_fingerprint(named("exp-c")(r), |f| f.model.temperature = Some(records::Temperature::Value(1.0))));
     let e = aggregate::merge_experiments(&[a.clone(), c.clone()]).unwrap_err();
     assert!(matches!(e, AggregateError::Incomparable { .. }), "{e}");
     assert!(e.to_string().contains("exp-a") && e.to_string().contains("exp-c"), "{e}");

@@ -192,14 +192,7 @@ impl RunPlan {
         let model = &self.models[s.model];
         let oracle = model.is_oracle();
         Fingerprint {
-            model_id: model.spec.id.clone(),
-            provider: model.spec.provider,
-            temperature: model.spec.temperature,
-            max_tokens: model.spec.max_tokens,
-            seed: model.spec.seed,
-            dialect: model.spec.dialect,
-            max_tokens_param: model.spec.max_tokens_param,
-            reasoning_effort: model.spec.reasoning_effort.clone(),
+            model: model.spec.clone(),
             base_url: model.endpoint.as_ref().map(|e| records::fingerprint::url_without_userinfo(&e.base_url)),
             transport: self.transport,
             world_seed: s.task.meta.seed,

@@ -85,9 +85,9 @@ async fn a_spec_and_the_same_flags_make_the_same_plan() {
         assert_eq!((x.server.name, x.task.id.as_str(), x.rep, x.arm_position), (y.server.name, y.task.id.as_str(), y.rep, y.arm_position));
         let (fx, fy) = (from_spec.fingerprint(x), from_flags.fingerprint(y));
         assert_eq!(fx, fy, "{:?}", fx.differences(&fy));
-        assert_eq!(fx.temperature, Some(Temperature::Value(0.7)), "the pinned value exactly, not a float32 round trip");
+        assert_eq!(fx.model.temperature, Some(Temperature::Value(0.7)), "the pinned value exactly, not a float32 round trip");
         assert_eq!(
-            (fx.dialect, fx.max_tokens_param, fx.reasoning_effort.as_deref()),
+            (fx.model.dialect, fx.model.max_tokens_param, fx.model.reasoning_effort.as_deref()),
             (Some(Dialect::Compatible), Some(MaxTokensParam::MaxTokens), Some("low"))
         );
     }

@@ -167,14 +167,7 @@ pub fn write_superseded(dir: &Path, r: &SessionRecord, attempt: u32, reason: &st
 pub fn fingerprint_of(r: &SessionRecord) -> Fingerprint {
     let oracle = r.model.is_oracle();
     Fingerprint {
-        model_id: r.model.id.clone(),
-        provider: r.model.provider,
-        temperature: r.model.temperature,
-        max_tokens: r.model.max_tokens,
-        seed: r.model.seed,
-        dialect: r.model.dialect,
-        max_tokens_param: r.model.max_tokens_param,
-        reasoning_effort: r.model.reasoning_effort.clone(),
+        model: r.model.clone(),
         base_url: (!oracle).then(|| "http://127.0.0.1:1/v1".into()),
         transport: records::Transport::Stdio,
         world_seed: r.world_seed,
@@ -210,14 +203,7 @@ pub fn with_fingerprint(r: SessionRecord, f: impl FnOnce(&mut Fingerprint)) -> S
 
 /// `r` carrying `fp`: every field the record holds twice copied from it, its hash set.
 fn under(mut r: SessionRecord, fp: Fingerprint) -> SessionRecord {
-    r.model.id = fp.model_id.clone();
-    r.model.provider = fp.provider;
-    r.model.temperature = fp.temperature;
-    r.model.max_tokens = fp.max_tokens;
-    r.model.seed = fp.seed;
-    r.model.dialect = fp.dialect;
-    r.model.max_tokens_param = fp.max_tokens_param;
-    r.model.reasoning_effort = fp.reasoning_effort.clone();
+    r.model = fp.model.clone();
     (r.world_seed, r.world_scale, r.task_sha256, r.turn_cap) = (fp.world_seed, fp.world_scale, fp.task_sha256.clone(), fp.turn_cap);
     (r.manifest_sha256, r.system_prompt_sha256) = (fp.manifest_sha256.clone(), fp.system_prompt_sha256.clone());
     (r.git_commit, r.git_dirty, r.transport) = (fp.build_commit.clone(), fp.build_dirty, Some(fp.transport));

@@ -36,14 +36,7 @@ fn model_spec(oracle: bool) -> ModelSpec {
 fn fingerprint(r: &SessionRecord) -> Fingerprint {
     let oracle = r.model.is_oracle();
     Fingerprint {
-        model_id: r.model.id.clone(),
-        provider: r.model.provider,
-        temperature: r.model.temperature,
-        max_tokens: r.model.max_tokens,
-        seed: r.model.seed,
-        dialect: r.model.dialect,
-        max_tokens_param: r.model.max_tokens_param,
-        reasoning_effort: r.model.reasoning_effort.clone(),
+        model: r.model.clone(),
         base_url: (!oracle).then(|| "http://127.0.0.1:9/v1".into()),
         transport: records::Transport::Stdio,
         world_seed: 42,
