@@ -235,6 +235,7 @@ pub(crate) mod tests {
             dialect: Some(Dialect::Openrouter),
             max_tokens_param: Some(MaxTokensParam::MaxCompletionTokens),
             reasoning_effort: Some("low".into()),
+            profile_sha256: None,
         }
     }
 
@@ -243,7 +244,8 @@ pub(crate) mod tests {
         let spec = every_field_set();
         let c = ProviderConfig::for_model(&spec, "http://127.0.0.1:8080/v1", "KEY_VAR");
         // Every field named: one added to ModelSpec stops this compiling until it is decided here.
-        let ModelSpec { id, provider: _, temperature, max_tokens, seed, dialect, max_tokens_param, reasoning_effort } = spec;
+        // A simulated agent's profile is not sent anywhere.
+        let ModelSpec { id, provider: _, temperature, max_tokens, seed, dialect, max_tokens_param, reasoning_effort, profile_sha256: _ } = spec;
         assert_eq!((c.base_url.as_str(), c.api_key_env.as_str(), c.model.as_str()), ("http://127.0.0.1:8080/v1", "KEY_VAR", id.as_str()));
         assert_eq!(c.temperature, temperature.and_then(Temperature::sent));
         assert_eq!(c.max_tokens, max_tokens);

@@ -32,6 +32,7 @@ pub mod preflight;
 pub mod provider;
 pub mod record;
 pub mod session;
+pub mod sim;
 pub mod text_call;
 
 pub use config::{ProviderConfig, RetryPolicy};

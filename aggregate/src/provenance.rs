@@ -96,13 +96,16 @@ mod models_json {
         /// The reasoning effort sent with every request; null when none was.
         #[serde(default)]
         reasoning_effort: Option<String>,
+        /// A simulated agent's profile (absent for every other model, so reports keep their bytes).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        profile_sha256: Option<String>,
     }
 
     pub fn serialize<S: Serializer>(models: &[ModelSpec], s: S) -> Result<S::Ok, S::Error> {
         let wire: Vec<Model> = models
             .iter()
             .cloned()
-            .map(|ModelSpec { id, provider, temperature, max_tokens, seed, dialect, max_tokens_param, reasoning_effort }| Model {
+            .map(|ModelSpec { id, provider, temperature, max_tokens, seed, dialect, max_tokens_param, reasoning_effort, profile_sha256 }| Model {
                 id,
                 provider,
                 temperature,
@@ -111,6 +114,7 @@ mod models_json {
                 dialect,
                 max_tokens_param,
                 reasoning_effort,
+                profile_sha256,
             })
             .collect();
         wire.serialize(s)
@@ -120,7 +124,7 @@ mod models_json {
         let wire = Vec::<Model>::deserialize(d)?;
         Ok(wire
             .into_iter()
-            .map(|Model { id, provider, temperature, max_tokens, seed, dialect, max_tokens_param, reasoning_effort }| ModelSpec {
+            .map(|Model { id, provider, temperature, max_tokens, seed, dialect, max_tokens_param, reasoning_effort, profile_sha256 }| ModelSpec {
                 id,
                 provider,
                 temperature,
@@ -129,6 +133,7 @@ mod models_json {
                 dialect,
                 max_tokens_param,
                 reasoning_effort,
+                profile_sha256,
             })
             .collect())
     }
@@ -279,7 +284,7 @@ fn preflight(exp: &Experiment, manifest: Option<&ExperimentManifest>) -> Preflig
     if skipped {
         return Preflight { status: PreflightStatus::Skipped, models: vec![] };
     }
-    if exp.sessions.iter().all(|s| s.record.model.is_oracle()) {
+    if exp.sessions.iter().all(|s| !s.record.model.needs_endpoint()) {
         return Preflight { status: PreflightStatus::NotNeeded, models: vec![] };
     }
     let recorded = manifest.and_then(|m| m.preflight.as_ref().or_else(|| m.check.as_ref().and_then(|c| c.get("preflight"))));

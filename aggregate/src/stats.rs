@@ -286,26 +286,7 @@ fn wilson_f(p: f64, n: f64) -> Option<Interval> {
     Some(Interval { lo, hi })
 }
 
-/// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, and frozen here.
-#[derive(Debug, Clone)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    pub fn new(seed: u64) -> Self {
-        Self(seed)
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    /// Uniform in `0..n` (Lemire's multiply-shift; the bias is below 2^-40 for our n).
-    pub fn below(&mut self, n: usize) -> usize {
-        ((self.next_u64() as u128 * n as u128) >> 64) as usize
-    }
-}
+pub use records::rng::SplitMix64;
 
 /// Percentile bootstrap 95% interval of the mean of `xs`, resampling with replacement.
 /// `None` for fewer than 2 values (no spread to resample).

@@ -359,6 +359,10 @@ async fn model(spec: &Spec, skip_preflight: bool, f: &mut Failures) -> Option<se
         if m.is_oracle() {
             continue;
         }
+        if m.id.starts_with(crate::plan::SIM_PREFIX) {
+            f.add(Gate::Model, format!("{who}: a simulated agent runs from flags only for now (`pipeline --mcp SERVER --models {}`), not from a spec", m.id));
+            continue;
+        }
         let before = f.0.get(&Gate::Model).map_or(0, Vec::len);
         if m.base_url.as_deref().is_none_or(|u| u.trim().is_empty()) {
             f.add(Gate::Model, format!("{who}: base_url is not pinned"));

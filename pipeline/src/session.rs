@@ -53,6 +53,15 @@ pub async fn run_one(ctx: &RunContext, pending: &Pending, backend_url: &str, wor
                         Some(plan) => agent::oracle::run(&conn, &task.text, plan).await,
                         None => harness_failure(format!("no oracle plan for {}", job.server.name)),
                     }
+                } else if let Some(profile) = &model.sim {
+                    let seed = model.spec.seed.unwrap_or(profile.seed);
+                    match task.plan_for(job.server.name) {
+                        Some(plan) => {
+                            let place = agent::sim::Place { task, plan, role: job.server.role, rep: job.rep };
+                            agent::sim::run(&conn, &place, profile, seed).await
+                        }
+                        None => harness_failure(format!("no oracle plan for {} (the simulated agent follows it)", job.server.name)),
+                    }
                 } else {
                     match ctx.providers.get(&model.spec.id) {
                         Some(provider) => agent::session::run(&conn, &task.text, agent::SYSTEM_PROMPT, task.meta.turn_cap, provider, &ctx.quota).await,

@@ -71,6 +71,10 @@ mod wire {
         max_tokens_param: Option<MaxTokensParam>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reasoning_effort: Option<String>,
+        /// A simulated agent's profile; absent for every other model, so their hashes are
+        /// unchanged.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        profile_sha256: Option<String>,
         base_url: Option<String>,
         transport: Transport,
         world_seed: u64,
@@ -107,6 +111,7 @@ mod wire {
                     dialect: w.dialect,
                     max_tokens_param: w.max_tokens_param,
                     reasoning_effort: w.reasoning_effort,
+                    profile_sha256: w.profile_sha256,
                 },
                 base_url: w.base_url,
                 transport: w.transport,
@@ -139,6 +144,7 @@ mod wire {
                 dialect: m.dialect,
                 max_tokens_param: m.max_tokens_param,
                 reasoning_effort: m.reasoning_effort,
+                profile_sha256: m.profile_sha256,
                 base_url: f.base_url,
                 transport: f.transport,
                 world_seed: f.world_seed,
@@ -225,6 +231,7 @@ pub const FIELDS: &[&str] = &[
     "dialect",
     "max_tokens_param",
     "reasoning_effort",
+    "profile_sha256",
     "base_url",
     "transport",
     "world_seed",
@@ -284,6 +291,7 @@ mod tests {
                 dialect: Some(Dialect::Compatible),
                 max_tokens_param: None,
                 reasoning_effort: None,
+                profile_sha256: None,
             },
             base_url: Some("http://127.0.0.1:1/v1".into()),
             transport: Transport::Stdio,
@@ -322,6 +330,7 @@ mod tests {
             ("dialect", with_model(|m| m.dialect = Some(Dialect::Openai))),
             ("max_tokens_param", with_model(|m| m.max_tokens_param = Some(MaxTokensParam::MaxCompletionTokens))),
             ("reasoning_effort", with_model(|m| m.reasoning_effort = Some("high".into()))),
+            ("profile_sha256", with_model(|m| m.profile_sha256 = Some("p".into()))),
             ("base_url", Fingerprint { base_url: Some("http://other/v1".into()), ..sample() }),
             ("transport", Fingerprint { transport: Transport::Http, ..sample() }),
             ("world_seed", Fingerprint { world_seed: 1, ..sample() }),
@@ -340,7 +349,12 @@ mod tests {
         ];
         assert_eq!(variants.len(), FIELDS.len(), "a test variant for every field");
         let every_field_set = Fingerprint {
-            model: ModelSpec { max_tokens_param: Some(MaxTokensParam::MaxTokens), reasoning_effort: Some("low".into()), ..sample().model },
+            model: ModelSpec {
+                max_tokens_param: Some(MaxTokensParam::MaxTokens),
+                reasoning_effort: Some("low".into()),
+                profile_sha256: Some("p".into()),
+                ..sample().model
+            },
             world_scale_override: Some(1),
             catalogue: Some(25),
             arm_sha256: Some("a".into()),

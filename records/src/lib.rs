@@ -12,6 +12,7 @@ pub mod fsio;
 pub mod manifest;
 pub mod model;
 pub mod outcome;
+pub mod rng;
 pub mod session;
 
 pub use fingerprint::{FieldDifference, Fingerprint};
@@ -57,6 +58,11 @@ pub enum Provider {
     Oracle,
     #[serde(rename = "openai_compatible")]
     OpenAiCompatible,
+    /// A simulated agent (`--models sim:PROFILE`): the oracle's plans with seeded, planted slips
+    /// and synthetic usage. It checks the instrument; its numbers are never evidence about a
+    /// pattern.
+    #[serde(rename = "simulated")]
+    Simulated,
 }
 
 impl Provider {
@@ -64,6 +70,7 @@ impl Provider {
         match self {
             Self::Oracle => "oracle",
             Self::OpenAiCompatible => "openai_compatible",
+            Self::Simulated => "simulated",
         }
     }
 }

@@ -213,6 +213,9 @@ pub struct ModelSpec {
     /// The reasoning effort sent with every request (null: none is sent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_effort: Option<String>,
+    /// A simulated agent's profile: the sha256 of its TOML file (null for every other model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_sha256: Option<String>,
 }
 
 impl ModelSpec {
@@ -226,11 +229,22 @@ impl ModelSpec {
             dialect: None,
             max_tokens_param: None,
             reasoning_effort: None,
+            profile_sha256: None,
         }
     }
 
     pub fn is_oracle(&self) -> bool {
         self.provider == Provider::Oracle
+    }
+
+    /// A simulated agent: planted effects, synthetic usage.
+    pub fn is_simulated(&self) -> bool {
+        self.provider == Provider::Simulated
+    }
+
+    /// Runs without an endpoint (the oracle, a simulated agent): nothing to preflight or probe.
+    pub fn needs_endpoint(&self) -> bool {
+        self.provider == Provider::OpenAiCompatible
     }
 }
 

@@ -131,8 +131,8 @@ pub fn default_tasks_dir() -> PathBuf {
 }
 
 /// Folders of the `tasks` crate itself that live beside the module folders (`gold`: the graders'
-/// frozen gold set).
-const CRATE_FOLDERS: &[&str] = &["src", "tests", "benches", "examples", "target", "gold"];
+/// frozen gold set; `sim`: the simulated agent's committed profiles).
+const CRATE_FOLDERS: &[&str] = &["src", "tests", "benches", "examples", "target", "gold", "sim"];
 
 /// Every task of every registered module, in registry then id order.
 pub fn load_all(root: &Path) -> Result<Vec<Task>, LoadError> {

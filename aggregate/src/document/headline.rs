@@ -20,7 +20,17 @@ pub(super) fn section(s: &Summary) -> Section {
     }
     for m in &s.models {
         blocks.push(Block::Heading { level: 3, text: Text::plain("Model ").and_code(&m.model).and(format!(" ({})", m.provider)) });
-        blocks.push(Block::Cards(m.modules.iter().map(model_card).collect()));
+        let simulated = m.provider == records::Provider::Simulated;
+        if simulated {
+            blocks.push(Block::Paragraph(
+                Text::plain("")
+                    .strong("Planted effects: this checks the instrument, not the pattern.")
+                    .and(" This model is a simulated agent: it follows the oracle plans, slips as its profile plants, and its tokens are ")
+                    .strong("synthetic")
+                    .and(" (estimated from each session's real bytes). Its verdicts say whether the bench finds what was planted; they are not evidence about a pattern."),
+            ));
+        }
+        blocks.push(Block::Cards(m.modules.iter().map(|x| model_card(x, simulated)).collect()));
     }
     Section { kind: SectionKind::Headline, heading: Some("Headline".into()), blocks }
 }
@@ -67,7 +77,7 @@ pub(super) fn over_failures(m: &ModuleReport) -> Option<String> {
     ))
 }
 
-fn model_card(x: &ModuleReport) -> Card {
+fn model_card(x: &ModuleReport, simulated: bool) -> Card {
     let success = CardMetric {
         title: "success rate [Wilson 95%]".into(),
         estimate: false,
@@ -119,7 +129,7 @@ fn model_card(x: &ModuleReport) -> Card {
     Card {
         module: x.module.clone(),
         title: Comparison::label_in(&x.module, x.comparison.as_ref(), x.split),
-        verdict: Some(x.verdict.as_str().into()),
+        verdict: Some(if simulated { format!("{} (planted effects, not evidence)", x.verdict.as_str()) } else { x.verdict.as_str().into() }),
         reason: Text::plain(x.verdict_reason.clone()),
         servers: vec![],
         sessions: vec![(Role::Pattern, sessions_line(&x.pattern)), (Role::Control, sessions_line(&x.control))],

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use records::{ModelSpec, Provider};
+use records::{ModelSpec, Provider, SessionMode};
 use servers::registry::ServerEntry;
 
 use super::select::{check_external_plans, manifests_of, modules_of, select_servers};
@@ -21,6 +21,11 @@ impl RunPlan {
     pub async fn from_flags(args: &RunArgs) -> anyhow::Result<Self> {
         let arms = select_servers(args)?;
         let models = models_from_flags(args)?;
+        if args.session_mode == SessionMode::Warm
+            && let Some(m) = models.iter().find(|m| m.sim.is_some())
+        {
+            bail!("model {}: a simulated agent runs cold sessions only for now; drop --session-mode warm", m.spec.id);
+        }
         let tasks_dir = args.tasks_dir.clone().unwrap_or_else(tasks::default_tasks_dir);
         let mut tasks = Vec::new();
         for module in modules_of(&arms) {
@@ -259,6 +264,10 @@ fn models_from_flags(args: &RunArgs) -> anyhow::Result<Vec<ModelPlan>> {
             out.push(ModelPlan::oracle());
             continue;
         }
+        if id.starts_with(super::model::SIM_PREFIX) {
+            out.push(ModelPlan::simulated(id, &args.tasks_dir.clone().unwrap_or_else(tasks::default_tasks_dir), args.seed)?);
+            continue;
+        }
         let pinned = ModelSpec {
             id: id.clone(),
             provider: Provider::OpenAiCompatible,
@@ -268,6 +277,7 @@ fn models_from_flags(args: &RunArgs) -> anyhow::Result<Vec<ModelPlan>> {
             reasoning_effort: args.asking.reasoning_effort.clone(),
             dialect: args.asking.dialect,
             max_tokens_param: args.asking.max_tokens_param,
+            profile_sha256: None,
         };
         let endpoint = Endpoint {
             base_url: args.base_url.clone().unwrap_or_default(),
@@ -293,6 +303,7 @@ pub fn model_plan(m: &ModelParams, request_timeout: std::time::Duration, headers
         reasoning_effort: m.reasoning_effort.clone(),
         dialect: m.dialect,
         max_tokens_param: m.max_tokens_param,
+        profile_sha256: None,
     };
     let endpoint = super::Endpoint {
         base_url: m.base_url.clone().unwrap_or_default(),

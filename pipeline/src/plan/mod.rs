@@ -24,7 +24,7 @@ mod select;
 mod tests;
 
 pub use lower::{SpecRunOptions, check_experiment_name, model_plan};
-pub use model::{Endpoint, ModelPlan};
+pub use model::{Endpoint, ModelPlan, SIM_PREFIX};
 pub use select::{arms_of, check_external_plans, check_runnable, select_tasks};
 
 /// The tasks of one module, in the order they run.
@@ -190,7 +190,8 @@ impl RunPlan {
     /// What must be equal for a recorded session to count as this one.
     pub fn fingerprint(&self, s: &PlannedSession) -> Fingerprint {
         let model = &self.models[s.model];
-        let oracle = model.is_oracle();
+        // The oracle and a simulated agent send no prompt and ask no endpoint anything.
+        let oracle = !model.spec.needs_endpoint();
         Fingerprint {
             model: model.spec.clone(),
             base_url: model.endpoint.as_ref().map(|e| records::fingerprint::url_without_userinfo(&e.base_url)),
@@ -219,6 +220,6 @@ impl RunPlan {
 
     /// The models that need an endpoint.
     pub fn endpoint_models(&self) -> impl Iterator<Item = &ModelPlan> {
-        self.models.iter().filter(|m| !m.is_oracle())
+        self.models.iter().filter(|m| m.spec.needs_endpoint())
     }
 }

@@ -1,5 +1,7 @@
 //! The models of a plan: pinned parameters, and the endpoint that serves them.
 
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use records::{Dialect, ModelSpec, Provider};
@@ -26,16 +28,53 @@ impl std::fmt::Debug for Endpoint {
     }
 }
 
-/// One model of the plan: its pinned parameters, and its endpoint (none for the oracle).
+/// One model of the plan: its pinned parameters, and its endpoint (none for the oracle and a
+/// simulated agent), or the simulated agent's profile.
 #[derive(Debug, Clone)]
 pub struct ModelPlan {
     pub spec: ModelSpec,
     pub endpoint: Option<Endpoint>,
+    pub sim: Option<Arc<agent::sim::Profile>>,
 }
+
+/// How a simulated agent is named: `sim:NAME` (a committed profile, `<tasks>/sim/NAME.toml`) or
+/// `sim:PATH.toml`.
+pub const SIM_PREFIX: &str = "sim:";
 
 impl ModelPlan {
     pub fn oracle() -> Self {
-        Self { spec: ModelSpec::oracle(), endpoint: None }
+        Self { spec: ModelSpec::oracle(), endpoint: None, sim: None }
+    }
+
+    /// The simulated agent `id` names (`sim:NAME` or `sim:PATH.toml`), with the run's `seed` or
+    /// else the profile's. The error names the profiles there are.
+    pub fn simulated(id: &str, tasks_dir: &Path, seed: Option<u64>) -> anyhow::Result<Self> {
+        let name = id.strip_prefix(SIM_PREFIX).unwrap_or(id);
+        let committed = tasks_dir.join("sim");
+        let path = if name.ends_with(".toml") || name.contains('/') { Path::new(name).to_owned() } else { committed.join(format!("{name}.toml")) };
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            let mut names: Vec<String> = std::fs::read_dir(&committed)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|e| e.file_name().to_str().and_then(|n| n.strip_suffix(".toml")).map(str::to_owned))
+                .collect();
+            names.sort();
+            anyhow::anyhow!(
+                "model {id}: cannot read the simulated agent's profile {} ({e}); name a committed one ({}) or a TOML file: --models sim:PATH.toml",
+                path.display(),
+                names.iter().map(|n| format!("sim:{n}")).collect::<Vec<_>>().join(", ")
+            )
+        })?;
+        let profile = agent::sim::Profile::parse(&text).map_err(|e| anyhow::anyhow!("model {id}: profile {}: {e}", path.display()))?;
+        let spec = ModelSpec {
+            id: id.to_owned(),
+            provider: Provider::Simulated,
+            seed: Some(seed.unwrap_or(profile.seed)),
+            profile_sha256: Some(records::sha256_hex(text.as_bytes())),
+            ..ModelSpec::oracle()
+        };
+        Ok(Self { spec, endpoint: None, sim: Some(Arc::new(profile)) })
     }
 
     pub fn is_oracle(&self) -> bool {
@@ -61,6 +100,7 @@ impl ModelPlan {
                 ..pinned
             },
             endpoint: Some(endpoint),
+            sim: None,
         };
         if let Some(config) = plan.provider_config() {
             agent::dialect::check(&config).map_err(|e| anyhow::anyhow!("model {}: {e}", plan.spec.id))?;

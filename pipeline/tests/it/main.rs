@@ -20,6 +20,7 @@ mod otlp;
 mod report_browser;
 mod run;
 mod shards;
+mod sim;
 mod spec_gates;
 mod view;
 mod warm;

@@ -43,6 +43,7 @@ pub fn model(id: &str) -> ModelSpec {
             dialect: None,
             max_tokens_param: None,
             reasoning_effort: None,
+            profile_sha256: None,
         }
     }
 }

@@ -29,6 +29,7 @@ fn model_spec(oracle: bool) -> ModelSpec {
             dialect: None,
             max_tokens_param: None,
             reasoning_effort: None,
+            profile_sha256: None,
         }
     }
 }

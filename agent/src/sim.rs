@@ -1,0 +1,432 @@
+//! The simulated agent (`--models sim:PROFILE`): a stand-in for a model that drives the real arms
+//! through the real session — real MCP calls, resets, verifiers and records — from each task's
+//! oracle plan, with seeded, per-arm slips declared in a profile. It exists to check the
+//! instrument against a planted truth: what the profile makes each session do is drawn before
+//! the session and written in its transcript, so a verdict can be compared with what the agent
+//! really did. Its usage is synthetic (estimated from the real bytes of the session, as the
+//! oracle's floor is) and marked so: the provider is `simulated`, and reports never read its
+//! numbers as evidence about a pattern.
+//!
+//! Every draw comes from the run's seed and the session's place — (task, arm, rep) — so a
+//! session replays exactly, and [`decide`] gives the same plan without running anything.
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::mcp::ServerConnection;
+use crate::record::{SessionOutcome, TurnRecord, Usage};
+use records::Role;
+use records::rng::SplitMix64;
+
+pub const PROVIDER: &str = "simulated";
+
+/// How the simulated usage is computed (in every session's transcript).
+pub const USAGE_METHOD: &str = "synthetic: one call per turn, then the profile's extra turns, then an answer turn; each turn's input is \
+system prompt + task text + definitions + every earlier call's arguments and result, bytes / 4; a call turn's output is its arguments, \
+bytes / 4 + 8; the answer turn's output is the answer, bytes / 4 + 1";
+
+/// What the simulated agent does, per arm (a TOML file; committed ones in the tasks folder's
+/// `sim/`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    pub description: String,
+    /// The seed of every draw when the run pins none (`--seed`).
+    pub seed: u64,
+    /// SD, on the logit scale, of a task's difficulty: one draw per task, shared by both arms and
+    /// every rep, so tasks differ and sessions of one task correlate.
+    #[serde(default)]
+    pub task_difficulty_sd: f64,
+    /// SD, on the logit scale, of the arm × task interaction: how much one arm's chance on a
+    /// task departs from the other's beyond the arms' own rates.
+    #[serde(default)]
+    pub interaction_sd: f64,
+    pub control: Arm,
+    pub pattern: Arm,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Arm {
+    /// The probability of completing the plan on a task of median difficulty, in [0, 1].
+    pub complete: f64,
+    /// When it does not complete, how it fails: relative weights of the slips (at least one
+    /// above zero when `complete` is below 1).
+    #[serde(default)]
+    pub slips: Slips,
+    /// The mean number (Poisson) of extra turns without a call before the answer: a model that
+    /// dithers resends its whole context each time.
+    #[serde(default)]
+    pub extra_turns: f64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Slips {
+    /// On a task that asks for a change, leaves out the plan's last step that saves nothing (the
+    /// write, in the plans here) and claims success; on a question, answers wrongly instead.
+    #[serde(default)]
+    pub skip_step: f64,
+    /// Makes only the first half of the plan's calls and says it could not finish.
+    #[serde(default)]
+    pub stop_early: f64,
+    /// Makes every call and gives a confident answer with its figures changed.
+    #[serde(default)]
+    pub wrong_answer: f64,
+}
+
+/// What a session was planned to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Planned {
+    Complete,
+    SkipStep,
+    StopEarly,
+    WrongAnswer,
+}
+
+impl Planned {
+    /// Whether the planted truth is that the session did the task.
+    pub fn did_the_task(self) -> bool {
+        self == Self::Complete
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Complete => "complete",
+            Self::SkipStep => "skip_step",
+            Self::StopEarly => "stop_early",
+            Self::WrongAnswer => "wrong_answer",
+        }
+    }
+}
+
+/// One session's draws.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    pub planned: Planned,
+    /// The session's probability of completing (its arm's rate, moved by the task's draws).
+    pub p_complete: f64,
+    pub extra_turns: u32,
+}
+
+impl Profile {
+    /// Reads and checks a profile; the error names the field and the fix.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let p: Self = toml::from_str(text).map_err(|e| e.to_string())?;
+        p.check()?;
+        Ok(p)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        for (name, x) in [("task_difficulty_sd", self.task_difficulty_sd), ("interaction_sd", self.interaction_sd)] {
+            if !(x.is_finite() && x >= 0.0) {
+                return Err(format!("{name} must be a finite number ≥ 0, not {x}"));
+            }
+        }
+        for (role, arm) in [("control", &self.control), ("pattern", &self.pattern)] {
+            if !(0.0..=1.0).contains(&arm.complete) {
+                return Err(format!("{role}.complete must lie in [0, 1], not {}", arm.complete));
+            }
+            let s = &arm.slips;
+            let weights = [s.skip_step, s.stop_early, s.wrong_answer];
+            if weights.iter().any(|w| !(w.is_finite() && *w >= 0.0)) {
+                return Err(format!("{role}.slips: every weight must be a finite number ≥ 0"));
+            }
+            if arm.complete < 1.0 && weights.iter().sum::<f64>() <= 0.0 {
+                return Err(format!("{role}.complete is below 1, so {role}.slips must give at least one slip a weight above 0"));
+            }
+            if !(arm.extra_turns.is_finite() && (0.0..=50.0).contains(&arm.extra_turns)) {
+                return Err(format!("{role}.extra_turns must lie in [0, 50], not {}", arm.extra_turns));
+            }
+        }
+        Ok(())
+    }
+
+    fn arm(&self, role: Role) -> &Arm {
+        match role {
+            Role::Pattern => &self.pattern,
+            Role::Control => &self.control,
+        }
+    }
+}
+
+/// What the session of `task` in the `role` arm, repetition `rep`, does under `profile` and
+/// `seed`: the same answer every time, without running anything.
+pub fn decide(profile: &Profile, seed: u64, task: &str, role: Role, rep: u32) -> Decision {
+    let arm = profile.arm(role);
+    let difficulty = profile.task_difficulty_sd * SplitMix64::labelled(seed, &["task", task]).normal();
+    let interaction = profile.interaction_sd * SplitMix64::labelled(seed, &["interaction", task, role.as_str()]).normal();
+    let p_complete = match arm.complete {
+        c if c >= 1.0 => 1.0,
+        c if c <= 0.0 => 0.0,
+        c => 1.0 / (1.0 + (-((c / (1.0 - c)).ln() - difficulty + interaction)).exp()),
+    };
+    let mut rng = SplitMix64::labelled(seed, &["session", task, role.as_str(), &rep.to_string()]);
+    let planned = if rng.uniform() < p_complete {
+        Planned::Complete
+    } else {
+        let s = &arm.slips;
+        let weights = [(Planned::SkipStep, s.skip_step), (Planned::StopEarly, s.stop_early), (Planned::WrongAnswer, s.wrong_answer)];
+        let mut u = rng.uniform() * weights.iter().map(|(_, w)| w).sum::<f64>();
+        let mut chosen = Planned::StopEarly;
+        for (slip, w) in weights {
+            if w > 0.0 {
+                chosen = slip;
+                if u < w {
+                    break;
+                }
+                u -= w;
+            }
+        }
+        chosen
+    };
+    let extra_turns = rng.poisson(arm.extra_turns);
+    Decision { planned, p_complete, extra_turns }
+}
+
+/// The plan the session follows under `planned`, and what it does: a skip on a question (no
+/// change asked for: `asks_for_change` false) answers wrongly instead, and a skip with no step it
+/// can leave out (every step saves a value) stops early. The transcript says what was done.
+fn planned_plan(plan: &tasks::OraclePlan, planned: Planned, asks_for_change: bool) -> (tasks::OraclePlan, Planned) {
+    let mut p = plan.clone();
+    match planned {
+        Planned::Complete | Planned::WrongAnswer => (p, planned),
+        Planned::SkipStep if !asks_for_change => (p, Planned::WrongAnswer),
+        Planned::SkipStep => match p.steps.iter().rposition(|s| s.save.is_empty() && !s.expect_error) {
+            Some(i) => {
+                p.steps.remove(i);
+                (p, Planned::SkipStep)
+            }
+            None => planned_plan(plan, Planned::StopEarly, asks_for_change),
+        },
+        Planned::StopEarly => {
+            p.steps.truncate(p.steps.len() / 2);
+            p.answer = "I could not complete this task: I stopped before finishing it.".into();
+            (p, Planned::StopEarly)
+        }
+    }
+}
+
+/// A confident answer with every figure in it changed; one without figures is replaced by a
+/// confident claim that nothing needed doing.
+pub fn wrong_answer(answer: &str) -> String {
+    if !answer.chars().any(|c| c.is_ascii_digit()) {
+        return "Done: nothing needed to change, everything was already as the task asks.".into();
+    }
+    let mut out = String::with_capacity(answer.len());
+    let mut digits = String::new();
+    let flush = |digits: &mut String, out: &mut String| {
+        if !digits.is_empty() {
+            // Seven more, as text: a different figure of about the same look.
+            let changed = digits.parse::<u128>().map_or_else(|_| format!("{digits}7"), |n| (n + 7).to_string());
+            out.push_str(&changed);
+            digits.clear();
+        }
+    };
+    for c in answer.chars() {
+        if c.is_ascii_digit() {
+            digits.push(c);
+        } else {
+            flush(&mut digits, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut digits, &mut out);
+    out
+}
+
+/// Where a session sits: its task and the arm's plan for it, its arm and repetition.
+pub struct Place<'a> {
+    pub task: &'a tasks::Task,
+    pub plan: &'a tasks::OraclePlan,
+    pub role: Role,
+    pub rep: u32,
+}
+
+/// Whether `task` asks for a change to the world: its verifier checks the state with SQL (a
+/// question's checks only that tables are unchanged, and its answer).
+pub fn asks_for_change(task: &tasks::Task) -> bool {
+    !task.verifier.sql.is_empty()
+}
+
+/// What the session at `place` does under `profile` and `seed`, without running it: the draw,
+/// and the slip as it applies to this task and plan.
+pub fn planned(profile: &Profile, seed: u64, place: &Place<'_>) -> (Decision, Planned) {
+    let d = decide(profile, seed, &place.task.id, place.role, place.rep);
+    let (_, done) = planned_plan(place.plan, d.planned, asks_for_change(place.task));
+    (d, done)
+}
+
+/// Runs the session at `place` as `profile` plans it.
+pub async fn run(conn: &ServerConnection, place: &Place<'_>, profile: &Profile, seed: u64) -> SessionOutcome {
+    let (task_text, plan) = (&place.task.text, place.plan);
+    let decision = decide(profile, seed, &place.task.id, place.role, place.rep);
+    let (followed, done) = planned_plan(plan, decision.planned, asks_for_change(place.task));
+    let mut outcome = crate::oracle::run(conn, task_text, &followed).await;
+    outcome.provider = PROVIDER.into();
+    outcome.oracle = None;
+    if !outcome.validity.is_valid() {
+        return outcome;
+    }
+    if done == Planned::WrongAnswer {
+        outcome.final_answer = outcome.final_answer.as_deref().map(wrong_answer);
+    }
+    let answer = outcome.final_answer.clone().unwrap_or_default();
+    let fixed = crate::session::SYSTEM_PROMPT.len() + task_text.len() + outcome.offered.definitions_bytes;
+    outcome.turns =
+        synthetic_turns(fixed, &outcome.tool_calls.iter().map(|c| (c.args_bytes, c.result_bytes)).collect::<Vec<_>>(), decision.extra_turns, answer.len());
+    for (i, call) in outcome.tool_calls.iter_mut().enumerate() {
+        call.turn = i as u32 + 1;
+    }
+    // What was planted, before the answer: the truth a verdict is checked against.
+    let planted = json!({
+        "event": "simulated",
+        "planned": decision.planned.as_str(),
+        "done": done.as_str(),
+        "did_the_task": done.did_the_task(),
+        "p_complete": decision.p_complete,
+        "extra_turns": decision.extra_turns,
+        "seed": seed,
+        "usage": USAGE_METHOD,
+    });
+    let at = outcome.transcript.len().saturating_sub(1);
+    outcome.transcript.insert(at, planted);
+    if let Some(last) = outcome.transcript.last_mut() {
+        last["text"] = json!(answer);
+    }
+    outcome
+}
+
+/// The turns of a session that makes `calls` (arguments and result bytes) one per turn, then
+/// `extra` turns without a call, then answers with `answer_bytes`.
+fn synthetic_turns(fixed_bytes: usize, calls: &[(usize, usize)], extra: u32, answer_bytes: usize) -> Vec<TurnRecord> {
+    let mut turns = Vec::new();
+    let mut history = 0usize;
+    let mut turn = |history: usize, output: usize, tool_calls: u32, finish: &str| {
+        let input = ((fixed_bytes + history) / 4) as u64;
+        turns.push(TurnRecord {
+            index: turns.len() as u32 + 1,
+            usage: Usage {
+                prompt_tokens: Some(input),
+                completion_tokens: Some(output as u64),
+                cached_prompt_tokens: Some(0),
+                reasoning_tokens: None,
+                total_tokens: Some(input + output as u64),
+            },
+            retries: 0,
+            latency_ms: 0.0,
+            at_ms: None,
+            finish_reason: Some(finish.into()),
+            tool_calls,
+            extras: Default::default(),
+        });
+    };
+    for (args, result) in calls {
+        turn(history, args / 4 + 8, 1, "tool_calls");
+        history += args + result;
+    }
+    for _ in 0..extra {
+        turn(history, 8, 0, "stop");
+    }
+    turn(history, answer_bytes / 4 + 1, 0, "stop");
+    turns
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile(text: &str) -> Profile {
+        Profile::parse(text).unwrap()
+    }
+
+    const HALF: &str = r#"
+        description = "half"
+        seed = 1
+        task_difficulty_sd = 1.0
+        [control]
+        complete = 0.5
+        slips = { stop_early = 1.0 }
+        [pattern]
+        complete = 0.5
+        slips = { skip_step = 1.0, wrong_answer = 1.0 }
+        extra_turns = 2.0
+    "#;
+
+    #[test]
+    fn a_session_decides_the_same_every_time_and_tasks_differ() {
+        let p = profile(HALF);
+        let a = decide(&p, 9, "t1", Role::Pattern, 1);
+        assert_eq!(a, decide(&p, 9, "t1", Role::Pattern, 1));
+        // The task's difficulty is shared by both arms (equal base rates, no interaction).
+        assert_eq!(a.p_complete, decide(&p, 9, "t1", Role::Control, 2).p_complete);
+        let rates: Vec<f64> = (0..20).map(|i| decide(&p, 9, &format!("t{i}"), Role::Control, 1).p_complete).collect();
+        assert!(rates.iter().any(|r| *r < 0.3) && rates.iter().any(|r| *r > 0.7), "{rates:?}");
+    }
+
+    #[test]
+    fn rates_slips_and_extra_turns_follow_the_profile() {
+        let p = Profile { task_difficulty_sd: 0.0, ..profile(HALF) };
+        let n = 4_000;
+        let draws: Vec<Decision> = (0..n).map(|i| decide(&p, 5, &format!("t{}", i % 40), Role::Pattern, i / 40)).collect();
+        let complete = draws.iter().filter(|d| d.planned == Planned::Complete).count() as f64 / n as f64;
+        assert!((complete - 0.5).abs() < 0.03, "{complete}");
+        assert!(draws.iter().all(|d| matches!(d.planned, Planned::Complete | Planned::SkipStep | Planned::WrongAnswer)));
+        let skips = draws.iter().filter(|d| d.planned == Planned::SkipStep).count() as f64 / n as f64;
+        assert!((skips - 0.25).abs() < 0.03, "{skips}");
+        let turns = draws.iter().map(|d| d.extra_turns as f64).sum::<f64>() / n as f64;
+        assert!((turns - 2.0).abs() < 0.1, "{turns}");
+        let control: Vec<Decision> = (0..400).map(|i| decide(&p, 5, "t", Role::Control, i)).collect();
+        assert!(control.iter().all(|d| matches!(d.planned, Planned::Complete | Planned::StopEarly) && d.extra_turns == 0));
+    }
+
+    #[test]
+    fn a_profile_that_describes_no_agent_is_refused_by_field() {
+        let e = Profile::parse(&HALF.replace("complete = 0.5\n        slips = { stop_early = 1.0 }", "complete = 0.5")).unwrap_err();
+        assert!(e.contains("control.complete is below 1, so control.slips"), "{e}");
+        let e = Profile::parse(&HALF.replace("complete = 0.5\n        slips = { stop_early", "complete = 1.5\n        slips = { stop_early")).unwrap_err();
+        assert!(e.contains("control.complete must lie in [0, 1]"), "{e}");
+        let e = Profile::parse(&HALF.replace("seed = 1", "seed = 1\n        temperature = 0.2")).unwrap_err();
+        assert!(e.contains("unknown field `temperature`"), "{e}");
+    }
+
+    #[test]
+    fn a_wrong_answer_changes_every_figure() {
+        assert_eq!(wrong_answer("Ticket 12 has 3 comments."), "Ticket 19 has 10 comments.");
+        assert!(wrong_answer("Closed it.").starts_with("Done: nothing needed to change"));
+    }
+
+    #[test]
+    fn synthetic_turns_resend_the_context_and_count_extra_turns() {
+        let turns = synthetic_turns(400, &[(10, 30), (20, 60)], 1, 40);
+        let input: Vec<u64> = turns.iter().map(|t| t.usage.prompt_tokens.unwrap()).collect();
+        assert_eq!(input, [100, 110, 130, 130]);
+        assert_eq!(turns.iter().map(|t| t.tool_calls).collect::<Vec<_>>(), [1, 1, 0, 0]);
+        // The input sums to the oracle's estimate plus the extra turn.
+        assert_eq!(input.iter().sum::<u64>(), crate::oracle::estimated_input_tokens(400, &[(10, 30), (20, 60)]) + 130);
+    }
+
+    #[test]
+    fn a_skip_leaves_out_the_last_step_that_saves_nothing_on_a_change_only() {
+        let plan: tasks::OraclePlan = toml::from_str(
+            r#"
+            answer = "Done ${id}"
+            [[steps]]
+            tool = "find"
+            save = { id = "/id" }
+            [[steps]]
+            tool = "close"
+            args = { id = "${id}" }
+            "#,
+        )
+        .unwrap();
+        let (p, done) = planned_plan(&plan, Planned::SkipStep, true);
+        assert_eq!((p.steps.len(), p.steps[0].tool.as_deref(), done), (1, Some("find"), Planned::SkipStep));
+        // A question has nothing to skip that matters: the slip is a wrong answer.
+        let (p, done) = planned_plan(&plan, Planned::SkipStep, false);
+        assert_eq!((p, done), (plan.clone(), Planned::WrongAnswer));
+        let only_saves: tasks::OraclePlan = toml::from_str("[[steps]]\ntool = \"find\"\nsave = { id = \"/id\" }\n").unwrap();
+        let (p, done) = planned_plan(&only_saves, Planned::SkipStep, true);
+        assert_eq!((p.steps.len(), done), (0, Planned::StopEarly));
+    }
+}

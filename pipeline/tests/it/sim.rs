@@ -1,0 +1,140 @@
+//! The simulated agent (`--models sim:PROFILE`) through the real binary: real arms, resets,
+//! verifiers and records. What each session was planted to do is recomputed without running
+//! anything and must be what it did; a planted failure the verifiers must see (stopping early)
+//! always fails; a session replays exactly; a planted harm is found; the report says the numbers
+//! are not evidence; a profile that is missing or describes no agent is refused before anything
+//! is written.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Output;
+
+use crate::common::{pipeline, records};
+
+fn text(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+fn run(results: &Path, exp: &str, args: &[&str]) -> Output {
+    pipeline().args(args).args(["--exp-name", exp, "--results-dir"]).arg(results).output().unwrap()
+}
+
+fn tasks_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("tasks")
+}
+
+/// The `simulated` event of a session's transcript.
+fn planted(exp: &Path, r: &serde_json::Value) -> serde_json::Value {
+    let model = r["model"]["id"].as_str().unwrap().replace(':', "_");
+    let path =
+        exp.join(format!("{model}__{}", r["server"].as_str().unwrap())).join(format!("{}__rep{}.transcript.jsonl", r["task"].as_str().unwrap(), r["rep"]));
+    let transcript = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    transcript.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).find(|e| e["event"] == "simulated").expect("a simulated event")
+}
+
+/// (task, server, rep) → (what was done, verdict, input tokens).
+fn outcomes(exp: &Path) -> BTreeMap<(String, String, u64), (String, String, u64)> {
+    records(exp)
+        .iter()
+        .map(|r| {
+            let key = (r["task"].as_str().unwrap().to_owned(), r["server"].as_str().unwrap().to_owned(), r["rep"].as_u64().unwrap());
+            let done = planted(exp, r)["done"].as_str().unwrap().to_owned();
+            (key, (done, r["verifier"]["verdict"].as_str().unwrap().to_owned(), r["totals"]["input_tokens"].as_u64().unwrap()))
+        })
+        .collect()
+}
+
+#[test]
+fn a_simulated_agent_drives_the_real_arms_as_its_profile_plans_and_replays_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--module", "tool_orchestrator", "--module", "domain_adapter", "--models", "sim:slips_only", "--k", "2"];
+    let out = run(dir.path(), "slips", &args);
+    assert!(out.status.success(), "{}", text(&out));
+    let exp = dir.path().join("slips");
+    let recs = records(&exp);
+    let profile_text = std::fs::read_to_string(tasks_dir().join("sim/slips_only.toml")).unwrap();
+    let profile = agent::sim::Profile::parse(&profile_text).unwrap();
+    let all = tasks::load_module(&tasks_dir(), "tool_orchestrator").unwrap().into_iter().chain(tasks::load_module(&tasks_dir(), "domain_adapter").unwrap());
+    let by_id: BTreeMap<String, tasks::Task> = all.map(|t| (t.id.clone(), t)).collect();
+    assert_eq!(recs.len(), by_id.len() * 2 * 2, "every task, both arms, two reps");
+
+    let mut verdicts: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for r in &recs {
+        assert_eq!(r["validity"]["class"], "valid", "{r}");
+        assert_eq!((r["model"]["id"].as_str(), r["model"]["provider"].as_str()), (Some("sim:slips_only"), Some("simulated")));
+        assert_eq!(r["model"]["profile_sha256"].as_str(), Some(records::sha256_hex(profile_text.as_bytes()).as_str()));
+        assert_eq!(r["model"]["seed"].as_u64(), Some(profile.seed), "no --seed: the profile's");
+        // The record-level simulation: what the session was planted to do, recomputed from the
+        // record's place alone, is what it did.
+        let task = &by_id[r["task"].as_str().unwrap()];
+        let server = r["server"].as_str().unwrap();
+        let role = if r["role"] == "pattern" { records::Role::Pattern } else { records::Role::Control };
+        let place = agent::sim::Place { task, plan: task.plan_for(server).unwrap(), role, rep: r["rep"].as_u64().unwrap() as u32 };
+        let (decision, done) = agent::sim::planned(&profile, profile.seed, &place);
+        let event = planted(&exp, r);
+        assert_eq!(event["done"].as_str(), Some(done.as_str()), "{}", r["task"]);
+        assert_eq!((event["did_the_task"].as_bool(), event["extra_turns"].as_u64()), (Some(false), Some(u64::from(decision.extra_turns))));
+        // Synthetic usage, whole: one turn per call, the extra turns, the answer.
+        let turns = r["turn_records"].as_array().unwrap();
+        assert_eq!(turns.len(), r["tool_calls"].as_array().unwrap().len() + decision.extra_turns as usize + 1);
+        let input: u64 = turns.iter().map(|t| t["usage"]["prompt_tokens"].as_u64().unwrap()).sum();
+        assert_eq!(r["totals"]["input_tokens"].as_u64(), Some(input));
+        *verdicts.entry((done.as_str().to_owned(), r["verifier"]["verdict"].as_str().unwrap().to_owned())).or_default() += 1;
+    }
+    // Every session of this profile fails its task by construction: a pass is a false pass.
+    // Stopping early leaves the task undone and says so: no verifier may pass it.
+    eprintln!("planted slip → verdict: {verdicts:?}");
+    assert!(verdicts.keys().all(|(done, _)| done != "complete"));
+    assert!(verdicts.get(&("stop_early".into(), "failed".into())).is_some_and(|n| *n > 0));
+    assert_eq!(verdicts.get(&("stop_early".into(), "passed".into())), None, "a verifier passed a session that stopped early");
+
+    // Replays exactly; another seed draws otherwise.
+    let again = run(dir.path(), "again", &args);
+    assert!(again.status.success(), "{}", text(&again));
+    assert_eq!(outcomes(&exp), outcomes(&dir.path().join("again")));
+    let seeded = run(dir.path(), "seeded", &[&args[..], &["--seed", "7"]].concat());
+    assert!(seeded.status.success(), "{}", text(&seeded));
+    assert_ne!(outcomes(&exp), outcomes(&dir.path().join("seeded")));
+    assert!(records(&dir.path().join("seeded")).iter().all(|r| r["model"]["seed"] == 7));
+}
+
+#[test]
+fn a_planted_harm_is_found_and_the_report_says_it_is_not_evidence() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(dir.path(), "worse", &["--module", "tool_orchestrator", "--split", "dev", "--models", "sim:pattern_worse", "--k", "3"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let exp = dir.path().join("worse");
+    let agg = pipeline().args(["aggregate", "--result-dir"]).arg(&exp).output().unwrap();
+    assert!(agg.status.success(), "{}", text(&agg));
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(exp.join("summary.json")).unwrap()).unwrap();
+    let model = &summary["models"][0];
+    assert_eq!(model["provider"], "simulated");
+    // The profile plants a pattern that completes 55 % against 85 % on a median task.
+    assert_eq!(model["modules"][0]["verdict"], "negative", "{}", model["modules"][0]);
+    let md = std::fs::read_to_string(exp.join("report.md")).unwrap();
+    assert!(md.contains("Planted effects: this checks the instrument, not the pattern."), "{md}");
+    assert!(md.contains("negative (planted effects, not evidence)"), "{md}");
+    // Like the oracle, it asks no endpoint anything.
+    assert_eq!(summary["provenance"]["preflight"]["status"], "not_needed", "{}", summary["provenance"]["preflight"]);
+}
+
+#[test]
+fn a_missing_or_impossible_profile_is_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(dir.path(), "nope", &["--module", "tool_orchestrator", "--models", "sim:nope", "--k", "1"]);
+    assert!(!out.status.success());
+    let t = text(&out);
+    assert!(t.contains("model sim:nope: cannot read the simulated agent's profile") && t.contains("sim:equal, sim:pattern_worse, sim:slips_only"), "{t}");
+    assert_eq!(t.trim().lines().count(), 1, "one clean line: {t}");
+
+    let bad = dir.path().join("bad.toml");
+    let good = std::fs::read_to_string(tasks_dir().join("sim/equal.toml")).unwrap();
+    std::fs::write(&bad, good.replacen("complete = 0.8", "complete = 1.8", 1)).unwrap();
+    let id = format!("sim:{}", bad.display());
+    let out = run(dir.path(), "bad", &["--module", "tool_orchestrator", "--models", &id, "--k", "1"]);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("control.complete must lie in [0, 1], not 1.8"), "{}", text(&out));
+    let warm = run(dir.path(), "warm", &["--module", "tool_orchestrator", "--models", "sim:equal", "--k", "1", "--session-mode", "warm"]);
+    assert!(!warm.status.success() && text(&warm).contains("a simulated agent runs cold sessions only"), "{}", text(&warm));
+    assert!(std::fs::read_dir(dir.path()).unwrap().flatten().all(|e| e.path() == bad), "nothing but the profile was written");
+}
