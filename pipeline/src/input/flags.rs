@@ -16,7 +16,8 @@ pub struct RunArgs {
     /// Run every module with both arms.
     #[arg(long)]
     pub all: bool,
-    /// Models, comma-separated; `oracle` replays the oracle plans. Never pooled in reports.
+    /// Models, comma-separated; `oracle` replays the oracle plans; `sim:PROFILE` runs the simulated
+    /// agent (planted slips, synthetic usage: checks the instrument). Never pooled in reports.
     #[arg(long, value_delimiter = ',', env = "MCPBENCH_MODELS")]
     pub models: Vec<String>,
     /// Repetitions of every task on every arm.
