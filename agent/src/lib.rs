@@ -5,6 +5,8 @@
 //!   model is offered, and execute calls through it.
 //! * [`oracle`]: the oracle provider, which replays the task's oracle plan instead of asking a
 //!   model; labelled `oracle` everywhere and never mixed into model results.
+//! * [`sim`]: the simulated agent, which follows the oracle plan with the slips a profile plants
+//!   and synthetic usage; labelled `simulated`, a check of the instrument, never evidence.
 //! * [`config`]: what pins the model side ([`ProviderConfig`], [`RetryPolicy`]), which endpoints
 //!   may go without a key, and what setting up refuses; it holds the key's variable, never the key.
 //! * [`dialect`]: how each kind of endpoint is spoken to (auth header, query, parameter names) and
@@ -22,7 +24,8 @@
 //!
 //! The modules use each other one way only, so that each can be read from the ones below it:
 //! `record`, `config`, `text_call` at the bottom; `dialect` on `config`; `mcp` on `record`;
-//! `provider` on those; `session` on `provider` and `mcp`; `preflight` and `oracle` on top.
+//! `provider` on those; `session` on `provider` and `mcp`; `preflight` and `oracle` above; `sim`,
+//! on `oracle`, at the top.
 
 pub mod config;
 pub mod dialect;
