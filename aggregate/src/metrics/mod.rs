@@ -75,10 +75,20 @@ pub struct Options {
     /// The same number of pairs where both arms passed is what a "confirmed" needs.
     #[serde(default = "default_min_passes")]
     pub min_passes_for_verdict: usize,
+    /// The non-inferiority margin for success, as a fraction (0.10: 10 points): a "confirmed"
+    /// needs the success-difference interval's lower bound at or above −margin, i.e. the pattern shown
+    /// not worse than the control by more than this. docs/adr/0019-a-success-margin.md.
+    #[serde(default = "default_success_margin")]
+    pub success_margin: f64,
 }
 
 fn default_min_passes() -> usize {
     5
+}
+
+/// 10 points: see [`Options::success_margin`].
+pub fn default_success_margin() -> f64 {
+    0.10
 }
 
 impl Default for Options {
@@ -89,6 +99,7 @@ impl Default for Options {
             power_relative_difference: 0.10,
             min_pairs_for_verdict: 10,
             min_passes_for_verdict: default_min_passes(),
+            success_margin: default_success_margin(),
         }
     }
 }
@@ -145,6 +156,10 @@ pub struct Method {
     /// See [`Options::min_passes_for_verdict`].
     #[serde(default = "default_min_passes")]
     pub min_passes_for_verdict: usize,
+    /// See [`Options::success_margin`]; null in reports made before the margin existed (their
+    /// "confirmed" needed only the interval's upper bound ≥ 0).
+    #[serde(default)]
+    pub success_margin: Option<f64>,
     /// What "all pairs" and "both passed" differences are computed over.
     #[serde(default)]
     pub pair_sets: String,
@@ -350,6 +365,7 @@ pub fn summarise_with(exp: &Experiment, prices: Option<&PriceTable>, opts: &Opti
             bootstrap_seed: opts.seed,
             min_pairs_for_verdict: opts.min_pairs_for_verdict,
             min_passes_for_verdict: opts.min_passes_for_verdict,
+            success_margin: Some(opts.success_margin),
             pair_sets: PAIR_SETS.into(),
             verdict_rules: verdict_rules(opts),
             power_method: POWER_METHOD.into(),

@@ -31,14 +31,15 @@ impl Verdict {
 /// The verdict rules with this analysis' thresholds, as the report states them.
 pub fn verdict_rules(opts: &Options) -> String {
     let (pairs, m) = (opts.min_pairs_for_verdict, opts.min_passes_for_verdict);
+    let margin = points(opts.success_margin);
     format!(
         "In this order. inconclusive: an arm has no sessions, or fewer than {pairs} pairs are valid in both arms. \
 withheld, model too weak: the control passed in fewer than {m} of the valid pairs while failing in at least {m} — its turns and tokens are spent failing, so no difference in cost means anything (below {pairs} pairs this is a notice beside the inconclusive verdict). \
 negative: the success-rate difference interval lies entirely below 0 (correctness first: any token saving notwithstanding). \
 withheld, too few passes: the pattern passed in fewer than {m} pairs while failing in at least {m}, and its success is not shown worse. \
 negative: the input-token difference interval over all pairs lies entirely above 0 (the pattern costs more). \
-confirmed: success not shown worse (the success interval's upper bound ≥ 0 — not a proof of equivalence), AND the input-token difference interval lies entirely below 0 over all pairs AND over the pairs where both arms passed, of which there are at least {m}. \
-inconclusive: anything else, including a saving over all pairs that the both-passed pairs do not show. \
+confirmed: success shown not worse than the control's by more than the margin of {margin} points (the success-difference interval's lower bound at or above −{margin} points), AND the input-token difference interval lies entirely below 0 over all pairs AND over the pairs where both arms passed, of which there are at least {m}. \
+inconclusive: anything else, including a saving whose success interval reaches below −{margin} points (a design too small to rule out a harm that large: its minimum detectable difference says how large a drop it could miss), and a saving over all pairs that the both-passed pairs do not show. \
 withheld, overriding all of the above: more than half of either arm's valid sessions wrote their tool calls as text instead of calling them — the endpoint is probably not parsing tool calls, so the sessions measure the endpoint, not the pattern. \
 A notice, not a verdict: when the control passed every planned session, the model may be too strong for these tasks to show a success difference. \
 {m} is the success–failure condition for comparing two proportions (at least {m} successes and {m} failures)."
@@ -57,6 +58,11 @@ pub fn few_passes(outcomes: &PairOutcomes, opts: &Options) -> Vec<Role> {
             passes < m && n - passes >= m
         })
         .collect()
+}
+
+/// A fraction as points, to a tenth ("10", "7.5").
+fn points(fraction: f64) -> String {
+    format!("{}", (fraction * 1000.0).round() / 10.0)
 }
 
 /// The verdict rules of [`verdict_rules`].
@@ -100,6 +106,20 @@ pub fn decide(paired: &Paired, both_arms: bool, opts: &Options) -> (Verdict, Str
     let Some(t) = paired.input_tokens.as_ref().and_then(|d| d.ci95) else {
         return (Verdict::Inconclusive, "no input-token difference interval (usage missing)".into());
     };
+    if t.entirely_below(0.0) && s.lo < -opts.success_margin {
+        return (
+            Verdict::Inconclusive,
+            format!(
+                "input tokens are lower, but success is not shown within {} points of the control's: its difference interval reaches {:.1} points{}",
+                points(opts.success_margin),
+                100.0 * s.lo,
+                paired.success.as_ref().and_then(|d| d.mde).map_or(String::new(), |m| format!(
+                    " (this design would miss a success drop smaller than about {:.0} points; more tasks narrow it)",
+                    100.0 * m
+                ))
+            ),
+        );
+    }
     if t.entirely_below(0.0) {
         let b = &paired.both_passed;
         let success_cost = b.input_tokens.as_ref().and_then(|d| d.ci95);
@@ -107,11 +127,9 @@ pub fn decide(paired: &Paired, both_arms: bool, opts: &Options) -> (Verdict, Str
             (
                 Verdict::Confirmed,
                 format!(
-                    "no detected success regression{}, and the input-token difference interval is entirely below 0 over all pairs and over the {} pairs where both arms passed",
-                    paired.success.as_ref().and_then(|d| d.mde).map_or(String::new(), |m| format!(
-                        " (\"not shown worse\", not \"as good\": this design would miss a success drop smaller than about {:.0} points)",
-                        100.0 * m
-                    )),
+                    "success shown not worse than the control's by more than {} points (its difference interval starts at {:.1}), and the input-token difference interval is entirely below 0 over all pairs and over the {} pairs where both arms passed",
+                    points(opts.success_margin),
+                    100.0 * s.lo,
                     b.pairs
                 ),
             )

@@ -51,8 +51,12 @@ fn intervals_cover_the_population_and_a_null_gives_few_false_verdicts() {
         }
     }
     assert_eq!(study.mde_checks.len(), 2, "one MDE check per design of the null");
+    // A 15 % saving with equal success is confirmed only where the success interval rules out a
+    // drop beyond the 10-point margin: at 16 × 3 in about 13 % of experiments (docs/calibration/),
+    // reachable but rare; more tasks, not more reps, raise it.
     let medium_16 = study.cells.iter().find(|c| c.scenario == "medium" && c.design.tasks == 16).unwrap();
-    assert!(medium_16.reached_right_verdict.rate.unwrap() > 0.5, "{medium_16:?}");
+    let confirmed = medium_16.reached_right_verdict.rate.unwrap();
+    assert!(confirmed > 0.05 && confirmed < 0.5, "{medium_16:?}");
 }
 
 /// Where the absolute token interval falls short of 95 % (tasks whose sizes are skewed, with a
@@ -72,6 +76,11 @@ fn where_the_token_interval_falls_short_it_errs_towards_no_saving() {
     }
     let harm_16 = study.cells.iter().find(|c| c.scenario == "harm" && c.design.tasks == 16).unwrap();
     assert!(harm_16.verdicts.negative.rate.unwrap() > 0.5, "{harm_16:?}");
+    // The margin's purpose: a pattern 21 points less successful is not confirmed at any design
+    // here (before the margin: in 20–22 % of experiments at 8 × 3 and 16 × 3).
+    for c in study.cells.iter().filter(|c| c.scenario == "harm") {
+        assert!(c.verdicts.confirmed.rate.unwrap() <= 0.01, "harm at {}: {:?}", c.design.label(), c.verdicts.confirmed);
+    }
 }
 
 /// The session-level percentile bootstrap resampled (task, rep) pairs as if independent: on the

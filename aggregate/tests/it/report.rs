@@ -113,12 +113,22 @@ fn verdicts_follow_the_rules() {
             write(dir.path(), &record("m", "m2", "control", task, rep, ok(V::Passed, 1000, 3)), false);
         }
     }
+    // At the default margin six tasks cannot show the pattern within 10 points of the control.
     let rep = aggregate::report(dir.path(), None, &Options::default()).unwrap();
     let ms = &rep.summary.models[0].modules;
-    assert_eq!(ms[0].verdict, Verdict::Confirmed, "{}", ms[0].verdict_reason);
-    assert!(ms[0].model_too_strong);
-    assert!(rep.markdown.contains("too strong"));
+    assert_eq!(ms[0].verdict, Verdict::Inconclusive, "{}", ms[0].verdict_reason);
+    assert!(ms[0].verdict_reason.starts_with("input tokens are lower, but success is not shown within 10 points of the control's"), "{}", ms[0].verdict_reason);
+    assert!(rep.markdown.contains("the margin of 10 points"), "the rules state the margin");
+    assert_eq!(rep.summary.method.success_margin, Some(0.10));
     assert_eq!(ms[1].verdict, Verdict::Negative, "a token saving with a success regression is negative");
+    // A margin the design can show (its interval starts at −28 points) confirms.
+    let wide = aggregate::report(dir.path(), None, &Options { success_margin: 0.30, ..Options::default() }).unwrap();
+    let ms = &wide.summary.models[0].modules;
+    assert_eq!(ms[0].verdict, Verdict::Confirmed, "{}", ms[0].verdict_reason);
+    assert!(ms[0].verdict_reason.starts_with("success shown not worse than the control's by more than 30 points"), "{}", ms[0].verdict_reason);
+    assert!(ms[0].model_too_strong);
+    assert!(wide.markdown.contains("too strong"));
+    assert_eq!(ms[1].verdict, Verdict::Negative, "a token saving with a success regression is negative, whatever the margin");
 }
 
 #[test]

@@ -54,6 +54,10 @@ pub struct AggregateArgs {
     /// needs); below it, with as many failures, the model is too weak to show a difference.
     #[arg(long, default_value_t = 5)]
     pub min_passes: usize,
+    /// The success margin, in points: a "confirmed" needs the pattern shown not worse than the
+    /// control by more than this (the success-difference interval's lower bound above −POINTS).
+    #[arg(long, default_value_t = 10.0, value_name = "POINTS")]
+    pub success_margin: f64,
 }
 
 pub fn run(args: AggregateArgs) -> anyhow::Result<()> {
@@ -61,8 +65,14 @@ pub fn run(args: AggregateArgs) -> anyhow::Result<()> {
         power_relative_difference: args.power_difference,
         min_pairs_for_verdict: args.min_pairs,
         min_passes_for_verdict: args.min_passes,
+        success_margin: args.success_margin / 100.0,
         ..Default::default()
     };
+    anyhow::ensure!(
+        args.success_margin.is_finite() && (0.0..=100.0).contains(&args.success_margin),
+        "--success-margin {}: give points between 0 and 100 (10 means the pattern may be at most 10 points less successful than the control)",
+        args.success_margin
+    );
     if !args.compare.is_empty() {
         return compare(&args, &opts);
     }
