@@ -36,8 +36,9 @@ pub struct Comparison {
     pub cells: Vec<Cell>,
     pub refused: Vec<Refused>,
     /// Along `session_mode` only: per compared model cell and arm, B − A of success, turns and
-    /// input tokens with an unpaired bootstrap interval (the two runs' sessions are not pairs);
-    /// for the oracle, B − A of the estimated input tokens per session. Empty otherwise.
+    /// input tokens, paired by task (both runs ran the same tasks; their sessions are not pairs),
+    /// with an interval over tasks; for the oracle, B − A of the estimated input tokens per
+    /// session. Empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gaps: Vec<Gap>,
 }
@@ -57,12 +58,19 @@ pub struct Gap {
     /// Sessions with a value (valid ones; input tokens missing where the endpoint reported none).
     pub n_a: usize,
     pub n_b: usize,
+    /// Tasks with a value on both sides: what the means and the interval are over. Null in
+    /// comparisons made before gaps were paired by task.
+    #[serde(default)]
+    pub tasks: Option<usize>,
+    /// Over the [`Self::tasks`], the mean of each task's mean per session.
     pub mean_a: Option<f64>,
     pub mean_b: Option<f64>,
-    /// mean_b − mean_a.
+    /// mean_b − mean_a: the mean over tasks of each task's B − A.
     pub difference: Option<f64>,
-    /// 95% percentile bootstrap interval of the difference, each side resampled on its own;
-    /// null for the oracle (its figures are estimates, not samples) and below 2 values a side.
+    /// 95% interval of the difference over the tasks such a set stands for: a t interval over
+    /// the per-task differences (T − 1 degrees of freedom; for success the pass-rate form with
+    /// its pseudo-tasks, as a report's paired success difference), the task being the sampled
+    /// unit. Null for the oracle (its figures are estimates, not samples) and below 2 tasks.
     pub ci95: Option<Interval>,
 }
 
@@ -175,7 +183,7 @@ pub fn compare(a: &Path, b: &Path, along: &[String], opts: &Options) -> Result<C
         });
     }
     let side = |s: &Summary, dir: &Path| Side { experiments: s.experiments.clone(), dir: dir.display().to_string(), provenance: s.provenance.clone() };
-    let gaps = if along.contains(&"session_mode") { cells.iter().flat_map(|c| gaps_of(&ea, &eb, c, opts)).collect() } else { Vec::new() };
+    let gaps = if along.contains(&"session_mode") { cells.iter().flat_map(|c| gaps_of(&ea, &eb, c)).collect() } else { Vec::new() };
     Ok(Comparison {
         schema: COMPARE_SCHEMA.into(),
         a: side(&sa, a),
@@ -192,7 +200,7 @@ pub fn compare(a: &Path, b: &Path, along: &[String], opts: &Options) -> Result<C
 type Pick = fn(&SessionRecord) -> Option<f64>;
 
 /// B − A per arm of one compared cell, from the two experiments' valid sessions.
-fn gaps_of<'a>(a: &'a Experiment, b: &'a Experiment, cell: &Cell, opts: &Options) -> Vec<Gap> {
+fn gaps_of<'a>(a: &'a Experiment, b: &'a Experiment, cell: &Cell) -> Vec<Gap> {
     let oracle = matches!(cell.a, CellMetrics::Oracle(_));
     let valid = |e: &'a Experiment, model: &str, role: Role| -> Vec<&'a SessionRecord> {
         e.sessions
@@ -215,9 +223,27 @@ fn gaps_of<'a>(a: &'a Experiment, b: &'a Experiment, cell: &Cell, opts: &Options
         let (ra, rb) = (valid(a, &cell.model_a, role), valid(b, &cell.model_b, role));
         let Some(server) = ra.first().or(rb.first()).map(|r| r.server.clone()) else { continue };
         for (metric, pick) in metrics {
-            let xa: Vec<f64> = ra.iter().filter_map(|r| pick(r)).collect();
-            let xb: Vec<f64> = rb.iter().filter_map(|r| pick(r)).collect();
-            let (mean_a, mean_b) = (crate::stats::mean(&xa), crate::stats::mean(&xb));
+            // task → its sessions' values, per side.
+            let by_task = |rs: &[&SessionRecord]| {
+                let mut m: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+                for r in rs {
+                    if let Some(x) = pick(r) {
+                        m.entry(r.task.clone()).or_default().push(x);
+                    }
+                }
+                m
+            };
+            let (ta, tb) = (by_task(&ra), by_task(&rb));
+            let task_mean = |xs: &Vec<f64>| crate::stats::mean(xs).unwrap_or_default();
+            let both: Vec<(f64, f64)> = ta.iter().filter_map(|(task, xa)| tb.get(task).map(|xb| (task_mean(xa), task_mean(xb)))).collect();
+            let (mean_a, mean_b) =
+                (crate::stats::mean(&both.iter().map(|p| p.0).collect::<Vec<_>>()), crate::stats::mean(&both.iter().map(|p| p.1).collect::<Vec<_>>()));
+            let d: Vec<f64> = both.iter().map(|(a, b)| b - a).collect();
+            let ci95 = match (oracle, *metric) {
+                (true, _) => None,
+                (false, "success") => crate::stats::rate_difference_ci(&d),
+                (false, _) => crate::stats::cluster_mean_ci(&d),
+            };
             out.push(Gap {
                 module: cell.module.clone(),
                 split: cell.split,
@@ -225,12 +251,13 @@ fn gaps_of<'a>(a: &'a Experiment, b: &'a Experiment, cell: &Cell, opts: &Options
                 role,
                 server: server.clone(),
                 metric: (*metric).to_owned(),
-                n_a: xa.len(),
-                n_b: xb.len(),
+                n_a: ta.values().map(Vec::len).sum(),
+                n_b: tb.values().map(Vec::len).sum(),
+                tasks: Some(both.len()),
                 mean_a,
                 mean_b,
-                difference: mean_a.zip(mean_b).map(|(x, y)| y - x),
-                ci95: if oracle { None } else { crate::stats::bootstrap_diff_ci(&xa, &xb, opts.resamples, opts.seed) },
+                difference: crate::stats::mean(&d),
+                ci95,
             });
         }
     }

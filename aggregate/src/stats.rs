@@ -355,20 +355,6 @@ pub fn bootstrap_share_ci(clusters: &[(f64, f64)], resamples: usize, seed: u64) 
     Some(Interval { lo: quantile_sorted(&shares, 0.025), hi: quantile_sorted(&shares, 0.975) })
 }
 
-/// Percentile bootstrap 95% interval of mean(b) − mean(a) for two independent samples (two
-/// experiments' sessions, which are not paired), resampling each on its own. `None` when either
-/// has fewer than 2 values.
-pub fn bootstrap_diff_ci(a: &[f64], b: &[f64], resamples: usize, seed: u64) -> Option<Interval> {
-    if a.len() < 2 || b.len() < 2 || resamples == 0 {
-        return None;
-    }
-    let mut rng = SplitMix64::new(seed);
-    let mean_of = |xs: &[f64], rng: &mut SplitMix64| (0..xs.len()).map(|_| xs[rng.below(xs.len())]).sum::<f64>() / xs.len() as f64;
-    let mut diffs: Vec<f64> = (0..resamples).map(|_| mean_of(b, &mut rng) - mean_of(a, &mut rng)).collect();
-    diffs.sort_by(f64::total_cmp);
-    Some(Interval { lo: quantile_sorted(&diffs, 0.025), hi: quantile_sorted(&diffs, 0.975) })
-}
-
 /// Linear-interpolation quantile (type 7) of sorted data.
 pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
     let pos = q * (sorted.len() - 1) as f64;
@@ -444,17 +430,6 @@ mod tests {
         assert_eq!((i.lo, i.hi), (0.0, 1.0));
         assert!(bootstrap_share_ci(&[(1.0, 1.0)], 1000, 7).is_none());
         assert!(bootstrap_share_ci(&[(1.0, 1.0), (0.0, 0.0)], 1000, 7).is_none());
-    }
-
-    #[test]
-    fn a_difference_of_two_samples_resamples_each_on_its_own() {
-        // Constant samples: every resample gives the same difference.
-        let i = bootstrap_diff_ci(&[1.0, 1.0, 1.0], &[3.0, 3.0], 500, 1).unwrap();
-        assert_eq!((i.lo, i.hi), (2.0, 2.0));
-        // Spread in one sample widens the interval around the observed difference (2.5 − 1).
-        let i = bootstrap_diff_ci(&[1.0, 1.0, 1.0, 1.0], &[0.0, 5.0, 0.0, 5.0], 4000, 1).unwrap();
-        assert!(i.lo < 1.5 && i.hi > 1.5 && i.lo >= -1.0 && i.hi <= 4.0, "{i:?}");
-        assert!(bootstrap_diff_ci(&[1.0], &[1.0, 2.0], 100, 1).is_none());
     }
 
     #[test]

@@ -109,7 +109,7 @@ pub fn of_comparison(c: &Comparison) -> Document {
     if c.gaps.is_empty() {
         notices.push(Block::Notice("Each experiment's numbers and intervals are its own. The sessions of two runs are not paired, so no difference across the experiments is computed or tested here.".into()));
     } else {
-        notices.push(Block::Notice("Each experiment's numbers and intervals are its own. Along session_mode the gap B − A is computed too (section Session mode gap): the sessions of two runs are not paired, so each side is resampled on its own.".into()));
+        notices.push(Block::Notice("Each experiment's numbers and intervals are its own. Along session_mode the gap B − A is computed too (section Session mode gap), paired by task: the two runs' sessions are not pairs, their tasks are.".into()));
     }
     let mut sections = vec![Section { kind: SectionKind::Notices, heading: None, blocks: notices }];
 
@@ -193,7 +193,7 @@ fn mode(c: &Comparison, a: bool) -> &'static str {
 fn gap_section(c: &Comparison) -> Section {
     let (ma, mb) = (mode(c, true), mode(c, false));
     let intro = Text::plain(format!(
-        "A is {ma}, B is {mb}: B − A per arm, each mean over the side's valid sessions, the interval a 95% percentile bootstrap that resamples each side on its own (10,000 resamples, the report's seed) — the two runs' sessions are not pairs. The oracle's figures are estimates, so its gap has no interval. Read the pattern's gap against the control's: where the pattern's is the smaller, its cost amortises over a conversation better than the control's; with few sessions a side the intervals are wide, and they say so."
+        "A is {ma}, B is {mb}: B − A per arm, paired by task — both runs ran the same tasks, so each task's B − A (of its sessions' means) is the unit — and each side's figure the mean over those tasks of its sessions' mean; the interval is a t interval over the tasks' differences (T − 1 degrees of freedom; for success the report's pass-rate form), a claim about the tasks such a set stands for, as a report's paired differences are. The oracle's figures are estimates, so its gap has no interval. Read the pattern's gap against the control's: where the pattern's is the smaller, its cost amortises over a conversation better than the control's; with few sessions a side the intervals are wide, and they say so."
     ));
     let value = |x: Option<f64>, metric: &str| match (x, metric) {
         (Some(x), "success") => pct(x),
@@ -217,7 +217,10 @@ fn gap_section(c: &Comparison) -> Section {
                 DocCell::text(g.metric.replace('_', " ")),
                 DocCell::text(format!("{} (n={})", value(g.mean_a, &g.metric), g.n_a)),
                 DocCell::text(format!("{} (n={})", value(g.mean_b, &g.metric), g.n_b)),
-                DocCell::text(gap(g)),
+                DocCell::text(match g.tasks {
+                    Some(t) => format!("{} · {t} task{}", gap(g), if t == 1 { "" } else { "s" }),
+                    None => gap(g),
+                }),
             ]
         })
         .collect();

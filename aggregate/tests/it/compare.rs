@@ -145,3 +145,51 @@ fn oracle_runs_compare_their_floors() {
     assert!(matches!(c.cells[0].a, CellMetrics::Oracle(_)));
     assert!(c.markdown().contains("| pattern: input tokens Σ over tasks (estimate) | ≈300 | ≈300 |"), "{}", c.markdown());
 }
+
+/// Along session_mode the gap B − A is paired by task: each task's B − A of its sessions' means,
+/// their mean, and a t interval over the tasks (the task being the sampled unit, as in a report's
+/// paired differences) — not sessions resampled as if independent, which at k = 3 made an
+/// interval about √3 narrower than the tasks support.
+#[test]
+fn a_session_mode_gap_is_paired_by_task_with_an_interval_over_tasks() {
+    let root = tempfile::tempdir().unwrap();
+    let (a, b) = (root.path().join("cold"), root.path().join("warm"));
+    let tasks = ["t1", "t2", "t3", "t4", "t5", "t6"];
+    // A task's warm cost over its cold cost differs by task: +100·t, with small session noise.
+    let input = |t: u64, rep: u32, warm: bool| 1_000 + 50 * t + u64::from(rep) * 3 + if warm { 100 * t } else { 0 };
+    for (i, task) in tasks.iter().enumerate() {
+        let t = i as u64 + 1;
+        for rep in 1..=3 {
+            for role in ["pattern", "control"] {
+                let cold = record("m", "m1", role, task, rep, ok(V::Passed, input(t, rep, false), 3));
+                write(&a, &named("cold")(cold), false);
+                let mut warm = record("m", "m1", role, task, rep, ok(V::Passed, input(t, rep, true), 3));
+                warm.conversation = Some(records::ConversationPlace {
+                    id: format!("m__{role}__rep{rep}"),
+                    position: t as u32,
+                    tasks: tasks.iter().map(|s| (*s).to_owned()).collect(),
+                    messages_before: 0,
+                    context_tokens_at_start: None,
+                    earlier_not_passed: 0,
+                });
+                warm.experiment = "warm".into();
+                write(&b, &with_fingerprint(warm, |f| f.session_mode = Some(records::SessionMode::Warm)), false);
+            }
+        }
+    }
+    let c = compare(&a, &b, &["session_mode".into()], &opts()).unwrap();
+    let g = c.gaps.iter().find(|g| g.role == records::Role::Pattern && g.metric == "input_tokens").expect("an input-token gap");
+    let per_task: Vec<f64> = (1..=6).map(|t| 100.0 * t as f64).collect();
+    assert_eq!(g.tasks, Some(6), "{g:?}");
+    assert_eq!((g.n_a, g.n_b), (18, 18), "sessions with a value");
+    assert!((g.difference.unwrap() - 350.0).abs() < 1e-9, "{g:?}");
+    assert!((g.mean_b.unwrap() - g.mean_a.unwrap() - 350.0).abs() < 1e-9);
+    let want = aggregate::stats::cluster_mean_ci(&per_task).unwrap();
+    let got = g.ci95.unwrap();
+    assert!((got.lo - want.lo).abs() < 1e-6 && (got.hi - want.hi).abs() < 1e-6, "{got:?} vs {want:?}");
+    // Six tasks' spread of 100–600 gives a wide interval around 350 (t with 5 degrees of freedom).
+    assert!(got.lo < 200.0 && got.hi > 500.0, "{got:?}");
+    let success = c.gaps.iter().find(|g| g.role == records::Role::Pattern && g.metric == "success").unwrap();
+    assert_eq!((success.difference, success.tasks), (Some(0.0), Some(6)));
+    assert!(c.markdown().contains("paired by task"), "{}", c.markdown());
+}
