@@ -58,10 +58,51 @@ async fn resource_names(arm: &ServerEntry, backend_url: &str) -> anyhow::Result<
     Ok(names?)
 }
 
-/// G5: the banned terms `task`'s text contains (case-insensitive). Empty means neutral.
+/// G5: the banned terms `task`'s text contains as words (case-insensitive). Empty means
+/// neutral.
 pub fn neutrality_violations(task: &Task, banned: &[BannedTerm]) -> Vec<BannedTerm> {
     let text = task.text.to_lowercase();
-    banned.iter().filter(|b| text.contains(&b.term.to_lowercase())).cloned().collect()
+    banned.iter().filter(|b| contains_word(&text, &b.term.to_lowercase())).cloned().collect()
+}
+
+/// Whether `term` occurs in `text` as a word: not inside a longer word, so a banned `resolve`
+/// does not ban the status `resolved`, nor `tickets_list` the name `tickets_list_all`. Letters,
+/// digits and `_` make up words (tool names are snake_case); anything else bounds one.
+pub fn contains_word(text: &str, term: &str) -> bool {
+    if term.is_empty() {
+        return false;
+    }
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    text.match_indices(term).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + term.len()..].chars().next();
+        // A term that itself starts or ends with a non-word character needs no boundary there.
+        let starts = !term.starts_with(word) || before.is_none_or(|c| !word(c));
+        let ends = !term.ends_with(word) || after.is_none_or(|c| !word(c));
+        starts && ends
+    })
+}
+
+#[cfg(test)]
+mod word_tests {
+    use super::contains_word;
+
+    #[test]
+    fn a_term_is_matched_as_a_word_only() {
+        assert!(contains_word("please resolve ticket 5", "resolve"));
+        assert!(contains_word("resolve it.", "resolve"));
+        assert!(contains_word("(resolve)", "resolve"));
+        assert!(!contains_word("it is resolved now", "resolve"));
+        assert!(!contains_word("unresolve", "resolve"));
+        assert!(contains_word("call tickets_list first", "tickets_list"));
+        assert!(!contains_word("call tickets_list_all first", "tickets_list"));
+        assert!(contains_word("use the search tools here", "search tools"));
+        assert!(!contains_word("research toolset", "search tools"));
+        // A later occurrence counts when an earlier one is inside a word.
+        assert!(contains_word("resolved, then resolve", "resolve"));
+        assert!(contains_word("runbooks://service/x", "runbooks://"));
+        assert!(!contains_word("anything", ""));
+    }
 }
 
 /// How one arm fared in G7.
