@@ -298,7 +298,7 @@ pub struct SubmittedReview {
 
 /// Submit a review with its line comments, all at once.
 #[utoipa::path(post, path = "/change_requests/{id}/reviews", tag = "change_requests", params(("id" = i64, Path)), request_body = NewReview,
-    responses((status = 201, description = "The review and its comments, written in one transaction", body = SubmittedReview), (status = 404, description = "No change request has this id", body = ErrorBody)))]
+    responses((status = 201, description = "The review and its comments, written in one transaction", body = SubmittedReview), (status = 404, description = "No change request has this id", body = ErrorBody), (status = 409, description = "The change request is merged or closed: only an open one takes reviews", body = ErrorBody)))]
 async fn create_review(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
@@ -312,7 +312,12 @@ async fn create_review(
         c.validate(&format!("comments[{i}]."))?;
     }
     let mut db = state.db().await?;
-    require_change_request(&mut db, id).await?;
+    let status: Option<String> = sqlx::query_scalar("SELECT status FROM change_requests WHERE id = $1").bind(id).fetch_optional(&mut *db).await?;
+    match status.as_deref() {
+        None => return Err(ApiError::not_found("change request", id)),
+        Some("open") => {}
+        Some(other) => return Err(ApiError::Conflict(format!("change request {id} is {other}; only an open change request takes reviews"))),
+    }
     check_ref(&mut db, Table::Users, "reviewer_id", r.reviewer_id).await?;
     let mut tx = db.begin().await?;
     let review: Review =

@@ -212,3 +212,27 @@ async fn requests_hyper_refuses_before_routing_get_json_errors_too() {
     }
     b.shutdown().await;
 }
+
+/// A review goes only to an open change request: a merged or closed one answers 409, naming its
+/// status, and nothing is written; an open one takes it.
+#[tokio::test]
+async fn a_review_of_a_merged_or_closed_change_request_is_a_conflict() {
+    let b = TestBackend::start().await;
+    let review = json!({"reviewer_id": 1, "verdict": "approve", "body": "looks good"});
+    for status in ["merged", "closed"] {
+        let (s, page) = b.get(&format!("/change_requests?status={status}&limit=1")).await;
+        assert_eq!(s, 200, "{page}");
+        let id = page["data"][0]["id"].as_i64().unwrap_or_else(|| panic!("the seeded world has a {status} change request: {page}"));
+        let before = b.dump_hash().await;
+        let (s, body) = b.post(&format!("/change_requests/{id}/reviews"), review.clone()).await;
+        assert_eq!(s, 409, "{body}");
+        let error = body.to_string();
+        assert!(error.contains(&format!("change request {id} is {status}; only an open change request takes reviews")), "{body}");
+        assert_eq!(b.dump_hash().await, before, "a refused review changed the data");
+    }
+    let (_, page) = b.get("/change_requests?status=open&limit=1").await;
+    let open = page["data"][0]["id"].as_i64().unwrap();
+    let (s, body) = b.post(&format!("/change_requests/{open}/reviews"), review).await;
+    assert_eq!(s, 201, "{body}");
+    b.shutdown().await;
+}
