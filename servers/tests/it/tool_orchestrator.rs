@@ -47,6 +47,11 @@ async fn every_tool_of_both_arms_works_over_both_transports() {
         assert_eq!(r["notification"]["user_id"], 5);
         let r = ok_json(&call(&c.client, "reassign_ticket", json!({"ticket_id": id, "assignee_id": 2})).await);
         assert_eq!((r["ticket"]["assignee_id"].as_i64(), r["notification"]["user_id"].as_i64()), (Some(2), Some(2)));
+        // To its current owner: only the notification, the ticket untouched (no version bump).
+        let before = sql(&b, &format!("SELECT version, updated_at::text AS at FROM tickets WHERE id = {id}")).await;
+        let r = ok_json(&call(&c.client, "reassign_ticket", json!({"ticket_id": id, "assignee_id": 2, "message": "still yours"})).await);
+        assert_eq!((r["ticket"]["assignee_id"].as_i64(), r["notification"]["message"].as_str()), (Some(2), Some("still yours")));
+        assert_eq!(sql(&b, &format!("SELECT version, updated_at::text AS at FROM tickets WHERE id = {id}")).await, before);
         for tool in ["customers_list", "customers_get", "users_list", "users_get", "tickets_list", "tickets_get"] {
             let args = if tool.ends_with("_get") { json!({"id": 1}) } else { json!({}) };
             ok_json(&call(&c.client, tool, args).await);

@@ -113,12 +113,20 @@ impl Orchestrator {
         }
         let previous = ticket["assignee_id"].clone();
         let title = ticket["title"].as_str().unwrap_or_default().to_owned();
-        let updated = match self.backend.patch(&format!("/tickets/{}", a.ticket_id), &json!({ "assignee_id": a.assignee_id })).await {
-            Ok(t) => t,
-            Err(e) => return Ok(tool_error(step_failed("assigning", &e))),
+        // Already theirs: nothing to write (a write would bump the ticket's version and time for
+        // no change), only the notification.
+        let unchanged = previous.as_i64() == Some(a.assignee_id);
+        let updated = if unchanged {
+            ticket
+        } else {
+            match self.backend.patch(&format!("/tickets/{}", a.ticket_id), &json!({ "assignee_id": a.assignee_id })).await {
+                Ok(t) => t,
+                Err(e) => return Ok(tool_error(step_failed("assigning", &e))),
+            }
         };
         match self.notify(a.assignee_id, a.ticket_id, a.message.as_deref(), &title).await {
             Ok(notification) => Ok(json_result(&json!({ "ticket": updated, "notification": notification }))),
+            Err(e) if unchanged => Ok(tool_error(format!("{}; the ticket was not changed", step_failed("notifying", &e)))),
             Err(e) => {
                 // Put the old assignee back so the ticket is not reassigned silently.
                 let undo = self.backend.patch(&format!("/tickets/{}", a.ticket_id), &json!({ "assignee_id": previous })).await;
