@@ -7,12 +7,13 @@ cd "$(dirname "$0")/.."
 results=${RESULTS:-results}
 pipeline=${PIPELINE:-target/debug/pipeline}
 cargo build -q -p pipeline
+mkdir -p "$results"
 for mode in cold warm; do
     rm -rf "${results:?}/oracle_all_$mode"
     "$pipeline" --all --models oracle --k 2 --session-mode "$mode" --exp-name "oracle_all_$mode" --results-dir "$results" >"$results/oracle_all_$mode.log" 2>&1 \
         || { tail -20 "$results/oracle_all_$mode.log"; exit 1; }
 done
-rm -rf docs/cold-warm
+rm -f docs/cold-warm/compare.md docs/cold-warm/compare.json docs/cold-warm/order-effects.md
 mkdir -p docs/cold-warm
 "$pipeline" aggregate --compare oracle_all_cold oracle_all_warm --results-dir "$results" --along session_mode --out docs/cold-warm >/dev/null
 # The order effects of the warm run: its own report's section.

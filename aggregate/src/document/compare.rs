@@ -120,7 +120,7 @@ pub fn of_comparison(c: &Comparison) -> Document {
         } else {
             Text::plain("model ").and_code(&cell.model_a).and(" (A) vs ").and_code(&cell.model_b).and(" (B)")
         };
-        let mut heading = Text::plain(format!("{} — ", cell.module));
+        let mut heading = Text::plain(format!("{}{} — ", cell.module, split_label(cell.split)));
         heading.0.extend(who.0);
         cells.push(Block::Heading { level: 3, text: heading.and(format!(", {} tasks", cell.tasks)) });
         let rows = match (&cell.a, &cell.b) {
@@ -183,6 +183,11 @@ pub fn of_comparison(c: &Comparison) -> Document {
     Document { title: format!("mcp-pattern-bench comparison — A: {} · B: {}", name(&c.a), name(&c.b)), sections }
 }
 
+/// " · held-out" for a module's held-out tasks, compared apart from its dev tasks; nothing for dev.
+fn split_label(split: records::Split) -> &'static str {
+    if split.is_dev() { "" } else { " · held-out" }
+}
+
 /// A side's session mode as the declared difference shows it (`unset` is cold).
 fn mode(c: &Comparison, a: bool) -> &'static str {
     let warm = c.differences.iter().find(|d| d.field == "session_mode").map(|d| if a { &d.ours } else { &d.theirs }).is_some_and(|v| v == "warm");
@@ -212,7 +217,7 @@ fn gap_section(c: &Comparison) -> Section {
         .iter()
         .map(|g| {
             vec![
-                DocCell::text(format!("{} · {}", g.module, g.model)),
+                DocCell::text(format!("{}{} · {}", g.module, split_label(g.split), g.model)),
                 DocCell::text(format!("{}: {}", g.role, g.server)),
                 DocCell::text(g.metric.replace('_', " ")),
                 DocCell::text(format!("{} (n={})", value(g.mean_a, &g.metric), g.n_a)),
