@@ -563,6 +563,13 @@ fn split_tables() -> Vec<Definition> {
             &["models[].modules[].losing_tasks[].on", "oracle_floors[].losing_tasks[].on"],
         ),
         def(
+            &["why"],
+            Label,
+            "",
+            "why the losing rule could not judge the task, so that it is on neither side of it: an arm without a valid session on it, or usage (for the oracle, an estimate or a call count) missing in an arm",
+            &["models[].modules[].unjudged_tasks[].why", "oracle_floors[].unjudged_tasks[].why"],
+        ),
+        def(
             &["pattern", "control"],
             PerTask,
             "the task's valid sessions of that arm",

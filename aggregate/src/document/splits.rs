@@ -4,25 +4,30 @@
 use super::format::{pct, readable, signed_pct};
 use super::tables::Terms;
 use super::{Align, Block, Cell, Section, SectionKind, Text, Unit};
-use crate::metrics::splits::LosingTask;
+use crate::metrics::splits::{LosingTask, UnjudgedTask};
 use crate::metrics::{Comparison, Summary};
 use records::{Role, Split};
 
 /// The section, when the run has held-out tasks or the pattern lost on some task.
 pub(super) fn section(s: &Summary, terms: &Terms) -> Option<Section> {
     let held_out = s.models.iter().flat_map(|m| &m.modules).any(|x| x.split == Split::HeldOut) || s.oracle_floors.iter().any(|f| f.split == Split::HeldOut);
-    let mut losing = Vec::new();
+    let (mut losing, mut unjudged) = (Vec::new(), Vec::new());
+    let unjudged_row = |label: &str, split: Split, t: &UnjudgedTask| {
+        vec![Cell::text(label), Cell::text(split.as_str()), Cell::text(t.task.as_str()), Cell::text(t.why.as_str())]
+    };
     for m in &s.models {
         for x in &m.modules {
             let label = format!("{} · {}", m.model, Comparison::label(&x.module, x.comparison.as_ref()));
             losing.extend(x.losing_tasks.iter().map(|t| losing_row(&label, x.split, t)));
+            unjudged.extend(x.unjudged_tasks.iter().map(|t| unjudged_row(&label, x.split, t)));
         }
     }
     for f in &s.oracle_floors {
         let label = format!("oracle · {}", Comparison::label(&f.module, f.comparison.as_ref()));
         losing.extend(f.losing_tasks.iter().map(|t| losing_row(&label, f.split, t)));
+        unjudged.extend(f.unjudged_tasks.iter().map(|t| unjudged_row(&label, f.split, t)));
     }
-    if !held_out && losing.is_empty() {
+    if !held_out && losing.is_empty() && unjudged.is_empty() {
         return None;
     }
     let mut blocks = Vec::new();
@@ -84,6 +89,16 @@ pub(super) fn section(s: &Summary, terms: &Terms) -> Option<Section> {
         ))));
         let header = ["model · module", "split", "task", "the pattern loses on", "pattern", "control"];
         blocks.push(Block::Table(terms.grid(&header, &[Align::Left, Align::Left, Align::Left, Align::Left, Align::Right, Align::Right], losing)));
+    }
+    if !unjudged.is_empty() {
+        blocks.push(Block::Paragraph(Text::plain(format!(
+            "{} task{} could not be judged by that rule, so {} on neither side of it:",
+            unjudged.len(),
+            if unjudged.len() == 1 { "" } else { "s" },
+            if unjudged.len() == 1 { "it is" } else { "they are" }
+        ))));
+        let header = ["model · module", "split", "task", "why"];
+        blocks.push(Block::Table(terms.grid(&header, &[Align::Left, Align::Left, Align::Left, Align::Left], unjudged)));
     }
     let heading = if held_out { "Dev and held-out tasks" } else { "Tasks on which the pattern loses" };
     Some(Section { kind: SectionKind::Splits, heading: Some(heading.into()), blocks })

@@ -287,11 +287,15 @@ pub fn summarise_with(exp: &Experiment, prices: Option<&PriceTable>, opts: &Opti
                     let plan = manifest.map(|m| module_plan(m, &module, split));
                     comparisons(&recs)
                         .into_iter()
-                        .map(|(comparison, cell)| ModuleReport {
-                            comparison,
-                            split,
-                            losing_tasks: splits::losing_model_tasks(&cell),
-                            ..module_report(&model, &module, &cell, plan.as_ref(), prices, opts)
+                        .map(|(comparison, cell)| {
+                            let (losing_tasks, unjudged_tasks) = splits::losing_model_tasks(&cell);
+                            ModuleReport {
+                                comparison,
+                                split,
+                                losing_tasks,
+                                unjudged_tasks,
+                                ..module_report(&model, &module, &cell, plan.as_ref(), prices, opts)
+                            }
                         })
                         .collect::<Vec<_>>()
                 })
@@ -307,7 +311,7 @@ pub fn summarise_with(exp: &Experiment, prices: Option<&PriceTable>, opts: &Opti
                 .into_iter()
                 .map(|(comparison, cell)| {
                     let mut f = OracleModule { comparison, split, ..oracle_module(module.clone(), &cell) };
-                    f.losing_tasks = splits::losing_oracle_tasks(&f);
+                    (f.losing_tasks, f.unjudged_tasks) = splits::losing_oracle_tasks(&f);
                     f
                 })
                 .collect::<Vec<_>>()

@@ -30,10 +30,13 @@ pub struct OracleModule {
     /// What one session of each role takes: the figures the report's tables and chart show.
     #[serde(default)]
     pub per_session: BTreeMap<Role, OraclePerSession>,
-    /// The tasks on which the pattern's plan takes more calls than the control's, or as many with
-    /// more estimated input.
+    /// The tasks on which the pattern's plan costs more estimated input than the control's, or,
+    /// costing no more, takes more calls.
     #[serde(default)]
     pub losing_tasks: Vec<super::splits::LosingTask>,
+    /// The tasks the losing rule could not judge, with why (absent when there are none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unjudged_tasks: Vec<super::splits::UnjudgedTask>,
 }
 
 impl OracleModule {
@@ -153,6 +156,7 @@ pub(super) fn oracle_module(module: String, recs: &[&SessionRecord]) -> OracleMo
         total_estimated_input_tokens,
         per_session,
         losing_tasks: Vec::new(),
+        unjudged_tasks: Vec::new(),
     }
 }
 

@@ -50,6 +50,9 @@ pub struct ModuleReport {
     /// input tokens per valid session.
     #[serde(default)]
     pub losing_tasks: Vec<super::splits::LosingTask>,
+    /// The tasks the losing rule could not judge, with why (absent when there are none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unjudged_tasks: Vec<super::splits::UnjudgedTask>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -414,6 +417,7 @@ pub(super) fn module_report(
     ModuleReport {
         split: records::Split::Dev,
         losing_tasks: Vec::new(),
+        unjudged_tasks: Vec::new(),
         module: module.into(),
         comparison: None,
         pattern,

@@ -24,15 +24,30 @@ pub struct LosingTask {
     pub control: f64,
 }
 
-/// Per task of one comparison cell: where the pattern does worse. A task counts once, on the
-/// first figure it loses on (success before input tokens): cost only matters at equal success.
-pub(super) fn losing_model_tasks(recs: &[&SessionRecord]) -> Vec<LosingTask> {
+/// A task the losing rule could not judge, and why: it is neither on the losing list nor known
+/// not to belong there, and the report says so rather than leave it off without a word.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnjudgedTask {
+    pub task: String,
+    pub why: String,
+}
+
+/// Per task of one comparison cell: where the pattern does worse, and the tasks that cannot be
+/// judged. A task counts once, on the first figure it loses on (success before input tokens):
+/// cost only matters at equal success.
+pub(super) fn losing_model_tasks(recs: &[&SessionRecord]) -> (Vec<LosingTask>, Vec<UnjudgedTask>) {
     let tasks: BTreeSet<&str> = recs.iter().map(|r| r.task.as_str()).collect();
-    let mut out = Vec::new();
+    let (mut out, mut unjudged) = (Vec::new(), Vec::new());
     for task in tasks {
         let arm = |role: Role| -> Vec<&SessionRecord> { recs.iter().copied().filter(|r| r.task == task && r.role == role && r.validity.is_valid()).collect() };
         let (p, c) = (arm(Role::Pattern), arm(Role::Control));
         if p.is_empty() || c.is_empty() {
+            let arms = match (p.is_empty(), c.is_empty()) {
+                (true, true) => "either arm",
+                (true, false) => "the pattern arm",
+                _ => "the control arm",
+            };
+            unjudged.push(UnjudgedTask { task: task.to_owned(), why: format!("no valid session in {arms}") });
             continue;
         }
         let rate = |v: &[&SessionRecord]| v.iter().filter(|r| passed(r)).count() as f64 / v.len() as f64;
@@ -41,36 +56,70 @@ pub(super) fn losing_model_tasks(recs: &[&SessionRecord]) -> Vec<LosingTask> {
             out.push(LosingTask { task: task.to_owned(), on: "success".into(), pattern: pr, control: cr });
             continue;
         }
+        if pr > cr {
+            continue;
+        }
         let tokens = |v: &[&SessionRecord]| -> Option<f64> {
             let xs: Vec<f64> = v.iter().map(|r| r.totals.input_tokens.map(|t| t as f64)).collect::<Option<Vec<_>>>()?;
             crate::stats::mean(&xs)
         };
-        if let (Some(pt), Some(ct)) = (tokens(&p), tokens(&c))
-            && pr == cr
-            && pt > ct
-        {
-            out.push(LosingTask { task: task.to_owned(), on: "input_tokens".into(), pattern: pt, control: ct });
+        match (tokens(&p), tokens(&c)) {
+            (Some(pt), Some(ct)) if pt > ct => out.push(LosingTask { task: task.to_owned(), on: "input_tokens".into(), pattern: pt, control: ct }),
+            (Some(_), Some(_)) => {}
+            _ => {
+                let missing = |v: &[&SessionRecord], arm: &str| {
+                    let n = v.iter().filter(|r| r.totals.input_tokens.is_none()).count();
+                    (n > 0).then(|| format!("{n} of the {arm}'s {} valid session{}", v.len(), if v.len() == 1 { "" } else { "s" }))
+                };
+                let which: Vec<String> = [missing(&p, "pattern"), missing(&c, "control")].into_iter().flatten().collect();
+                unjudged.push(UnjudgedTask {
+                    task: task.to_owned(),
+                    why: format!("as often passed, but input tokens are missing in {}: its cost cannot be compared", which.join(" and ")),
+                });
+            }
         }
     }
-    out
+    (out, unjudged)
 }
 
 /// The oracle's floor per task: where the pattern's plan costs more estimated input (the cost
-/// the oracle's reports compare), or, costing no more, takes more calls.
-pub(super) fn losing_oracle_tasks(m: &OracleModule) -> Vec<LosingTask> {
+/// the oracle's reports compare), or, costing no more, takes more calls; and the tasks whose
+/// figures are missing for that.
+pub(super) fn losing_oracle_tasks(m: &OracleModule) -> (Vec<LosingTask>, Vec<UnjudgedTask>) {
     let tasks: BTreeSet<&str> = m.rows.iter().map(|r| r.task.as_str()).collect();
-    let mut out = Vec::new();
+    let (mut out, mut unjudged) = (Vec::new(), Vec::new());
     for task in tasks {
         let row = |role: Role| m.rows.iter().find(|r| r.task == task && r.role == role);
-        let (Some(p), Some(c)) = (row(Role::Pattern), row(Role::Control)) else { continue };
+        let (Some(p), Some(c)) = (row(Role::Pattern), row(Role::Control)) else {
+            let arm = if row(Role::Pattern).is_none() { "pattern" } else { "control" };
+            unjudged.push(UnjudgedTask { task: task.to_owned(), why: format!("no oracle session in the {arm} arm") });
+            continue;
+        };
         let lose = |on: &str, pattern: u64, control: u64| LosingTask { task: task.to_owned(), on: on.into(), pattern: pattern as f64, control: control as f64 };
-        match ((p.estimated_input_tokens, c.estimated_input_tokens), (p.calls, c.calls)) {
+        // Records from before input estimates have none in either arm: they are judged by calls,
+        // the figure both have. An estimate in one arm only cannot be compared.
+        let estimates = (p.estimated_input_tokens, c.estimated_input_tokens);
+        let comparable = matches!(estimates, (Some(_), Some(_)) | (None, None));
+        match (estimates, (p.calls, c.calls)) {
             ((Some(pt), Some(ct)), _) if pt > ct => out.push(lose("estimated_input_tokens", pt, ct)),
-            (_, (Some(pc), Some(cc))) if pc > cc => out.push(lose("calls", pc, cc)),
-            _ => {}
+            (_, (Some(pc), Some(cc))) if comparable && pc > cc => out.push(lose("calls", pc, cc)),
+            (_, (Some(_), Some(_))) if comparable => {}
+            _ => {
+                let mut missing = Vec::new();
+                for (arm, row) in [("pattern", p), ("control", c)] {
+                    let what: Vec<&str> = [(row.estimated_input_tokens.is_none(), "estimated input"), (row.calls.is_none(), "calls")]
+                        .into_iter()
+                        .filter_map(|(gone, what)| gone.then_some(what))
+                        .collect();
+                    if !what.is_empty() {
+                        missing.push(format!("the {arm}'s plan has no {}", what.join(" and no ")));
+                    }
+                }
+                unjudged.push(UnjudgedTask { task: task.to_owned(), why: format!("{}: its cost cannot be compared", missing.join(", and ")) });
+            }
         }
     }
-    out
+    (out, unjudged)
 }
 
 /// Where dev and held-out tasks disagree about a module, for the report to say above its

@@ -29,6 +29,12 @@ fn reports() -> Vec<(tempfile::TempDir, Report)> {
     }
     let rep = aggregate::report(dir.path(), None, &Options::default()).unwrap();
     out.push((dir, rep));
+    // A task the losing rule cannot judge: its control session is invalid.
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), &record("m", "m1", "pattern", "t1", 1, ok(V::Passed, 100, 2)), false);
+    write(dir.path(), &record("m", "m1", "control", "t1", 1, bad(records::InvalidReason::ProviderError)), false);
+    let rep = aggregate::report(dir.path(), None, &Options::default()).unwrap();
+    out.push((dir, rep));
     // A warm experiment: each task at its place in one conversation per arm.
     let dir = tempfile::tempdir().unwrap();
     for (position, task) in [(1, "t1"), (2, "t2")] {

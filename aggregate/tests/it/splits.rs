@@ -30,7 +30,7 @@ fn dev_and_held_out_tasks_are_reported_apart_and_a_disagreement_comes_first() {
     assert_eq!(floor(Split::Dev).per_session_of(Role::Pattern, |p| p.calls), Ok(2.0));
     assert_eq!(floor(Split::HeldOut).per_session_of(Role::Pattern, |p| p.calls), Ok(9.0));
     // t2 costs the pattern more calls but no more estimated input (the fixture's floors).
-    assert_eq!(floor(Split::HeldOut).losing_tasks[0].on, "calls");
+    assert_eq!(floor(Split::HeldOut).losing_tasks.first().map(|t| t.on.as_str()), Some("calls"), "{:?}", floor(Split::HeldOut).unjudged_tasks);
 
     // That disagreement is said, and said before the headline.
     assert_eq!(s.split_disagreements.len(), 1, "{:#?}", s.split_disagreements);
@@ -59,4 +59,39 @@ fn a_run_without_held_out_tasks_reports_as_before() {
     assert!(!results.contains("held-out") && !results.contains("held_out"), "nothing about splits where there are none");
     let json: serde_json::Value = serde_json::from_str(&rep.json).unwrap();
     assert!(json["models"][0]["modules"][0].get("split").is_none(), "a dev report keeps the bytes it had");
+}
+
+/// A task the losing rule cannot judge is said, with why, not left off the list without a word:
+/// the pattern's input is 4× the control's on t1, but one control session reported no usage; t2
+/// has no valid control session at all. t3 is judged and lost on tokens.
+#[test]
+fn a_task_that_cannot_be_judged_is_listed_with_why() {
+    use records::InvalidReason;
+    use records::Verdict as V;
+    let dir = tempfile::tempdir().unwrap();
+    let no_usage = S { input: None, cached: None, output: None, ..ok(V::Passed, 0, 2) };
+    for rep in 1..=2 {
+        write(dir.path(), &record("m", "m1", "pattern", "t1", rep, ok(V::Passed, 4_000, 2)), false);
+        write(dir.path(), &record("m", "m1", "control", "t1", rep, if rep == 1 { no_usage.clone() } else { ok(V::Passed, 1_000, 2) }), false);
+        write(dir.path(), &record("m", "m1", "pattern", "t2", rep, ok(V::Passed, 900, 2)), false);
+        write(dir.path(), &record("m", "m1", "control", "t2", rep, bad(InvalidReason::ProviderError)), false);
+        write(dir.path(), &record("m", "m1", "pattern", "t3", rep, ok(V::Passed, 1_500, 2)), false);
+        write(dir.path(), &record("m", "m1", "control", "t3", rep, ok(V::Passed, 1_000, 2)), false);
+    }
+    let rep = aggregate::report(dir.path(), None, &Options::default()).unwrap();
+    let m = &rep.summary.models[0].modules[0];
+    assert_eq!(m.losing_tasks.iter().map(|t| (t.task.as_str(), t.on.as_str())).collect::<Vec<_>>(), [("t3", "input_tokens")]);
+    let unjudged: Vec<(&str, &str)> = m.unjudged_tasks.iter().map(|t| (t.task.as_str(), t.why.as_str())).collect();
+    assert_eq!(
+        unjudged,
+        [
+            ("t1", "as often passed, but input tokens are missing in 1 of the control's 2 valid sessions: its cost cannot be compared"),
+            ("t2", "no valid session in the control arm"),
+        ]
+    );
+    let md = &rep.markdown;
+    assert!(md.contains("2 tasks could not be judged by that rule, so they are on neither side of it:"), "{md}");
+    assert!(md.contains("| m · m1 | dev | t2 | no valid session in the control arm |"), "{md}");
+    let json: serde_json::Value = serde_json::from_str(&rep.json).unwrap();
+    assert_eq!(json["models"][0]["modules"][0]["unjudged_tasks"][1]["task"], "t2");
 }

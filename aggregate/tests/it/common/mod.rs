@@ -404,7 +404,9 @@ pub fn held_out_fixture(dir: &Path) {
             let mut o = record("oracle", "m1", role, task, 1, S { turns: 0, input: None, cached: None, output: None, ..ok(V::Passed, 0, 0) });
             o.split = split;
             if task == "t2" && role == "pattern" {
-                o.oracle.as_mut().unwrap().calls = 9;
+                // More calls, as much estimated input as the control's plan (900).
+                let floor = o.oracle.as_mut().unwrap();
+                (floor.calls, floor.estimated_input_tokens) = (9, Some(900));
             }
             write(dir, &o, false);
         }
