@@ -72,7 +72,7 @@ fn a_task_that_cannot_be_judged_is_listed_with_why() {
     let no_usage = S { input: None, cached: None, output: None, ..ok(V::Passed, 0, 2) };
     for rep in 1..=2 {
         write(dir.path(), &record("m", "m1", "pattern", "t1", rep, ok(V::Passed, 4_000, 2)), false);
-        write(dir.path(), &record("m", "m1", "control", "t1", rep, if rep == 1 { no_usage.clone() } else { ok(V::Passed, 1_000, 2) }), false);
+        write(dir.path(), &record("m", "m1", "control", "t1", rep, if rep == 1 { no_usage } else { ok(V::Passed, 1_000, 2) }), false);
         write(dir.path(), &record("m", "m1", "pattern", "t2", rep, ok(V::Passed, 900, 2)), false);
         write(dir.path(), &record("m", "m1", "control", "t2", rep, bad(InvalidReason::ProviderError)), false);
         write(dir.path(), &record("m", "m1", "pattern", "t3", rep, ok(V::Passed, 1_500, 2)), false);
