@@ -73,6 +73,14 @@ pub struct Slips {
     /// Makes every call and gives a confident answer with its figures changed.
     #[serde(default)]
     pub wrong_answer: f64,
+    /// Makes no call and claims the task done ("Done: the task is complete."). It does not use
+    /// the plan's answer, which would be an oracle that skipped its reads, not an agent that did
+    /// nothing.
+    #[serde(default)]
+    pub no_work: f64,
+    /// Makes no call and answers nothing.
+    #[serde(default)]
+    pub empty_answer: f64,
 }
 
 /// What a session was planned to do.
@@ -83,6 +91,8 @@ pub enum Planned {
     SkipStep,
     StopEarly,
     WrongAnswer,
+    NoWork,
+    EmptyAnswer,
 }
 
 impl Planned {
@@ -96,6 +106,8 @@ impl Planned {
             Self::SkipStep => "skip_step",
             Self::StopEarly => "stop_early",
             Self::WrongAnswer => "wrong_answer",
+            Self::NoWork => "no_work",
+            Self::EmptyAnswer => "empty_answer",
         }
     }
 }
@@ -128,7 +140,7 @@ impl Profile {
                 return Err(format!("{role}.complete must lie in [0, 1], not {}", arm.complete));
             }
             let s = &arm.slips;
-            let weights = [s.skip_step, s.stop_early, s.wrong_answer];
+            let weights = [s.skip_step, s.stop_early, s.wrong_answer, s.no_work, s.empty_answer];
             if weights.iter().any(|w| !(w.is_finite() && *w >= 0.0)) {
                 return Err(format!("{role}.slips: every weight must be a finite number ≥ 0"));
             }
@@ -166,7 +178,13 @@ pub fn decide(profile: &Profile, seed: u64, task: &str, role: Role, rep: u32) ->
         Planned::Complete
     } else {
         let s = &arm.slips;
-        let weights = [(Planned::SkipStep, s.skip_step), (Planned::StopEarly, s.stop_early), (Planned::WrongAnswer, s.wrong_answer)];
+        let weights = [
+            (Planned::SkipStep, s.skip_step),
+            (Planned::StopEarly, s.stop_early),
+            (Planned::WrongAnswer, s.wrong_answer),
+            (Planned::NoWork, s.no_work),
+            (Planned::EmptyAnswer, s.empty_answer),
+        ];
         let mut u = rng.uniform() * weights.iter().map(|(_, w)| w).sum::<f64>();
         let mut chosen = Planned::StopEarly;
         for (slip, w) in weights {
@@ -203,6 +221,16 @@ fn planned_plan(plan: &tasks::OraclePlan, planned: Planned, asks_for_change: boo
             p.steps.truncate(p.steps.len() / 2);
             p.answer = "I could not complete this task: I stopped before finishing it.".into();
             (p, Planned::StopEarly)
+        }
+        Planned::NoWork => {
+            p.steps.clear();
+            p.answer = "Done: the task is complete.".into();
+            (p, Planned::NoWork)
+        }
+        Planned::EmptyAnswer => {
+            p.steps.clear();
+            p.answer = String::new();
+            (p, Planned::EmptyAnswer)
         }
     }
 }
@@ -388,6 +416,15 @@ mod tests {
         assert!(e.contains("control.complete must lie in [0, 1]"), "{e}");
         let e = Profile::parse(&HALF.replace("seed = 1", "seed = 1\n        temperature = 0.2")).unwrap_err();
         assert!(e.contains("unknown field `temperature`"), "{e}");
+    }
+
+    #[test]
+    fn the_trivial_slips_make_no_call() {
+        let plan: tasks::OraclePlan = toml::from_str("answer = \"Closed ${id}\"\n[[steps]]\ntool = \"find\"\nsave = { id = \"/id\" }\n").unwrap();
+        let (p, done) = planned_plan(&plan, Planned::NoWork, true);
+        assert_eq!((p.steps.len(), p.answer.as_str(), done), (0, "Done: the task is complete.", Planned::NoWork));
+        let (p, done) = planned_plan(&plan, Planned::EmptyAnswer, true);
+        assert_eq!((p.steps.len(), p.answer.as_str(), done), (0, "", Planned::EmptyAnswer));
     }
 
     #[test]
