@@ -313,12 +313,12 @@ async fn create_review(
     }
     let mut db = state.db().await?;
     let status: Option<String> = sqlx::query_scalar("SELECT status FROM change_requests WHERE id = $1").bind(id).fetch_optional(&mut *db).await?;
-    match status.as_deref() {
-        None => return Err(ApiError::not_found("change request", id)),
-        Some("open") => {}
-        Some(other) => return Err(ApiError::Conflict(format!("change request {id} is {other}; only an open change request takes reviews"))),
-    }
+    let Some(status) = status else { return Err(ApiError::not_found("change request", id)) };
+    // A bad request is named as one (422) before the state it would meet (409).
     check_ref(&mut db, Table::Users, "reviewer_id", r.reviewer_id).await?;
+    if status != "open" {
+        return Err(ApiError::Conflict(format!("change request {id} is {status}; only an open change request takes reviews")));
+    }
     let mut tx = db.begin().await?;
     let review: Review =
         sqlx::query_as("INSERT INTO reviews (change_request_id, reviewer_id, verdict, body, created_at) VALUES ($1, $2, $3, $4, now()) RETURNING *")
