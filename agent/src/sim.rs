@@ -280,16 +280,21 @@ pub fn asks_for_change(task: &tasks::Task) -> bool {
 /// What the session at `place` does under `profile` and `seed`, without running it: the draw,
 /// and the slip as it applies to this task and plan.
 pub fn planned(profile: &Profile, seed: u64, place: &Place<'_>) -> (Decision, Planned) {
-    let d = decide(profile, seed, &place.task.id, place.role, place.rep);
-    let (_, done) = planned_plan(place.plan, d.planned, asks_for_change(place.task));
+    let (d, _, done) = plan_at(profile, seed, place);
     (d, done)
+}
+
+/// The draw, the plan followed and the slip done: what [`planned`] reports and [`run`] runs.
+fn plan_at(profile: &Profile, seed: u64, place: &Place<'_>) -> (Decision, tasks::OraclePlan, Planned) {
+    let d = decide(profile, seed, &place.task.id, place.role, place.rep);
+    let (followed, done) = planned_plan(place.plan, d.planned, asks_for_change(place.task));
+    (d, followed, done)
 }
 
 /// Runs the session at `place` as `profile` plans it.
 pub async fn run(conn: &ServerConnection, place: &Place<'_>, profile: &Profile, seed: u64) -> SessionOutcome {
-    let (task_text, plan) = (&place.task.text, place.plan);
-    let decision = decide(profile, seed, &place.task.id, place.role, place.rep);
-    let (followed, done) = planned_plan(plan, decision.planned, asks_for_change(place.task));
+    let task_text = &place.task.text;
+    let (decision, followed, done) = plan_at(profile, seed, place);
     let mut outcome = crate::oracle::run(conn, task_text, &followed).await;
     outcome.provider = PROVIDER.into();
     outcome.oracle = None;
