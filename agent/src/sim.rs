@@ -58,6 +58,16 @@ pub struct Arm {
     /// dithers resends its whole context each time.
     #[serde(default)]
     pub extra_turns: f64,
+    /// The mean number (Poisson) of reading calls made twice: a model that checks again. Each
+    /// repeat calls again, right after it, one of the plan's steps that only read (a resource,
+    /// or a tool whose name says it lists, gets, searches, finds, describes or reads); a plan
+    /// with no such step repeats nothing.
+    #[serde(default)]
+    pub repeated_calls: f64,
+    /// The mean number (Poisson) of sentences added to the answer that say nothing about the
+    /// task: a wordier model.
+    #[serde(default)]
+    pub answer_sentences: f64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -73,6 +83,11 @@ pub struct Slips {
     /// Makes every call and gives a confident answer with its figures changed.
     #[serde(default)]
     pub wrong_answer: f64,
+    /// On a task that asks for a change, makes every call but gives the write a wrong id (the
+    /// next number), goes on whatever the write returned and claims success; on a question, or
+    /// where no write takes an id, answers wrongly instead.
+    #[serde(default)]
+    pub wrong_id: f64,
     /// Makes no call and claims the task done ("Done: the task is complete."). It does not use
     /// the plan's answer, which would be an oracle that skipped its reads, not an agent that did
     /// nothing.
@@ -91,6 +106,7 @@ pub enum Planned {
     SkipStep,
     StopEarly,
     WrongAnswer,
+    WrongId,
     NoWork,
     EmptyAnswer,
 }
@@ -106,6 +122,7 @@ impl Planned {
             Self::SkipStep => "skip_step",
             Self::StopEarly => "stop_early",
             Self::WrongAnswer => "wrong_answer",
+            Self::WrongId => "wrong_id",
             Self::NoWork => "no_work",
             Self::EmptyAnswer => "empty_answer",
         }
@@ -119,6 +136,10 @@ pub struct Decision {
     /// The session's probability of completing (its arm's rate, moved by the task's draws).
     pub p_complete: f64,
     pub extra_turns: u32,
+    /// Reading calls to make twice (fewer are made when the plan has no step that only reads).
+    pub repeated_calls: u32,
+    /// Sentences added to the answer.
+    pub answer_sentences: u32,
 }
 
 impl Profile {
@@ -140,15 +161,17 @@ impl Profile {
                 return Err(format!("{role}.complete must lie in [0, 1], not {}", arm.complete));
             }
             let s = &arm.slips;
-            let weights = [s.skip_step, s.stop_early, s.wrong_answer, s.no_work, s.empty_answer];
+            let weights = [s.skip_step, s.stop_early, s.wrong_answer, s.no_work, s.empty_answer, s.wrong_id];
             if weights.iter().any(|w| !(w.is_finite() && *w >= 0.0)) {
                 return Err(format!("{role}.slips: every weight must be a finite number ≥ 0"));
             }
             if arm.complete < 1.0 && weights.iter().sum::<f64>() <= 0.0 {
                 return Err(format!("{role}.complete is below 1, so {role}.slips must give at least one slip a weight above 0"));
             }
-            if !(arm.extra_turns.is_finite() && (0.0..=50.0).contains(&arm.extra_turns)) {
-                return Err(format!("{role}.extra_turns must lie in [0, 50], not {}", arm.extra_turns));
+            for (name, mean) in [("extra_turns", arm.extra_turns), ("repeated_calls", arm.repeated_calls), ("answer_sentences", arm.answer_sentences)] {
+                if !(mean.is_finite() && (0.0..=50.0).contains(&mean)) {
+                    return Err(format!("{role}.{name} must lie in [0, 50], not {mean}"));
+                }
             }
         }
         Ok(())
@@ -184,6 +207,8 @@ pub fn decide(profile: &Profile, seed: u64, task: &str, role: Role, rep: u32) ->
             (Planned::WrongAnswer, s.wrong_answer),
             (Planned::NoWork, s.no_work),
             (Planned::EmptyAnswer, s.empty_answer),
+            // Last, so that a profile without it draws what it drew before it existed.
+            (Planned::WrongId, s.wrong_id),
         ];
         let mut u = rng.uniform() * weights.iter().map(|(_, w)| w).sum::<f64>();
         let mut chosen = Planned::StopEarly;
@@ -199,7 +224,9 @@ pub fn decide(profile: &Profile, seed: u64, task: &str, role: Role, rep: u32) ->
         chosen
     };
     let extra_turns = rng.poisson(arm.extra_turns);
-    Decision { planned, p_complete, extra_turns }
+    let repeated_calls = rng.poisson(arm.repeated_calls);
+    let answer_sentences = rng.poisson(arm.answer_sentences);
+    Decision { planned, p_complete, extra_turns, repeated_calls, answer_sentences }
 }
 
 /// The plan the session follows under `planned`, and what it does: a skip on a question (no
@@ -209,7 +236,14 @@ fn planned_plan(plan: &tasks::OraclePlan, planned: Planned, asks_for_change: boo
     let mut p = plan.clone();
     match planned {
         Planned::Complete | Planned::WrongAnswer => (p, planned),
-        Planned::SkipStep if !asks_for_change => (p, Planned::WrongAnswer),
+        Planned::SkipStep | Planned::WrongId if !asks_for_change => (p, Planned::WrongAnswer),
+        Planned::WrongId => match p.steps.iter().rposition(|s| s.save.is_empty() && !s.expect_error && s.id_argument().is_some()) {
+            Some(i) => {
+                p.steps[i].wrong_id = p.steps[i].id_argument().map(str::to_owned);
+                (p, Planned::WrongId)
+            }
+            None => (p, Planned::WrongAnswer),
+        },
         Planned::SkipStep => match p.steps.iter().rposition(|s| s.save.is_empty() && !s.expect_error) {
             Some(i) => {
                 p.steps.remove(i);
@@ -233,6 +267,42 @@ fn planned_plan(plan: &tasks::OraclePlan, planned: Planned, asks_for_change: boo
             (p, Planned::EmptyAnswer)
         }
     }
+}
+
+/// `plan` with `n` of its reading steps made twice, each right after itself, chosen by `rng`;
+/// and how many were repeated (none when no step only reads).
+fn with_repeats(plan: tasks::OraclePlan, n: u32, rng: &mut SplitMix64) -> (tasks::OraclePlan, u32) {
+    let reads: Vec<usize> = plan.steps.iter().enumerate().filter(|(_, s)| s.is_read() && s.wrong_id.is_none()).map(|(i, _)| i).collect();
+    if reads.is_empty() || n == 0 {
+        return (plan, 0);
+    }
+    let mut times = vec![0u32; plan.steps.len()];
+    for _ in 0..n {
+        let pick = ((rng.uniform() * reads.len() as f64) as usize).min(reads.len() - 1);
+        times[reads[pick]] += 1;
+    }
+    let mut steps = Vec::with_capacity(plan.steps.len() + n as usize);
+    for (step, again) in plan.steps.into_iter().zip(times) {
+        // The repeat saves nothing: the values are the ones the first call saved.
+        let repeat = tasks::oracle::Step { save: Default::default(), ..step.clone() };
+        steps.push(step);
+        steps.extend(std::iter::repeat_n(repeat, again as usize));
+    }
+    (tasks::OraclePlan { steps, ..plan }, n)
+}
+
+/// Sentences a wordier answer adds: they say nothing about the task, its state or the agent's
+/// confidence.
+const PADDING: [&str; 3] =
+    ["I used the tools this server offers.", "The details above come from what the tools returned.", "I hope this helps."];
+
+/// `answer` with `n` sentences added (none to an empty answer).
+fn padded(answer: &str, n: u32) -> String {
+    if answer.is_empty() || n == 0 {
+        return answer.to_owned();
+    }
+    let extra: Vec<&str> = (0..n as usize).map(|i| PADDING[i % PADDING.len()]).collect();
+    format!("{answer} {}", extra.join(" "))
 }
 
 /// A confident answer with every figure in it changed; one without figures is replaced by a
@@ -277,18 +347,30 @@ pub fn asks_for_change(task: &tasks::Task) -> bool {
     !task.verifier.sql.is_empty()
 }
 
+/// What a session did, beyond its draw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Done {
+    /// The slip as it applies to this task and plan.
+    pub slip: Planned,
+    /// Reading calls made twice.
+    pub repeated_calls: u32,
+}
+
 /// What the session at `place` does under `profile` and `seed`, without running it: the draw,
-/// and the slip as it applies to this task and plan.
-pub fn planned(profile: &Profile, seed: u64, place: &Place<'_>) -> (Decision, Planned) {
+/// and what it does with this task and plan.
+pub fn planned(profile: &Profile, seed: u64, place: &Place<'_>) -> (Decision, Done) {
     let (d, _, done) = plan_at(profile, seed, place);
     (d, done)
 }
 
-/// The draw, the plan followed and the slip done: what [`planned`] reports and [`run`] runs.
-fn plan_at(profile: &Profile, seed: u64, place: &Place<'_>) -> (Decision, tasks::OraclePlan, Planned) {
+/// The draw, the plan followed and what was done: what [`planned`] reports and [`run`] runs.
+fn plan_at(profile: &Profile, seed: u64, place: &Place<'_>) -> (Decision, tasks::OraclePlan, Done) {
     let d = decide(profile, seed, &place.task.id, place.role, place.rep);
-    let (followed, done) = planned_plan(place.plan, d.planned, asks_for_change(place.task));
-    (d, followed, done)
+    let (followed, slip) = planned_plan(place.plan, d.planned, asks_for_change(place.task));
+    let mut rng = SplitMix64::labelled(seed, &["repeat", &place.task.id, place.role.as_str(), &place.rep.to_string()]);
+    let (mut followed, repeated_calls) = with_repeats(followed, d.repeated_calls, &mut rng);
+    followed.answer = padded(&followed.answer, d.answer_sentences);
+    (d, followed, Done { slip, repeated_calls })
 }
 
 /// Runs the session at `place` as `profile` plans it.
@@ -301,7 +383,7 @@ pub async fn run(conn: &ServerConnection, place: &Place<'_>, profile: &Profile, 
     if !outcome.validity.is_valid() {
         return outcome;
     }
-    if done == Planned::WrongAnswer {
+    if done.slip == Planned::WrongAnswer {
         outcome.final_answer = outcome.final_answer.as_deref().map(wrong_answer);
     }
     let answer = outcome.final_answer.clone().unwrap_or_default();
@@ -315,10 +397,12 @@ pub async fn run(conn: &ServerConnection, place: &Place<'_>, profile: &Profile, 
     let planted = json!({
         "event": "simulated",
         "planned": decision.planned.as_str(),
-        "done": done.as_str(),
-        "did_the_task": done.did_the_task(),
+        "done": done.slip.as_str(),
+        "did_the_task": done.slip.did_the_task(),
         "p_complete": decision.p_complete,
         "extra_turns": decision.extra_turns,
+        "repeated_calls": done.repeated_calls,
+        "answer_sentences": decision.answer_sentences,
         "seed": seed,
         "usage": USAGE_METHOD,
     });
@@ -470,5 +554,68 @@ mod tests {
         let only_saves: tasks::OraclePlan = toml::from_str("[[steps]]\ntool = \"find\"\nsave = { id = \"/id\" }\n").unwrap();
         let (p, done) = planned_plan(&only_saves, Planned::SkipStep, true);
         assert_eq!((p.steps.len(), done), (0, Planned::StopEarly));
+    }
+
+    #[test]
+    fn a_wrong_id_changes_the_writes_id_on_a_change_only() {
+        let plan: tasks::OraclePlan = toml::from_str(
+            r#"
+            answer = "Assigned ${t} to ${u}"
+            [[steps]]
+            tool = "users_list"
+            save = { u = "/0/id" }
+            [[steps]]
+            tool = "tickets_update"
+            args = { id = 77, assignee_id = "${u}", status = "open" }
+            [[steps]]
+            tool = "notifications_create"
+            args = { body = "done" }
+            "#,
+        )
+        .unwrap();
+        let (p, done) = planned_plan(&plan, Planned::WrongId, true);
+        assert_eq!(done, Planned::WrongId);
+        // The last write that takes an id, and `id` before any `…_id`.
+        assert_eq!(p.steps.iter().map(|s| s.wrong_id.as_deref()).collect::<Vec<_>>(), [None, Some("id"), None]);
+        assert_eq!(planned_plan(&plan, Planned::WrongId, false).1, Planned::WrongAnswer);
+        let no_id: tasks::OraclePlan = toml::from_str("[[steps]]\ntool = \"run_script\"\nargs = { script = \"x\" }\n").unwrap();
+        assert_eq!(planned_plan(&no_id, Planned::WrongId, true).1, Planned::WrongAnswer);
+        use serde_json::json;
+        assert_eq!(tasks::oracle::wrong_id(&json!(77)), json!(78));
+        assert_eq!(tasks::oracle::wrong_id(&json!("41")), json!("42"));
+        assert_eq!(tasks::oracle::wrong_id(&json!("checkout")), json!("checkout2"));
+    }
+
+    #[test]
+    fn repeats_call_reads_again_and_padding_adds_sentences() {
+        let plan: tasks::OraclePlan = toml::from_str(
+            r#"
+            answer = "Done"
+            [[steps]]
+            tool = "customers_list"
+            save = { c = "/0/id" }
+            [[steps]]
+            tool = "tickets_create"
+            args = { customer_id = "${c}" }
+            save = { t = "/id" }
+            [[steps]]
+            read = "runbooks://service/${c}"
+            "#,
+        )
+        .unwrap();
+        let mut rng = SplitMix64::new(3);
+        let (p, n) = with_repeats(plan.clone(), 5, &mut rng);
+        assert_eq!((n, p.steps.len()), (5, 8));
+        // The write is never repeated; a repeat follows its own step and saves nothing.
+        assert_eq!(p.steps.iter().filter(|s| s.tool.as_deref() == Some("tickets_create")).count(), 1);
+        for w in p.steps.windows(2) {
+            if w[0].tool == w[1].tool && w[0].read == w[1].read {
+                assert!(w[1].save.is_empty());
+            }
+        }
+        let writes_only: tasks::OraclePlan = toml::from_str("[[steps]]\ntool = \"tickets_create\"\n").unwrap();
+        assert_eq!(with_repeats(writes_only, 3, &mut rng).1, 0);
+        assert_eq!(padded("Ticket 4.", 2), "Ticket 4. I used the tools this server offers. The details above come from what the tools returned.");
+        assert_eq!(padded("", 2), "");
     }
 }

@@ -129,7 +129,7 @@ pub async fn check(spec: &Spec, spec_text: &str, spec_path: &Path, dirs: &InputD
     let (work, binary, build_warning) = build(spec, dirs, &mut f);
     let tasks = frozen_inputs(spec, dirs, &arms, &mut f).await;
     declared_treatment(spec, &mut f);
-    let preflight = model(spec, skip_preflight, &mut f).await;
+    let preflight = model(spec, dirs, skip_preflight, &mut f).await;
     with_backend(spec, &arms, tasks.as_deref(), &mut f).await?;
 
     let gates: Vec<GateResult> = Gate::ALL
@@ -153,7 +153,7 @@ pub async fn check(spec: &Spec, spec_text: &str, spec_path: &Path, dirs: &InputD
         binary_dirty: binary.dirty,
         build_warning,
         preflight,
-        preflight_skipped: skip_preflight && !spec.model.is_oracle(),
+        preflight_skipped: skip_preflight && !(spec.model.is_oracle() || spec.model.is_simulated()),
         command: crate::redact::command_line(std::env::args()),
         checked_at: chrono::Utc::now(),
     })
@@ -337,7 +337,7 @@ fn declared_treatment(spec: &Spec, f: &mut Failures) {
 
 /// G6: every model pinned, its credentials present, and — unless skipped — its endpoint answers,
 /// knows the model and returns native tool calls. Returns the preflight probes per model.
-async fn model(spec: &Spec, skip_preflight: bool, f: &mut Failures) -> Option<serde_json::Value> {
+async fn model(spec: &Spec, dirs: &InputDirs, skip_preflight: bool, f: &mut Failures) -> Option<serde_json::Value> {
     let mut seen = BTreeSet::new();
     let mut probes = serde_json::Map::new();
     for arm in &spec.arms {
@@ -359,8 +359,21 @@ async fn model(spec: &Spec, skip_preflight: bool, f: &mut Failures) -> Option<se
         if m.is_oracle() {
             continue;
         }
-        if m.id.starts_with(crate::plan::SIM_PREFIX) {
-            f.add(Gate::Model, format!("{who}: a simulated agent runs from flags only for now (`pipeline --mcp SERVER --models {}`), not from a spec", m.id));
+        if m.is_simulated() {
+            // Like the oracle it asks no endpoint anything; its profile is an input, frozen.
+            if spec.session_mode != records::SessionMode::Cold {
+                f.add(Gate::Model, format!("{who}: a simulated agent runs cold sessions only for now; drop session_mode = \"warm\""));
+            }
+            match crate::plan::ModelPlan::simulated_from(&m, &dirs.tasks_dir()) {
+                Err(e) => f.add(Gate::Model, format!("{e:#}")),
+                Ok(plan) => match (&plan.spec.profile_sha256, &spec.hashes.profile) {
+                    (Some(now), Some(frozen)) if now != frozen => {
+                        f.add(Gate::FrozenInputs, format!("the simulated agent's profile ({}) changed since freeze: {now} ≠ frozen {frozen}", m.id))
+                    }
+                    (_, None) => f.add(Gate::FrozenInputs, format!("the simulated agent's profile ({}) is not frozen in [hashes] profile", m.id)),
+                    _ => {}
+                },
+            }
             continue;
         }
         let before = f.0.get(&Gate::Model).map_or(0, Vec::len);

@@ -57,6 +57,55 @@ pub struct Step {
     /// The step must fail.
     #[serde(default)]
     pub expect_error: bool,
+    /// Set by the simulated agent, never read from a plan file: after substitution, this
+    /// argument gets a wrong id ([`wrong_id`]), and the step's result is accepted whether or not
+    /// it is an error (a model that slipped on an id goes on as if it had not).
+    #[serde(skip)]
+    pub wrong_id: Option<String>,
+}
+
+impl Step {
+    /// The argument that names what this step acts on, when it is an id: `id`, else the first
+    /// `…_id` argument (by name), whose value is a number, a string of digits or a saved value.
+    pub fn id_argument(&self) -> Option<&str> {
+        let args = self.args.as_ref()?;
+        let is_id = |v: &toml::Value| match v {
+            toml::Value::Integer(_) => true,
+            toml::Value::String(s) => (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())) || (s.starts_with("${") && s.ends_with('}')),
+            _ => false,
+        };
+        let mut keys: Vec<&String> = args.keys().filter(|k| *k == "id" || k.ends_with("_id")).collect();
+        keys.sort_by_key(|k| (k.as_str() != "id", k.as_str()));
+        keys.into_iter().find(|k| is_id(&args[k.as_str()])).map(String::as_str)
+    }
+
+    /// Whether the step only reads: a resource read or listing, or a tool whose name has a
+    /// reading word (list, get, search, find, describe, read) and no writing one.
+    pub fn is_read(&self) -> bool {
+        const READS: [&str; 6] = ["list", "get", "search", "find", "describe", "read"];
+        const WRITES: [&str; 14] =
+            ["create", "update", "add", "submit", "start", "reassign", "open", "close", "delete", "set", "assign", "call", "run", "post"];
+        match &self.tool {
+            None => true,
+            Some(name) => {
+                let words: Vec<String> = name.split(|c: char| !c.is_ascii_alphanumeric()).map(str::to_ascii_lowercase).collect();
+                words.iter().any(|w| READS.contains(&w.as_str())) && !words.iter().any(|w| WRITES.contains(&w.as_str()))
+            }
+        }
+    }
+}
+
+/// A wrong id near `id`: the next number (as a number or as digits, as it came), or the text
+/// with a `2` after it when it holds no number.
+pub fn wrong_id(id: &Value) -> Value {
+    match id {
+        Value::Number(n) => n.as_i64().map_or_else(|| id.clone(), |n| Value::from(n + 1)),
+        Value::String(s) => match s.parse::<u64>() {
+            Ok(n) => Value::String((n + 1).to_string()),
+            Err(_) => Value::String(format!("{s}2")),
+        },
+        other => other.clone(),
+    }
 }
 
 impl OraclePlan {

@@ -84,7 +84,12 @@ pub async fn replay(plan: &OraclePlan, peer: &Peer<RoleClient>) -> Result<Replay
         let started = (origin, Instant::now());
         let (record, parsed) = if let Some(tool) = &step.tool {
             let raw = serde_json::to_value(step.args.clone().unwrap_or_default()).unwrap_or(Value::Null);
-            let args = substitute(&raw, &vars).map_err(|problem| ReplayError::Step { step: n, name: tool.clone(), problem })?;
+            let mut args = substitute(&raw, &vars).map_err(|problem| ReplayError::Step { step: n, name: tool.clone(), problem })?;
+            if let Some(key) = &step.wrong_id
+                && let Some(id) = args.get_mut(key.as_str())
+            {
+                *id = crate::oracle::wrong_id(id);
+            }
             let object = args.as_object().cloned().unwrap_or_default();
             let result = call::call_tool(peer, tool, object).await.map_err(|source| ReplayError::Protocol { step: n, name: tool.clone(), source })?;
             record(CallKind::Tool, tool.clone(), args, result, started)
@@ -98,7 +103,7 @@ pub async fn replay(plan: &OraclePlan, peer: &Peer<RoleClient>) -> Result<Replay
             record(CallKind::ReadResource, uri, Value::Null, result, started)
         };
         let name = record.name.clone();
-        if record.is_error != step.expect_error {
+        if step.wrong_id.is_none() && record.is_error != step.expect_error {
             let problem = if record.is_error {
                 format!("failed unexpectedly: {}", record.result)
             } else {

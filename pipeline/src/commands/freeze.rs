@@ -113,8 +113,14 @@ pub async fn freeze(args: &FreezeArgs) -> anyhow::Result<Spec> {
         );
     }
     let oracle = args.models == "oracle";
+    let mut profile = None;
     let model = if oracle {
         ModelParams { id: "oracle".into(), ..Default::default() }
+    } else if args.models.starts_with(crate::plan::SIM_PREFIX) {
+        let params = ModelParams { id: args.models.clone(), seed: args.seed, ..Default::default() };
+        anyhow::ensure!(args.session_mode == records::SessionMode::Cold, "model {}: a simulated agent runs cold sessions only for now", args.models);
+        profile = crate::plan::ModelPlan::simulated_from(&params, &args.dirs.tasks_dir())?.spec.profile_sha256;
+        params
     } else {
         let base_url = args.base_url.clone().unwrap_or_else(|| "https://api.openai.com/v1".into());
         let params = ModelParams {
@@ -153,6 +159,7 @@ pub async fn freeze(args: &FreezeArgs) -> anyhow::Result<Spec> {
             tasks: tasks.iter().map(|t| (t.id.clone(), TaskHash { sha256: t.sha256.clone(), seed: t.meta.seed, scale: t.meta.scale })).collect(),
             manifests,
             arms: arms.iter().filter_map(|a| a.external()).map(|a| (a.name.clone(), a.sha256.clone())).collect(),
+            profile,
         },
     })
 }

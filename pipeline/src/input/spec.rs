@@ -90,6 +90,9 @@ fn is_cold(m: &records::SessionMode) -> bool {
     *m == records::SessionMode::Cold
 }
 
+/// The model id's prefix that names a simulated agent's profile (`sim:equal`).
+pub const SIM_PREFIX: &str = "sim:";
+
 /// The model and its parameters, for every arm unless an arm overrides one.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -122,6 +125,11 @@ pub struct ModelParams {
 impl ModelParams {
     pub fn is_oracle(&self) -> bool {
         self.id == "oracle"
+    }
+
+    /// A simulated agent (`sim:PROFILE`).
+    pub fn is_simulated(&self) -> bool {
+        self.id.starts_with(SIM_PREFIX)
     }
 }
 
@@ -198,6 +206,9 @@ pub struct Hashes {
     /// Per external arm: the sha256 of its folder (its server's files and oracle plans).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub arms: BTreeMap<String, String>,
+    /// A simulated agent's (`sim:…`): the sha256 of its profile's file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -114,6 +114,15 @@ impl RunPlan {
         );
         let model = if first.is_oracle() {
             ModelPlan::oracle()
+        } else if first.is_simulated() {
+            anyhow::ensure!(spec.session_mode == SessionMode::Cold, "model {}: a simulated agent runs cold sessions only for now", first.id);
+            let plan = ModelPlan::simulated_from(&first, &dirs.tasks_dir())?;
+            anyhow::ensure!(
+                plan.spec.profile_sha256 == spec.hashes.profile,
+                "G3 frozen inputs: the simulated agent's profile ({}) changed between the check and the run; nothing was started",
+                first.id
+            );
+            plan
         } else {
             super::model_plan(&first, Duration::from_secs(options.request_timeout_secs), options.headers.clone())?
         };

@@ -39,7 +39,7 @@ pub struct ModelPlan {
 
 /// How a simulated agent is named: `sim:NAME` (a committed profile, `<tasks>/sim/NAME.toml`) or
 /// `sim:PATH.toml`.
-pub const SIM_PREFIX: &str = "sim:";
+pub use crate::input::spec::SIM_PREFIX;
 
 impl ModelPlan {
     pub fn oracle() -> Self {
@@ -79,6 +79,27 @@ impl ModelPlan {
 
     pub fn is_oracle(&self) -> bool {
         self.spec.is_oracle()
+    }
+
+    /// The simulated agent a spec's model parameters name, its profile read from `tasks_dir`: a
+    /// simulated agent takes a seed and nothing an endpoint would.
+    pub fn simulated_from(params: &crate::input::spec::ModelParams, tasks_dir: &Path) -> anyhow::Result<Self> {
+        let endpointish = [
+            ("base_url", params.base_url.is_some()),
+            ("api_key_env", params.api_key_env.is_some()),
+            ("temperature", params.temperature.is_some()),
+            ("max_tokens", params.max_tokens.is_some()),
+            ("reasoning_effort", params.reasoning_effort.is_some()),
+            ("dialect", params.dialect.is_some()),
+            ("max_tokens_param", params.max_tokens_param.is_some()),
+        ];
+        let set: Vec<&str> = endpointish.iter().filter(|(_, on)| *on).map(|(k, _)| *k).collect();
+        anyhow::ensure!(set.is_empty(), "model {}: a simulated agent asks no endpoint anything; drop {}", params.id, set.join(", "));
+        let seed = match params.seed {
+            Some(s) => Some(u64::try_from(s).map_err(|_| anyhow::anyhow!("model {}: a simulated agent's seed is a number ≥ 0, not {s}", params.id))?),
+            None => None,
+        };
+        Self::simulated(&params.id, tasks_dir, seed)
     }
 
     /// A model of the plan, resolved from what was pinned (`pinned.provider` is set here): the

@@ -72,14 +72,14 @@ fn a_simulated_agent_drives_the_real_arms_as_its_profile_plans_and_replays_exact
         let place = agent::sim::Place { task, plan: task.plan_for(server).unwrap(), role, rep: r["rep"].as_u64().unwrap() as u32 };
         let (decision, done) = agent::sim::planned(&profile, profile.seed, &place);
         let event = planted(&exp, r);
-        assert_eq!(event["done"].as_str(), Some(done.as_str()), "{}", r["task"]);
+        assert_eq!(event["done"].as_str(), Some(done.slip.as_str()), "{}", r["task"]);
         assert_eq!((event["did_the_task"].as_bool(), event["extra_turns"].as_u64()), (Some(false), Some(u64::from(decision.extra_turns))));
         // Synthetic usage, whole: one turn per call, the extra turns, the answer.
         let turns = r["turn_records"].as_array().unwrap();
         assert_eq!(turns.len(), r["tool_calls"].as_array().unwrap().len() + decision.extra_turns as usize + 1);
         let input: u64 = turns.iter().map(|t| t["usage"]["prompt_tokens"].as_u64().unwrap()).sum();
         assert_eq!(r["totals"]["input_tokens"].as_u64(), Some(input));
-        *verdicts.entry((done.as_str().to_owned(), r["verifier"]["verdict"].as_str().unwrap().to_owned())).or_default() += 1;
+        *verdicts.entry((done.slip.as_str().to_owned(), r["verifier"]["verdict"].as_str().unwrap().to_owned())).or_default() += 1;
     }
     // Every session of this profile fails its task by construction: a pass is a false pass.
     // Stopping early leaves the task undone and says so: no verifier may pass it.

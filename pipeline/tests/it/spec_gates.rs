@@ -449,3 +449,40 @@ fn a_warm_spec_runs_conversations_from_freeze_to_the_records() {
     assert_eq!(parsed.session_mode, records::SessionMode::Cold);
     assert!(!parsed.to_toml().unwrap().contains("session_mode"), "a cold spec's text is what it was before modes");
 }
+
+/// A simulated agent runs from a spec as from flags: its profile is frozen like a task (an edit
+/// after freeze is G3), it takes a seed and nothing an endpoint would (G6), and it needs no
+/// preflight.
+#[test]
+fn a_simulated_agent_runs_from_a_spec_with_its_profile_frozen() {
+    let env = Env::new();
+    let profile = env.tmp.path().join("profile.toml");
+    let equal = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../tasks/sim/equal.toml")).unwrap();
+    std::fs::write(&profile, &equal).unwrap();
+    let id = format!("sim:{}", profile.display());
+    let spec = env.freeze(&["--models", &id, "--seed", "3"]);
+    assert_eq!(spec["hashes"]["profile"].as_str(), Some(::records::sha256_hex(equal.as_bytes()).as_str()), "{spec:?}");
+    let out = env.cmd("check");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = env.cmd("run");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let recs = records(&env.exp_dir());
+    assert_eq!(recs.len(), 2 * 2, "2 tasks × 2 arms × 1 rep");
+    for r in &recs {
+        assert_eq!((r["model"]["provider"].as_str(), r["model"]["seed"].as_u64()), (Some("simulated"), Some(3)), "{r}");
+        assert_eq!(r["validity"]["class"], "valid", "{r}");
+    }
+
+    // An endpoint setting is refused by name; so is a profile edited after freeze.
+    let mut with_url = spec.clone();
+    with_url["model"].as_table_mut().unwrap().insert("base_url".into(), "http://127.0.0.1:9/v1".into());
+    env.write_spec(&with_url);
+    let text = format!("{:?}", env.cmd("check"));
+    assert!(text.contains("a simulated agent asks no endpoint anything; drop base_url"), "{text}");
+    env.write_spec(&spec);
+    std::fs::write(&profile, equal.replacen("complete = 0.8", "complete = 0.7", 1)).unwrap();
+    let out = env.cmd("check");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(lines_of(&text, "G3 frozen inputs").iter().any(|l| l.contains("profile") && l.contains("changed since freeze")), "{text}");
+}
