@@ -151,6 +151,12 @@ impl Lock {
     }
 }
 
+/// A task's key in the lock: `module/folder` (a family's folder once, whatever its sizes).
+fn folder_key(t: &tasks::Task) -> String {
+    let folder = t.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    format!("{}/{folder}", t.module)
+}
+
 /// Reads what a lock would hold from `tasks_dir`: every held-out task folder of every registered
 /// module, the tool manifests of both arms of each module that has one, and the gold set.
 pub async fn current(tasks_dir: &Path) -> anyhow::Result<Current> {
@@ -158,8 +164,7 @@ pub async fn current(tasks_dir: &Path) -> anyhow::Result<Current> {
     let mut out = Current::default();
     let mut modules = std::collections::BTreeSet::new();
     for t in all.iter().filter(|t| t.meta.split == Split::HeldOut) {
-        let folder = t.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let key = format!("{}/{folder}", t.module);
+        let key = folder_key(t);
         if let std::collections::btree_map::Entry::Vacant(e) = out.tasks.entry(key) {
             e.insert(tasks::folder_hash(&t.dir).map_err(|e| anyhow::anyhow!("{e}"))?);
         }
@@ -186,12 +191,26 @@ pub async fn require_seal<'a>(
     tasks_dir: &Path,
     selected: impl IntoIterator<Item = &'a tasks::Task>,
 ) -> anyhow::Result<Option<records::manifest::ManifestSeal>> {
-    let held_out: Vec<String> = selected.into_iter().filter(|t| t.meta.split == Split::HeldOut).map(|t| t.key()).collect();
+    let selected: Vec<&tasks::Task> = selected.into_iter().collect();
+    let program = crate::invoked::program();
+    let sealed = Lock::read_with_sha256(tasks_dir)?;
+    // A task the seal holds as held out runs as held out or not at all: losing its label would
+    // let `--split dev` tune against it unseen.
+    if let Some((lock, _)) = &sealed {
+        let relabelled: Vec<String> = selected.iter().filter(|t| t.meta.split != Split::HeldOut && lock.tasks.contains_key(&folder_key(t))).map(|t| t.key()).collect();
+        if !relabelled.is_empty() {
+            bail!(
+                "{} sealed as held out ({}) but no longer labelled so, so nothing was started: restore `split = \"held_out\"` in its meta.toml, or, if it is meant to become a dev task, re-seal with `{program} seal --reason \"…\"` (the report then says when and why)",
+                if relabelled.len() == 1 { format!("task {} is", relabelled[0]) } else { format!("tasks {} are", relabelled.join(", ")) },
+                lock.describe()
+            );
+        }
+    }
+    let held_out: Vec<String> = selected.iter().filter(|t| t.meta.split == Split::HeldOut).map(|t| t.key()).collect();
     if held_out.is_empty() {
         return Ok(None);
     }
-    let program = crate::invoked::program();
-    let Some((lock, lock_sha256)) = Lock::read_with_sha256(tasks_dir)? else {
+    let Some((lock, lock_sha256)) = sealed else {
         bail!(
             "the plan includes {} held-out task(s) ({}…), but {} has no seal ({LOCK_FILE}): seal them first with `{program} seal --reason \"…\"`, or run the dev tasks only with --split dev",
             held_out.len(),

@@ -37,7 +37,11 @@ pub(super) fn section(s: &Summary, terms: &Terms) -> Option<Section> {
         )));
         if let Some(seal) = &s.run.seal {
             blocks.push(Block::Paragraph(
-                Text::plain(format!("The seal this run was checked against: {} — ", seal.sealed_at.format("%Y-%m-%d %H:%M UTC")))
+                Text::plain(format!(
+                    "The seal this run was checked against: held_out.lock sha256 {}…, last changed {}: ",
+                    seal.lock_sha256.get(..12).unwrap_or(&seal.lock_sha256),
+                    seal.sealed_at.format("%Y-%m-%d %H:%M UTC")
+                ))
                     .strong(seal.reason.as_str())
                     .and("."),
             ));

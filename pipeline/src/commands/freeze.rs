@@ -90,6 +90,9 @@ pub async fn freeze(args: &FreezeArgs) -> anyhow::Result<Spec> {
     let (tasks, missing) = select_tasks(&args.dirs.tasks_dir(), &args.module, &args.tasks, args.split)?;
     anyhow::ensure!(missing.is_empty(), "no task {missing:?} in {}", args.module);
     anyhow::ensure!(!tasks.is_empty(), "no tasks in {}", args.module);
+    // A spec is only as good as its inputs: a held-out tree that left its seal is refused here as
+    // `check` and `run` refuse it, before a spec pins hashes of drifted tasks.
+    crate::held_out::require_seal(&args.dirs.tasks_dir(), tasks.iter()).await?;
     let work = crate::build_info::BuildInfo::work_tree(args.dirs.build_dir.as_deref());
     let binary = crate::build_info::BuildInfo::binary();
     let commit = binary.commit.clone().context("this binary was not built inside a git work tree, so there is no commit to pin (G2); build it from a clone")?;

@@ -78,6 +78,23 @@ fn a_drift_refuses_every_run_that_includes_held_out_tasks_and_only_those() {
     assert!(out.status.success(), "{}", text(&out));
     let md = std::fs::read_to_string(results.join("held/report.md")).unwrap();
     assert!(md.contains("The seal this run was checked against") && md.contains(m["seal"]["reason"].as_str().unwrap()), "the report says when and why");
+    let lock_sha = m["seal"]["lock_sha256"].as_str().unwrap();
+    assert!(md.contains(&format!("held_out.lock sha256 {}…", &lock_sha[..12])), "the report names the lock by its hash: {md}");
+
+    // A spec frozen while the seal holds.
+    let spec = tmp.path().join("spec.toml");
+    let freeze = |out: &Path| {
+        pipeline()
+            .args(["freeze", "--module", "tool_orchestrator", "--models", "oracle", "--allow-dirty", "--exp-name", "spec", "--tasks-dir"])
+            .arg(&tasks)
+            .arg("--out")
+            .arg(out)
+            .output()
+            .unwrap()
+    };
+    let out = freeze(&spec);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(std::fs::read_to_string(&spec).unwrap().contains("split = \"all\""), "the spec records its split");
 
     // One held-out task edited after sealing: every run that includes it refuses, naming it,
     // and writes nothing; a dev-only run goes on.
@@ -97,17 +114,13 @@ fn a_drift_refuses_every_run_that_includes_held_out_tasks_and_only_those() {
     assert_eq!(out.status.code(), Some(0), "the tuning loop's runs never need the seal: {}", text(&out));
     assert!(records(&results.join("dev")).iter().all(|r| r.get("split").is_none()), "dev records keep their bytes");
 
-    // A spec that includes held-out tasks fails G3 on the drift, however fresh the spec.
-    let spec = tmp.path().join("spec.toml");
-    let out = pipeline()
-        .args(["freeze", "--module", "tool_orchestrator", "--models", "oracle", "--allow-dirty", "--exp-name", "spec", "--tasks-dir"])
-        .arg(&tasks)
-        .arg("--out")
-        .arg(&spec)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(std::fs::read_to_string(&spec).unwrap().contains("split = \"all\""), "the spec records its split");
+    // Freeze refuses the drift as a run does, and writes no spec; the spec frozen before it
+    // fails G3.
+    let refused = tmp.path().join("refused.toml");
+    let out = freeze(&refused);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains(&format!("tool_orchestrator/{HELD_OUT}: the task folder changed since it was sealed")), "{}", text(&out));
+    assert!(!refused.exists(), "no spec of drifted inputs");
     let out = pipeline().arg("check").arg(&spec).arg("--tasks-dir").arg(&tasks).arg("--results-dir").arg(&results).output().unwrap();
     let t = text(&out);
     assert_eq!(out.status.code(), Some(1), "{t}");
@@ -168,4 +181,31 @@ fn every_kind_of_drift_is_named() {
     assert!(has("gold/: the graders' gold set changed"), "{changed:?}");
     assert!(has("server orchestrator: its tool manifest changed since the seal"), "{changed:?}");
     assert_eq!(changed.len(), 4, "nothing else: {changed:?}");
+}
+
+/// A task the seal holds as held out that lost its label is not a dev task: `--split dev`
+/// refuses it by name (else the tuning loop could run it unseen), and so does `--split all`.
+#[test]
+fn a_sealed_task_that_lost_its_label_is_refused_by_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tasks = tasks_copy(tmp.path());
+    let results = tmp.path().join("results");
+    let meta = tasks.join("tool_orchestrator").join(HELD_OUT).join("meta.toml");
+    std::fs::write(&meta, std::fs::read_to_string(&meta).unwrap().replace("split = \"held_out\"", "")).unwrap();
+    for split in ["dev", "all"] {
+        let out = run(&tasks, &results, split, &["--split", split]);
+        let t = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{t}");
+        assert!(t.contains(HELD_OUT) && t.contains("sealed as held out") && t.contains("restore `split = \"held_out\"`"), "{t}");
+        assert!(!results.join(split).exists(), "nothing written: {t}");
+    }
+    // Another module's dev tasks do not read this module's label.
+    let out = pipeline()
+        .args(["--module", "domain_adapter", "--split", "dev", "--models", "oracle", "--k", "1", "--exp-name", "other", "--tasks-dir"])
+        .arg(&tasks)
+        .arg("--results-dir")
+        .arg(&results)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
