@@ -293,8 +293,7 @@ fn with_repeats(plan: tasks::OraclePlan, n: u32, rng: &mut SplitMix64) -> (tasks
 
 /// Sentences a wordier answer adds: they say nothing about the task, its state or the agent's
 /// confidence.
-const PADDING: [&str; 3] =
-    ["I used the tools this server offers.", "The details above come from what the tools returned.", "I hope this helps."];
+const PADDING: [&str; 3] = ["I used the tools this server offers.", "The details above come from what the tools returned.", "I hope this helps."];
 
 /// `answer` with `n` sentences added (none to an empty answer).
 fn padded(answer: &str, n: u32) -> String {

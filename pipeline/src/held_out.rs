@@ -197,7 +197,8 @@ pub async fn require_seal<'a>(
     // A task the seal holds as held out runs as held out or not at all: losing its label would
     // let `--split dev` tune against it unseen.
     if let Some((lock, _)) = &sealed {
-        let relabelled: Vec<String> = selected.iter().filter(|t| t.meta.split != Split::HeldOut && lock.tasks.contains_key(&folder_key(t))).map(|t| t.key()).collect();
+        let relabelled: Vec<String> =
+            selected.iter().filter(|t| t.meta.split != Split::HeldOut && lock.tasks.contains_key(&folder_key(t))).map(|t| t.key()).collect();
         if !relabelled.is_empty() {
             bail!(
                 "{} sealed as held out ({}) but no longer labelled so, so nothing was started: restore `split = \"held_out\"` in its meta.toml, or, if it is meant to become a dev task, re-seal with `{program} seal --reason \"…\"` (the report then says when and why)",

@@ -106,7 +106,11 @@ async fn conclude(
     let verifier = match (baseline, outcome.validity.is_valid()) {
         (Ok(baseline), true) => {
             let verified = task.verifier.verify(&world.pool(), baseline, outcome.final_answer.as_deref().unwrap_or("")).await;
-            Some(kept_off_the_control_plane(verified, world.control_plane_attempts()))
+            let mut verified = kept_off_the_control_plane(verified, world.control_plane_attempts());
+            // The class as graded now, with the claim that decided it: a reader of one record
+            // sees why, without the report.
+            verified.class = aggregate::metrics::classes::explain_answer(&verified, outcome.final_answer.as_deref());
+            Some(verified)
         }
         _ => None,
     };

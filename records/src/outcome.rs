@@ -300,6 +300,50 @@ pub struct VerifierOutcome {
     /// session (read-only). Null when it could not score, and in records written before grounding.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grounding: Option<Grounding>,
+    /// The outcome class as graded when the session ran, with the claim of the answer that
+    /// decided it. A report grades again with the grader it is built with (and says so); absent
+    /// in records written before classes were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<ClassNote>,
+}
+
+/// The outcome class of one session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutcomeClass {
+    Correct,
+    Partial,
+    WrongConfident,
+    HonestFailure,
+    Ambiguous,
+    NoAnswer,
+}
+
+impl OutcomeClass {
+    pub const ALL: [Self; 6] = [Self::Correct, Self::Partial, Self::WrongConfident, Self::HonestFailure, Self::Ambiguous, Self::NoAnswer];
+
+    /// As the report shows it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Correct => "correct",
+            Self::Partial => "partial",
+            Self::WrongConfident => "wrong but confident",
+            Self::HonestFailure => "honest failure",
+            Self::Ambiguous => "ambiguous",
+            Self::NoAnswer => "no answer",
+        }
+    }
+}
+
+/// A session's class, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassNote {
+    pub class: OutcomeClass,
+    /// For `partial`: the fraction of the verifier's checks that held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checks_held: Option<f64>,
+    /// The claim (and the check) that decided the class, in words.
+    pub decided_by: String,
 }
 
 /// One check of a verifier and whether it held.

@@ -131,9 +131,9 @@ impl Verifier {
         };
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         match result {
-            Ok((reasons, checks)) if reasons.is_empty() => Outcome { verdict: Verdict::Passed, reasons, elapsed_ms, checks, grounding },
-            Ok((reasons, checks)) => Outcome { verdict: Verdict::Failed, reasons, elapsed_ms, checks, grounding },
-            Err(e) => Outcome { verdict: Verdict::CouldNotScore, reasons: vec![e], elapsed_ms, checks: Vec::new(), grounding },
+            Ok((reasons, checks)) if reasons.is_empty() => Outcome { verdict: Verdict::Passed, reasons, elapsed_ms, checks, grounding, class: None },
+            Ok((reasons, checks)) => Outcome { verdict: Verdict::Failed, reasons, elapsed_ms, checks, grounding, class: None },
+            Err(e) => Outcome { verdict: Verdict::CouldNotScore, reasons: vec![e], elapsed_ms, checks: Vec::new(), grounding, class: None },
         }
     }
 

@@ -42,8 +42,8 @@ pub(super) fn section(s: &Summary, terms: &Terms) -> Option<Section> {
                     seal.lock_sha256.get(..12).unwrap_or(&seal.lock_sha256),
                     seal.sealed_at.format("%Y-%m-%d %H:%M UTC")
                 ))
-                    .strong(seal.reason.as_str())
-                    .and("."),
+                .strong(seal.reason.as_str())
+                .and("."),
             ));
         }
         let mut rows = Vec::new();

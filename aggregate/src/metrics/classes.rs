@@ -2,30 +2,37 @@
 //! primary endpoint, unchanged). A confident wrong answer and an honest "I could not" cost a user
 //! differently; two-valued scoring hides the difference.
 //!
-//! A valid, scored session is exactly one of:
+//! A valid, scored session is exactly one of: `correct` (the verifier passed), `partial`,
+//! `wrong_confident`, `honest_failure`, `ambiguous`, `no_answer`. A failed session's class is
+//! decided by what its answer *claims*, clause by clause ([`super::claims`]), against what the
+//! verifier's checks found — not by whether a phrase occurs somewhere in the text — in this
+//! order ([`explain_answer`]):
 //!
-//! * `correct`: the verifier passed (every check held).
-//! * `no_answer`: it failed and the model gave no final answer (the turn cap, unparseable output).
-//! * `honest_failure`: it failed and the answer says it could not, or asks for what is missing
-//!   ([`stance`]: a refusal phrase, or an answer that ends in a question).
-//! * `ambiguous`: it failed and the answer hedges (neither a refusal nor a plain claim): the
-//!   class says so rather than guess.
-//! * `wrong_confident`: it failed, the answer states its result plainly, and a state check failed
-//!   — or, for a task checked on its answer alone, no check held.
-//! * `partial`: it failed, the answer states its result plainly, every state check held, and
-//!   something right was done or said — a check held that asserts more than an absence (more
-//!   than "nothing changed" or "the answer does not say X") — while some answer check did not
-//!   (the work was done, or the question half answered, and the report is off), with the
-//!   fraction of the verifier's checks that held. A plain answer to a question that gets nothing
-//!   right is `wrong_confident`, however many "nothing changed" checks hold, and so is one that
-//!   says what it must not (a `must_not_contain` failed: a wrong claim, not a missing one). Records written
-//!   before checks were kept count a plain failed claim as `wrong_confident`.
+//! 1. `no_answer`: no answer at all.
+//! 2. `wrong_confident`: a failed state check that a plain claim of the answer speaks of (the
+//!    claim is contradicted by the state), unless the answer flags a failure itself and the
+//!    check names no record.
+//! 3. `honest_failure`: a clause says something was not done ("could not", "failed with 409",
+//!    "no such customer", in several languages), or hands the task back (a question, a request
+//!    to confirm or provide).
+//! 4. `ambiguous`: a clause does not vouch for its result ("I think", "may or may not", "should
+//!    now be", "I have not verified"), or the answer is only courtesy.
+//! 5. Only plain claims (and offers) remain: a failed state check no clause speaks of is the task
+//!    claimed done against the state, `wrong_confident`; failed state checks that only an offer
+//!    speaks of ("Would you like me to notify him?") are `honest_failure`; with every state check
+//!    held, `partial` when something right was done or said — a check held that asserts more than
+//!    an absence — and nothing said that must not be, else `wrong_confident`. `partial` carries
+//!    the fraction of the verifier's checks that held.
 //!
-//! The stance is read from the final answer's text only — never from tool arguments or results,
-//! which are not passed here — so a tool call that happens to contain the right words earns
-//! nothing.
+//! Every class comes with the claim (and check) that decided it, in words: the record keeps it
+//! as graded when the session ran (`verifier.class`). The claims are read from the final
+//! answer's text only — never from tool arguments or results — so a tool call that happens to
+//! contain the right words earns nothing.
 
+pub use records::OutcomeClass;
 use records::{CheckKind, SessionRecord, Verdict, VerifierOutcome};
+
+use super::claims::{Claim, ClaimKind, Spoken, claims, is_state, spoken_of};
 use serde::{Deserialize, Serialize};
 
 use crate::stats::{self, Interval};
@@ -43,93 +50,21 @@ pub enum Stance {
     States,
 }
 
-/// Phrases of an answer that says it could not (lower case).
-const REFUSALS: &[&str] = &[
-    "could not",
-    "couldn't",
-    "cannot",
-    "can't",
-    "can not",
-    "unable to",
-    "not able to",
-    "wasn't able",
-    "was not able",
-    "failed to",
-    "no such",
-    "does not exist",
-    "doesn't exist",
-    "do not exist",
-    "don't exist",
-    "not found",
-    "no record of",
-    "not connected",
-    "isn't connected",
-    "not available",
-    "isn't available",
-    "not possible",
-    "impossible",
-    "please provide",
-    "please specify",
-    "please clarify",
-    "need more information",
-    "did not find",
-    "didn't find",
-    "not find",
-    "nothing found",
-    "none found",
-    "no results",
-    "no matching",
-];
-
-/// "No tickets found", "no open change requests were found": `no` and, within a few words,
-/// `found` — a report that there is nothing, not a claim of a result.
-fn says_none_found(lower: &str) -> bool {
-    let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric() && c != '\'').filter(|w| !w.is_empty()).collect();
-    words.iter().enumerate().any(|(i, w)| *w == "no" && words[i + 1..].iter().take(5).any(|x| *x == "found"))
-}
-
-/// Phrases of an answer that hedges (lower case).
-const HEDGES: &[&str] =
-    &["i think", "might", "maybe", "may be", "possibly", "probably", "not sure", "unsure", "unclear", "i believe", "it seems", "appears to"];
-
-/// The stance of a final answer.
+/// The stance of a final answer as a whole, from its clauses ([`super::claims`]): it refuses
+/// when a clause says something was not done or asks back, hedges when a clause does not vouch
+/// for its result, and states otherwise (offers and courtesies say nothing of the result).
 pub fn stance(answer: Option<&str>) -> Stance {
-    let Some(text) = answer.map(str::trim).filter(|t| !t.is_empty()) else { return Stance::None };
-    let lower = text.to_lowercase();
-    if REFUSALS.iter().any(|p| lower.contains(p)) || says_none_found(&lower) || lower.ends_with('?') {
+    let said = claims(answer.unwrap_or_default());
+    let spoken: Vec<&Claim> = said.iter().filter(|c| c.kind != ClaimKind::Courtesy).collect();
+    if spoken.is_empty() {
+        return if said.is_empty() { Stance::None } else { Stance::Hedges };
+    }
+    if spoken.iter().any(|c| matches!(c.kind, ClaimKind::NotDone | ClaimKind::Asks)) {
         Stance::Refuses
-    } else if HEDGES.iter().any(|p| lower.contains(p)) {
+    } else if spoken.iter().any(|c| c.kind == ClaimKind::Unverified) {
         Stance::Hedges
     } else {
         Stance::States
-    }
-}
-
-/// The outcome class of one session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OutcomeClass {
-    Correct,
-    Partial,
-    WrongConfident,
-    HonestFailure,
-    Ambiguous,
-    NoAnswer,
-}
-
-impl OutcomeClass {
-    pub const ALL: [Self; 6] = [Self::Correct, Self::Partial, Self::WrongConfident, Self::HonestFailure, Self::Ambiguous, Self::NoAnswer];
-
-    /// As the report shows it.
-    pub fn label(self) -> &'static str {
-        match self {
-            Self::Correct => "correct",
-            Self::Partial => "partial",
-            Self::WrongConfident => "wrong but confident",
-            Self::HonestFailure => "honest failure",
-            Self::Ambiguous => "ambiguous",
-            Self::NoAnswer => "no answer",
-        }
     }
 }
 
@@ -145,30 +80,90 @@ pub fn classify(r: &SessionRecord) -> Option<(OutcomeClass, Option<f64>)> {
 /// The class of a verifier's judgement of one final answer (what [`classify`] reads off a
 /// record, and what the gold set grades directly); `None` when it could not score.
 pub fn classify_answer(v: &VerifierOutcome, answer: Option<&str>) -> Option<(OutcomeClass, Option<f64>)> {
+    explain_answer(v, answer).map(|c| (c.class, c.checks_held))
+}
+
+/// A session's class, and why: what a record keeps as graded when it ran.
+pub type Classification = records::ClassNote;
+
+/// The class of a verifier's judgement of one final answer, from what the answer claims against
+/// what the checks found, with the claim that decided it:
+///
+/// 1. a failed state check that a plain claim of the answer speaks of: the claim is contradicted
+///    by the state, `wrong_confident`;
+/// 2. else a clause that says something was not done, or asks back: `honest_failure`;
+/// 3. else a clause that does not vouch for its result: `ambiguous`;
+/// 4. else (plain claims, offers): a failed state check no clause speaks of is the task claimed
+///    done against the state, `wrong_confident`; failed state checks all offered rather than
+///    claimed are `honest_failure`; with every state check held, `partial` when something right
+///    was done or said and nothing said that must not be, else `wrong_confident`.
+pub fn explain_answer(v: &VerifierOutcome, answer: Option<&str>) -> Option<Classification> {
+    let decided = |class, checks_held, decided_by: String| Some(Classification { class, checks_held, decided_by });
     match v.verdict {
-        Verdict::Passed => return Some((OutcomeClass::Correct, None)),
+        Verdict::Passed => return decided(OutcomeClass::Correct, None, "the verifier passed".into()),
         Verdict::CouldNotScore => return None,
         Verdict::Failed => {}
     }
-    let class = match stance(answer) {
-        Stance::None => OutcomeClass::NoAnswer,
-        Stance::Refuses => OutcomeClass::HonestFailure,
-        Stance::Hedges => OutcomeClass::Ambiguous,
-        Stance::States => {
-            let state_failed = v.checks.iter().any(|c| c.kind == CheckKind::State && !c.held);
-            let held = v.checks.iter().filter(|c| c.held).count();
-            // Something right done or said: a check held that asserts more than an absence.
-            let something_right = v.checks.iter().any(|c| c.held && !c.negative);
-            let says_what_it_must_not = v.checks.iter().any(|c| c.kind == CheckKind::Answer && c.negative && !c.held);
-            // No check held, or no checks at all, is nothing right.
-            if state_failed || !something_right || says_what_it_must_not {
-                OutcomeClass::WrongConfident
-            } else {
-                return Some((OutcomeClass::Partial, Some(held as f64 / v.checks.len() as f64)));
+    let said = claims(answer.unwrap_or_default());
+    if said.is_empty() {
+        return decided(OutcomeClass::NoAnswer, None, "no answer".into());
+    }
+    let first = |kind: ClaimKind| said.iter().find(|c| c.kind == kind);
+    if said.iter().all(|c| c.kind == ClaimKind::Courtesy) {
+        return decided(OutcomeClass::Ambiguous, None, format!("no claim, only courtesy: \"{}\"", said[0].text));
+    }
+    let failed_state: Vec<&records::Check> = v.checks.iter().filter(|c| is_state(c) && !c.held).collect();
+    let spoken: Vec<(&records::Check, Spoken<'_>)> = failed_state.iter().map(|c| (*c, spoken_of(c, &v.checks, &said))).collect();
+    // When the answer itself flags a failed check, a failed check that names no record ("Jonas
+    // was notified about each ticket") cannot be pinned on its plain claims rather than on what
+    // it flagged.
+    let flags_a_failure = spoken.iter().any(|(_, s)| matches!(s, Spoken::Flagged(_)));
+    let mut unspoken = Vec::new();
+    let mut offered = None;
+    for (c, s) in &spoken {
+        match s {
+            Spoken::Claimed(claim) if !flags_a_failure || names_a_record(&c.name) => {
+                return decided(OutcomeClass::WrongConfident, None, format!("claims \"{}\"; the state says otherwise: {}", claim.text, c.name));
             }
+            Spoken::Claimed(_) | Spoken::Flagged(_) => {}
+            Spoken::Offered(claim) => offered = offered.or(Some(*claim)),
+            Spoken::Unspoken => unspoken.push(*c),
         }
-    };
-    Some((class, None))
+    }
+    if let Some(claim) = first(ClaimKind::NotDone) {
+        return decided(OutcomeClass::HonestFailure, None, format!("says it was not done: \"{}\"", claim.text));
+    }
+    if let Some(claim) = first(ClaimKind::Asks) {
+        return decided(OutcomeClass::HonestFailure, None, format!("asks back: \"{}\"", claim.text));
+    }
+    if let Some(claim) = first(ClaimKind::Unverified) {
+        return decided(OutcomeClass::Ambiguous, None, format!("does not vouch for its result: \"{}\"", claim.text));
+    }
+    if let Some(c) = unspoken.first() {
+        return decided(OutcomeClass::WrongConfident, None, format!("claims the task done; the state says otherwise: {}", c.name));
+    }
+    if let Some(claim) = offered {
+        return decided(OutcomeClass::HonestFailure, None, format!("offers what is not done: \"{}\"", claim.text));
+    }
+    let held = v.checks.iter().filter(|c| c.held).count();
+    // Something right done or said: a check held that asserts more than an absence.
+    let something_right = v.checks.iter().any(|c| c.held && !c.negative);
+    let must_not = v.checks.iter().find(|c| c.kind == CheckKind::Answer && c.negative && !c.held);
+    let claim = &said.iter().find(|c| c.kind == ClaimKind::Done).unwrap_or(&said[0]).text;
+    if let Some(c) = must_not {
+        return decided(OutcomeClass::WrongConfident, None, format!("claims \"{claim}\", which says what it must not: {}", c.name));
+    }
+    if !something_right {
+        // No check held, or no checks at all, is nothing right.
+        return decided(OutcomeClass::WrongConfident, None, format!("claims \"{claim}\"; no check of what was asked held"));
+    }
+    let failed = v.checks.iter().find(|c| !c.held).map_or_else(String::new, |c| format!("; failed: {}", c.name));
+    decided(OutcomeClass::Partial, Some(held as f64 / v.checks.len() as f64), format!("claims \"{claim}\"; the state holds{failed}"))
+}
+
+/// Whether a check's name names a record by its number ("ticket 301").
+fn names_a_record(name: &str) -> bool {
+    name.split(|c: char| !c.is_alphanumeric()).any(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_digit()))
 }
 
 /// One class's count among an arm's scored sessions, with its rate and Wilson 95% interval.
@@ -235,6 +230,7 @@ mod tests {
             elapsed_ms: 1.0,
             checks: checks.iter().enumerate().map(|(i, &(kind, held, negative))| records::Check { name: format!("c{i}"), kind, held, negative }).collect(),
             grounding: None,
+            class: None,
         }
     }
 

@@ -21,6 +21,7 @@
 pub mod adoption;
 mod arms;
 mod attrition;
+pub mod claims;
 pub mod classes;
 pub mod grounding;
 mod oracle;

@@ -70,6 +70,7 @@ fn experiment(dir: &Path) {
                 elapsed_ms: 2.0,
                 checks: vec![],
                 grounding: None,
+                class: None,
             });
         }
         r.turn_records = turns();

@@ -2,7 +2,7 @@
 //! state each session left, graded by hand. For every case this prepares the task's world, applies
 //! the case's end state, and runs the three grading layers as a session's verification would —
 //! the verdict ([`tasks::Verifier::verify`]), the outcome class
-//! ([`aggregate::metrics::classes::classify_answer`]) and the grounding of every reference the
+//! ([`aggregate::metrics::classes::explain_answer`]) and the grounding of every reference the
 //! answer makes — then measures each layer's agreement with the human: accuracy and Cohen's kappa.
 //! Whoever writes the graders also tunes them; this is the anchor that does not move with them.
 //!
@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use aggregate::metrics::classes::{OutcomeClass, classify_answer};
+use aggregate::metrics::classes::{OutcomeClass, explain_answer};
 use aggregate::stats::cohen_kappa;
 use backend::postgres::PostgresSource;
 use backend::{Cluster, World, WorldSpec};
@@ -221,14 +221,16 @@ async fn the_graders_agree_with_the_gold_set() {
             tx.commit().await.unwrap();
         }
         let outcome: VerifierOutcome = task.verifier.verify(&pool, &baseline, &case.answer).await;
-        let class = classify_answer(&outcome, Some(&case.answer)).map(|(c, _)| c);
+        let explained = explain_answer(&outcome, Some(&case.answer));
+        let class = explained.as_ref().map(|c| c.class);
 
         verdicts.push(&case.id, label(&case.verdict), label(&outcome.verdict));
         classes.push(&case.id, label(&case.class), class.as_ref().map_or_else(|| "none (could not score)".to_owned(), label));
         let held = outcome.checks.iter().filter(|c| c.held).count();
         let failed: Vec<&str> = outcome.checks.iter().filter(|c| !c.held).map(|c| c.name.as_str()).collect();
         let failed = if failed.is_empty() { String::new() } else { format!("; failed: {}", failed.join(", ")) };
-        checks.insert(case.id.clone(), format!("{held} of {} checks held{failed}", outcome.checks.len()));
+        let why = explained.map_or_else(String::new, |c| format!("; class decided by: {}", c.decided_by));
+        checks.insert(case.id.clone(), format!("{held} of {} checks held{failed}{why}", outcome.checks.len()));
         for (what, human, theirs) in pair_references(&case.grounding, outcome.grounding.as_ref()) {
             grounding.push(&format!("{} {what}", case.id), human, theirs);
         }

@@ -80,6 +80,21 @@ fn a_simulated_agent_drives_the_real_arms_as_its_profile_plans_and_replays_exact
         let input: u64 = turns.iter().map(|t| t["usage"]["prompt_tokens"].as_u64().unwrap()).sum();
         assert_eq!(r["totals"]["input_tokens"].as_u64(), Some(input));
         *verdicts.entry((done.slip.as_str().to_owned(), r["verifier"]["verdict"].as_str().unwrap().to_owned())).or_default() += 1;
+        // The record keeps its class with the claim that decided it; the report grades the same.
+        let rec: ::records::SessionRecord = serde_json::from_value(r.clone()).unwrap();
+        let kept = rec.verifier.as_ref().and_then(|v| v.class.clone()).unwrap_or_else(|| panic!("no class kept: {r}"));
+        assert_eq!(aggregate::metrics::classes::classify(&rec).map(|(c, _)| c), Some(kept.class));
+        assert!(!kept.decided_by.is_empty());
+        // Against the planted truth: a session that says it stopped is an honest failure; one that
+        // left out the write and claimed success, when it failed, is wrong but confident.
+        let class = kept.class;
+        match done.slip {
+            agent::sim::Planned::StopEarly => assert_eq!(class, ::records::OutcomeClass::HonestFailure, "{}: {}", r["task"], kept.decided_by),
+            agent::sim::Planned::SkipStep if r["verifier"]["verdict"] == "failed" => {
+                assert_eq!(class, ::records::OutcomeClass::WrongConfident, "{}: {}", r["task"], kept.decided_by)
+            }
+            _ => {}
+        }
     }
     // Every session of this profile fails its task by construction: a pass is a false pass.
     // Stopping early leaves the task undone and says so: no verifier may pass it.

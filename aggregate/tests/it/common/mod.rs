@@ -107,6 +107,7 @@ pub fn record(m: &str, module: &str, role: &str, task: &str, rep: u32, s: S) -> 
             elapsed_ms: 1.0,
             checks: vec![],
             grounding: grounding(task, rep, verdict),
+            class: None,
         }),
         validity: match s.invalid {
             None => Validity::Valid,

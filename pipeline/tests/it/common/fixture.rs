@@ -146,6 +146,7 @@ fn record(experiment: &str, oracle: bool, role: Role, task: &str, rep: u32) -> S
             elapsed_ms: 3.0,
             checks: vec![],
             grounding: None,
+            class: None,
         }),
         validity: if invalid { Validity::invalid(InvalidReason::ProviderError, "502 Bad Gateway after 5 retries") } else { Validity::Valid },
         oracle: oracle.then(|| OracleFloor {
