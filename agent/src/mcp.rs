@@ -11,12 +11,11 @@ use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServiceExt};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::record::{CallKind, Offered};
 
-pub const LIST_RESOURCES: &str = "list_resources";
-pub const READ_RESOURCE: &str = "read_resource";
+pub use servers::offered::{LIST_RESOURCES, READ_RESOURCE, function_definition};
 
 pub type Client = RunningService<RoleClient, ()>;
 
@@ -122,63 +121,25 @@ pub struct Toolbox {
 }
 
 impl Toolbox {
-    /// Lists the server's tools (and whether it has resources) and builds the definitions.
+    /// Lists the server's tools (whether it has resources, and its resource templates) and
+    /// builds the definitions ([`servers::offered`]).
     pub async fn from_server(client: &Client) -> Result<Self, ConnectError> {
-        let tools = client.list_all_tools().await.map_err(|e| ConnectError::List(e.to_string()))?;
-        // The two resource functions only when the server has something behind its capability.
-        let has_resources = servers::manifest::offers_resources(client).await;
-        Ok(Self::build(&tools, has_resources))
+        let (tools, resources) = servers::offered::of_server(client).await.map_err(|e| ConnectError::List(e.to_string()))?;
+        Ok(Self::build(&tools, resources.as_deref()))
     }
 
-    pub fn build(tools: &[Tool], has_resources: bool) -> Self {
-        let mut definitions: Vec<Value> = tools.iter().map(function_definition).collect();
-        if has_resources {
-            definitions.push(json!({
-                "type": "function",
-                "function": {
-                    "name": LIST_RESOURCES,
-                    "description": "List the resources (documents) the connected server offers: URI, name, title, description.",
-                    "parameters": { "type": "object", "properties": {}, "additionalProperties": false }
-                }
-            }));
-            definitions.push(json!({
-                "type": "function",
-                "function": {
-                    "name": READ_RESOURCE,
-                    "description": "Read one resource of the connected server by its URI.",
-                    "parameters": {
-                        "type": "object",
-                        "properties": { "uri": { "type": "string", "description": "The resource URI." } },
-                        "required": ["uri"],
-                        "additionalProperties": false
-                    }
-                }
-            }));
-        }
+    /// The definitions of `tools`, with the resource functions when `resources` (the server's
+    /// templates) is given.
+    pub fn build(tools: &[Tool], resources: Option<&[rmcp::model::ResourceTemplate]>) -> Self {
+        let definitions = servers::offered::definitions(tools, resources);
         let functions = definitions.iter().filter_map(|d| d["function"]["name"].as_str().map(str::to_owned)).collect();
         let definitions_bytes = definitions.iter().map(|d| d.to_string().len()).sum();
-        Self { definitions, offered: Offered { functions, resource_functions: has_resources, definitions_bytes } }
+        Self { definitions, offered: Offered { functions, resource_functions: resources.is_some(), definitions_bytes } }
     }
 
     pub fn offers(&self, name: &str) -> bool {
         self.offered.functions.iter().any(|f| f == name)
     }
-}
-
-/// An MCP tool as an OpenAI `tools[]` entry; `$schema` is dropped (providers reject it).
-pub fn function_definition(tool: &Tool) -> Value {
-    let mut schema = Value::Object((*tool.input_schema).clone());
-    if let Some(m) = schema.as_object_mut() {
-        m.remove("$schema");
-    }
-    json!({
-        "type": "function",
-        "function": {
-            "name": tool.name,
-            "description": tool.description.as_deref().unwrap_or(""),
-            "parameters": schema,
-        }
-    })
 }
 
 /// The outcome of executing one function call through MCP.

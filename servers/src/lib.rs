@@ -22,6 +22,7 @@ pub mod flat;
 pub mod launch;
 pub mod manifest;
 pub mod modules;
+pub mod offered;
 pub mod registry;
 pub mod sandbox;
 pub mod schema;

@@ -141,7 +141,7 @@ pub fn canonical(value: &Value) -> Value {
 /// functions: they would cost every turn their definitions for nothing. Templates are asked
 /// first (listing them never needs the backend); a listing that fails counts as something to
 /// offer, as the declared capability says.
-pub async fn offers_resources(client: &rmcp::service::RunningService<rmcp::RoleClient, ()>) -> bool {
+pub async fn offers_resources(client: &rmcp::service::Peer<rmcp::RoleClient>) -> bool {
     if client.peer_info().is_none_or(|i| i.capabilities.resources.is_none()) {
         return false;
     }

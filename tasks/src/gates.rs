@@ -150,7 +150,7 @@ pub async fn ground_truth_with(
     }
     let report = if arm.external().is_some() {
         let session = servers::client::ArmClient::open(arm, backend_url).await.map_err(|e| format!("starting {server}: {e:#}"))?;
-        let report = replay(plan, &session.client).await;
+        let report = shown_and_replayed(plan, &session.client).await;
         let stderr = session.stderr();
         let _ = session.close().await;
         report.map_err(|e| format!("oracle replay through {server}: {e}{}", servers::external::stderr_note(&stderr)))?
@@ -161,10 +161,19 @@ pub async fn ground_truth_with(
         cmd.env("RUST_LOG", "warn");
         let transport = TokioChildProcess::new(cmd).map_err(|e| format!("spawning {server}: {e}"))?;
         let client = ().serve(transport).await.map_err(|e| format!("connecting to {server}: {e}"))?;
-        let report = replay(plan, &client).await;
+        let report = shown_and_replayed(plan, &client).await;
         let _ = client.cancel().await;
         report.map_err(|e| format!("oracle replay through {server}: {e}"))?
     };
+    let (report, definitions) = report;
+    let hidden = crate::discover::undiscoverable(plan, &crate::discover::Shown { task_text: &task.text, definitions: &definitions }, &report);
+    if !hidden.is_empty() {
+        let list: Vec<String> = hidden.iter().map(ToString::to_string).collect();
+        return Err(format!(
+            "the oracle plan through {server} uses what no model could know: {} (learnable values come from the task text, the functions the arm offers or an earlier result; make the arm show it, or the plan find it)",
+            list.join("; ")
+        ));
+    }
     let after = task.verifier.verify(&pool, &baseline, &report.answer).await;
     match after.verdict {
         // The oracle's answer is right by construction: a reference in it that the grounding
@@ -175,6 +184,20 @@ pub async fn ground_truth_with(
         Verdict::Passed => Ok(GroundTruth { server: server.to_owned(), calls: report.calls.len(), replay: report }),
         _ => Err(format!("after the oracle plan through {server}, the verifier says {:?}: {:?}", after.verdict, after.reasons)),
     }
+}
+
+/// The functions the server offers, as a model sees them ([`servers::offered`]: the agent offers
+/// exactly these), then `plan` replayed.
+async fn shown_and_replayed(
+    plan: &crate::OraclePlan,
+    peer: &rmcp::service::Peer<rmcp::RoleClient>,
+) -> Result<(crate::replay::ReplayReport, String), crate::replay::ReplayError> {
+    let shown = match servers::offered::of_server(peer).await {
+        Ok((tools, resources)) => serde_json::to_string(&servers::offered::definitions(&tools, resources.as_deref())).unwrap_or_default(),
+        // A server that cannot list its tools fails the replay's first call by itself.
+        Err(_) => String::new(),
+    };
+    replay(plan, peer).await.map(|r| (r, shown))
 }
 
 /// The references of a verified answer that are not grounded (denied ones are fine: the answer

@@ -336,6 +336,32 @@ fn g7_a_verifier_that_passes_on_the_untouched_seed() {
     assert!(lines_of(&text, "G3 frozen inputs").is_empty(), "{text}");
 }
 
+/// G7 checks that a plan is one a model could follow: a plan that reassigns tickets by ids it
+/// never looked up still solves the task, but proves nothing a model could reach, and fails by
+/// task, step and value.
+#[test]
+fn g7_a_plan_that_uses_a_value_from_nowhere() {
+    let mut env = Env::new();
+    let task = env.copy_tasks();
+    let plan = "answer = \"Moved Lena Novak's open tickets 17, 95 and 301 to Jonas Weber and notified him about each.\"\n\n\
+        [[steps]]\ntool = \"users_list\"\nargs = { q = \"Jonas Weber\" }\nsave = { jonas = \"/data/0/id\" }\n\n\
+        [[steps]]\ntool = \"reassign_ticket\"\nargs = { ticket_id = 17, assignee_id = \"${jonas}\" }\n\n\
+        [[steps]]\ntool = \"reassign_ticket\"\nargs = { ticket_id = 95, assignee_id = \"${jonas}\" }\n\n\
+        [[steps]]\ntool = \"reassign_ticket\"\nargs = { ticket_id = 301, assignee_id = \"${jonas}\" }\n";
+    std::fs::write(task.join("oracle").join("orchestrator.toml"), plan).unwrap();
+    env.freeze(&["--models", "oracle"]);
+    let text = assert_invalid(&env, &env.cmd("check"), "G7 ground truth");
+    let lines = lines_of(&text, "G7 ground truth");
+    assert!(
+        lines.iter().any(|l| l.contains(TASK)
+            && l.contains("via orchestrator")
+            && l.contains("step 2 (reassign_ticket) uses 17")
+            && l.contains("step 4 (reassign_ticket) uses 301")),
+        "{text}"
+    );
+    assert!(!lines.iter().any(|l| l.contains("via wrapper")), "the other arm's plan finds its ids: {text}");
+}
+
 /// G6 includes the endpoint preflight: a server that returns the model's calls as text fails the
 /// check with the provider's words and the likely fix, before any session; a native one passes.
 #[test]
