@@ -23,6 +23,7 @@ pub mod compare;
 pub mod definitions;
 pub mod document;
 pub mod error;
+pub mod graders;
 pub mod load;
 pub mod merge;
 pub mod metrics;

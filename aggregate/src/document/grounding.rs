@@ -56,6 +56,14 @@ pub(super) fn section(s: &Summary, terms: &Terms) -> Option<Section> {
         "Whether the entities each valid, scored session's final answer names — ids of tickets, change requests and deploys; customers, users, services, repositories, runbooks — exist in the world as it stood after the session, read at verification. Grounded: exactly one has it; unresolved: several, or one only in part; hallucinated: none. What the answer itself says does not exist is denied and left out of the shares. An unknown name is read only after a kind word (customer …, assigned to …), so hallucinations are a lower bound. The rules are docs/grounding.md. Beside the results, never folded into them.",
     );
     let mut blocks = vec![Block::Paragraph(intro), Block::Table(terms.grid(&header, &align, rows))];
+    if let Some(g) = &s.method.graders
+        && let Some(said) = g.sentence("grounding", "hand-read references")
+    {
+        blocks.push(Block::Paragraph(Text::plain(format!(
+            "How far to trust these shares: on answers the graders were never tuned on (the gold set's sealed part, hand-graded before the graders ran; graded {}), the grounding {said}.",
+            g.measured
+        ))));
+    }
     if total == 0 {
         blocks.push(Block::Paragraph(Text::plain("No final answer named an entity that does not exist.")));
     } else {

@@ -115,7 +115,7 @@ pub(super) fn models(s: &Summary, terms: &Terms) -> Section {
     for m in &s.models {
         blocks.push(Block::Heading { level: 2, text: Text::plain("Model ").and_code(&m.model).and(format!(" ({})", m.provider)) });
         for module in &m.modules {
-            module_blocks(&mut blocks, module, s.prices_loaded, terms);
+            module_blocks(&mut blocks, module, s.prices_loaded, s.method.graders.as_ref(), terms);
         }
     }
     Section { kind: SectionKind::Models, heading: None, blocks }
@@ -139,7 +139,7 @@ fn diff(d: &Option<Diff>, rate: bool, suffix: &str, unit: Unit) -> Cell {
     Cell::figure(format!("{}{suffix}", diff_cell(d, rate)), d.as_ref().map(|d| d.mean), unit)
 }
 
-fn module_blocks(o: &mut Vec<Block>, m: &ModuleReport, prices_loaded: bool, terms: &Terms) {
+fn module_blocks(o: &mut Vec<Block>, m: &ModuleReport, prices_loaded: bool, graders: Option<&crate::graders::Agreement>, terms: &Terms) {
     o.push(Block::Heading {
         level: 3,
         text: Text::plain(format!("{} — verdict: ", Comparison::label_in(&m.module, m.comparison.as_ref(), m.split))).strong(m.verdict.as_str()),
@@ -273,6 +273,15 @@ fn module_blocks(o: &mut Vec<Block>, m: &ModuleReport, prices_loaded: bool, term
     }));
     if [p, c].iter().any(|a| a.as_ref().is_some_and(|a| a.outcome_classes.scored > 0)) {
         o.push(Block::Table(classes_table(p, c, terms)));
+        if let Some(said) = graders.and_then(|g| g.sentence("class", "hand-graded answers").map(|s| (g, s))) {
+            o.push(Block::Paragraph(
+                format!(
+                    "How far to trust these classes: on answers the graders were never tuned on (the gold set's sealed part, hand-graded before the graders ran; graded {}), the class {}.",
+                    said.0.measured, said.1
+                )
+                .into(),
+            ));
+        }
     }
     o.push(Block::Table(task_table(m, terms)));
     let unknown = m.tasks.iter().flat_map(|t| [&t.pattern, &t.control]).any(|a| a.pass_at_k.is_none() || a.pass_all_k.is_none());

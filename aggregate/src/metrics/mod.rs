@@ -166,6 +166,11 @@ pub struct Method {
     pub pair_sets: String,
     pub verdict_rules: String,
     pub power_method: String,
+    /// The graders' measured agreement with hand grades on answers they were never tuned on,
+    /// which the outcome and grounding tables are read with. Null in summaries made before it
+    /// was stated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graders: Option<crate::graders::Agreement>,
     /// What every header and row label of the report's tables means, and whether its figure is
     /// per session, per task or summed (and over what).
     #[serde(default)]
@@ -374,6 +379,7 @@ pub fn summarise_with(exp: &Experiment, prices: Option<&PriceTable>, opts: &Opti
             pair_sets: PAIR_SETS.into(),
             verdict_rules: verdict_rules(opts),
             power_method: POWER_METHOD.into(),
+            graders: Some(crate::graders::agreement()),
             definitions: crate::definitions::all(),
         },
         prices_loaded: prices.is_some(),
