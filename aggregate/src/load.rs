@@ -60,6 +60,17 @@ const SUPERSEDED: &str = "superseded";
 /// report over silently skipped records would not be honest), and so is a folder that is not
 /// one experiment: `results/` itself, or a folder with neither a manifest nor record folders.
 pub fn load_experiment(dir: &Path) -> Result<Experiment> {
+    load(dir, false)
+}
+
+/// [`load_experiment`] for a part of a merge: a shard whose manifest says the split gave it no
+/// session is a complete part with no records (a plan with fewer units than shards), not an
+/// experiment that never ran.
+pub fn load_experiment_part(dir: &Path) -> Result<Experiment> {
+    load(dir, true)
+}
+
+fn load(dir: &Path, part: bool) -> Result<Experiment> {
     let manifest = read_manifest(dir)?;
     let mut record_dirs = Vec::new();
     let mut experiments = Vec::new();
@@ -121,7 +132,8 @@ pub fn load_experiment(dir: &Path) -> Result<Experiment> {
     superseded.sort_by(|a, b| a.path.cmp(&b.path));
     ignored.sort();
     no_copy_of_a_scored_record(&sessions, &superseded)?;
-    if sessions.is_empty() {
+    let assigned_nothing = part && manifest.as_ref().and_then(|m| m.shard.as_ref()).is_some_and(|s| s.sessions == Some(0));
+    if sessions.is_empty() && !assigned_nothing {
         return Err(AggregateError::NoRecords { path: dir.to_path_buf() });
     }
     one_experiment_name(manifest.as_ref(), &dir.join(records::manifest::FILE), &sessions)?;

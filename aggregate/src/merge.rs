@@ -9,7 +9,7 @@ use records::ExperimentManifest;
 
 use crate::check::{self, Fingerprints};
 use crate::error::{AggregateError, Result};
-use crate::load::{Experiment, load_experiment};
+use crate::load::{Experiment, load_experiment_part};
 
 /// Loads and merges `dirs` (each one experiment folder). The merged experiment's `dir` is the
 /// first folder; its manifest, when the parts have them, is the union of their plans.
@@ -25,8 +25,9 @@ pub fn merge_experiments_with(dirs: &[PathBuf], allow_incomplete: bool) -> Resul
     };
     let mut parts = Vec::with_capacity(dirs.len());
     for dir in dirs {
-        let part = load_experiment(dir)?;
-        if check::check(&part)? == Fingerprints::Unknown {
+        let part = load_experiment_part(dir)?;
+        // An empty shard (assigned nothing) has no records to vouch for, and nothing to pool.
+        if !part.sessions.is_empty() && check::check(&part)? == Fingerprints::Unknown {
             return Err(unmergeable(
                 dir,
                 "its records have no fingerprints, so nothing shows they are the same measurement as the other folders'; report it on its own",

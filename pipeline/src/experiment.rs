@@ -219,6 +219,7 @@ impl Experiment {
                 index: s.index,
                 count: s.count,
                 source: serde_json::to_value(s.source).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
+                sessions: Some(plan.sessions().len() as u64),
             }),
             stopped: None,
             otlp: plan.otlp.as_ref().map(crate::otlp::planned),

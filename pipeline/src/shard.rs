@@ -34,6 +34,12 @@ pub struct Shard {
 /// The salt of the shuffle: changing it moves every unit, so it is fixed.
 const SALT: &str = "mcp-pattern-bench shard v1";
 
+/// `--shard`'s value, checked as the command line is read (a malformed one is a usage error,
+/// exit 2, like any other bad flag).
+pub fn flag_value(text: &str) -> Result<String, String> {
+    Shard::parse(text).map(|_| text.to_owned())
+}
+
 impl Shard {
     /// `I/N`, 1 ≤ I ≤ N.
     pub fn parse(text: &str) -> Result<Self, String> {
@@ -47,6 +53,9 @@ impl Shard {
     }
 
     /// The shard a run is: the flag's, else the engines' variables (read through `var`), else none.
+    /// With `shard_count`, the engine's task id is the 0-based shard index (Kubernetes' always is;
+    /// a Slurm array's then is too, so resubmitting some of its ids runs exactly those shards);
+    /// without it, a Slurm array's shard is its task's place among the array's contiguous ids.
     pub fn resolve(flag: Option<&str>, shard_count: Option<u32>, var: &dyn Fn(&str) -> Option<String>) -> Result<Option<Self>, String> {
         if let Some(text) = flag {
             return Self::parse(text).map(Some);
@@ -65,6 +74,16 @@ impl Shard {
             }
             return Ok(Some(Self { index, count, source: ShardSource::Kubernetes }));
         }
+        if let (Some(id), Some(count)) = (num("SLURM_ARRAY_TASK_ID")?, shard_count) {
+            let index = u32::try_from(id + 1).map_err(|_| "SLURM_ARRAY_TASK_ID is too large".to_string())?;
+            if index > count {
+                return Err(format!(
+                    "SLURM_ARRAY_TASK_ID={id} is not below --shard-count {count}: with --shard-count the array's ids are the shards' 0-based indices (--array=0-{})",
+                    count - 1
+                ));
+            }
+            return Ok(Some(Self { index, count, source: ShardSource::Slurm }));
+        }
         if let Some(id) = num("SLURM_ARRAY_TASK_ID")? {
             let (Some(min), Some(count)) = (num("SLURM_ARRAY_TASK_MIN")?, num("SLURM_ARRAY_TASK_COUNT")?) else {
                 return Err("SLURM_ARRAY_TASK_ID is set without SLURM_ARRAY_TASK_MIN and SLURM_ARRAY_TASK_COUNT".into());
@@ -74,7 +93,7 @@ impl Shard {
             let index = offset / step + 1;
             if offset % step != 0 || index > count {
                 return Err(format!(
-                    "SLURM_ARRAY_TASK_ID={id} is not one of {count} ids from {min} in steps of {step}: the array's ids are sparse, so which shard this is cannot be told; give --shard I/N"
+                    "SLURM_ARRAY_TASK_ID={id} is not one of {count} ids from {min} in steps of {step}: the array's ids are sparse, so which shard this is cannot be told; give --shard-count N (the ids are then the 0-based shard indices of N, as in --array=0-(N-1)) or --shard I/N"
                 ));
             }
             let count = u32::try_from(count).map_err(|_| "SLURM_ARRAY_TASK_COUNT is too large".to_string())?;
@@ -82,7 +101,7 @@ impl Shard {
         }
         if shard_count.is_some() {
             return Err(
-                "--shard-count is given but JOB_COMPLETION_INDEX is not set: --shard-count is for Kubernetes Indexed Jobs; elsewhere give --shard I/N".into()
+                "--shard-count is given but neither JOB_COMPLETION_INDEX nor SLURM_ARRAY_TASK_ID is set: --shard-count is for an engine that gives the shard's 0-based index; elsewhere give --shard I/N".into()
             );
         }
         Ok(None)
@@ -130,6 +149,10 @@ mod tests {
         assert_eq!(Shard::resolve(None, None, &slurm), Ok(Some(Shard { index: 3, count: 3, source: ShardSource::Slurm })));
         let sparse = env(&[("SLURM_ARRAY_TASK_ID", "7"), ("SLURM_ARRAY_TASK_MIN", "1"), ("SLURM_ARRAY_TASK_COUNT", "3")]);
         assert!(Shard::resolve(None, None, &sparse).unwrap_err().contains("sparse"));
+        // With the count, a Slurm task id is the 0-based shard index: a resubmission of sparse ids
+        // runs exactly those shards of the original N.
+        assert_eq!(Shard::resolve(None, Some(12), &sparse), Ok(Some(Shard { index: 8, count: 12, source: ShardSource::Slurm })));
+        assert!(Shard::resolve(None, Some(7), &sparse).unwrap_err().contains("not below --shard-count 7"));
         assert_eq!(Shard::resolve(None, None, &env(&[])), Ok(None));
         assert!(Shard::resolve(None, Some(2), &env(&[])).is_err());
     }

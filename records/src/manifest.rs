@@ -95,6 +95,11 @@ pub struct ManifestShard {
     pub index: u32,
     pub count: u32,
     pub source: String,
+    /// Sessions the split gave this shard. A shard of a plan with fewer units than shards may get
+    /// none: its folder, with no records, is then still a complete part of the merge. Absent in
+    /// manifests written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<u64>,
 }
 
 /// The seal of the held-out tasks a run was checked against (see [`ExperimentManifest::seal`]).

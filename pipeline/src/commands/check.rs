@@ -52,9 +52,10 @@ pub struct CheckArgs {
     #[arg(long, value_name = "URL")]
     pub otlp_endpoint: Option<String>,
     /// `run`: only shard I of N of the spec's plan (`2/3`); see `pipeline --help`.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::shard::flag_value)]
     pub shard: Option<String>,
-    /// `run`: how many shards a Kubernetes Indexed Job has, for `JOB_COMPLETION_INDEX`.
+    /// `run`: how many shards the plan is split into, when the engine's task id is the shard's
+    /// 0-based index (`JOB_COMPLETION_INDEX`, or `SLURM_ARRAY_TASK_ID`); see `pipeline --help`.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub shard_count: Option<u32>,
     /// Selection flags belong to the ad-hoc form (`pipeline --module …`); given here they are

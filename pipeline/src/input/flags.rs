@@ -87,9 +87,11 @@ pub struct RunArgs {
     /// put back together with `aggregate --merge`. Without it, a Kubernetes Indexed Job's
     /// `JOB_COMPLETION_INDEX` (with `--shard-count`) or a Slurm array's `SLURM_ARRAY_TASK_*`
     /// variables choose the shard.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::shard::flag_value)]
     pub shard: Option<String>,
-    /// How many shards a Kubernetes Indexed Job has (its `completions`), for `JOB_COMPLETION_INDEX`.
+    /// How many shards the plan is split into, when the engine's task id is the shard's 0-based
+    /// index: a Kubernetes Indexed Job's `JOB_COMPLETION_INDEX` (its `completions`), or a Slurm
+    /// array's `SLURM_ARRAY_TASK_ID` (`--array=0-(N-1)`, and a resubmission of any of those ids).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub shard_count: Option<u32>,
     /// Where experiments are written.

@@ -80,8 +80,9 @@ fn three_kubernetes_shards_merge_into_the_single_machine_report() {
         assert!(t.contains(&format!("shard {}/3 of the plan (from kubernetes)", i + 1)), "{t}");
         let dir = tmp.path().join(format!("s_shard{}of3", i + 1));
         let manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
-        assert_eq!(manifest["shard"], serde_json::json!({"index": i + 1, "count": 3, "source": "kubernetes"}));
-        sizes.push(records(&dir).len());
+        let n = records(&dir).len();
+        assert_eq!(manifest["shard"], serde_json::json!({"index": i + 1, "count": 3, "source": "kubernetes", "sessions": n}));
+        sizes.push(n);
     }
     assert_eq!(sizes.iter().sum::<usize>(), whole_n, "every session in exactly one shard: {sizes:?}");
     assert!(sizes.iter().all(|&n| n.abs_diff(whole_n / 3) <= 2), "even shards: {sizes:?}");
@@ -166,13 +167,58 @@ fn a_merge_missing_a_slurm_shard_is_refused_or_reported_as_incomplete() {
     assert_eq!(both.status.code(), Some(0), "{}", text(&both));
 }
 
+/// A resubmission after a node failure: with `--shard-count`, Slurm task ids are the shards'
+/// 0-based indices, so resubmitting only some ids (sparse, `--array=0,2`) runs exactly those
+/// shards of the original three; a shard the split gave nothing (three shards of two units) is a
+/// complete part with no records; the merge of all three equals the plan.
+#[test]
+fn a_sparse_resubmission_with_the_shard_count_and_an_empty_shard_merge_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |id: &str| {
+        pipeline()
+            .envs([("SLURM_ARRAY_TASK_ID", id), ("SLURM_ARRAY_TASK_MIN", "0"), ("SLURM_ARRAY_TASK_COUNT", "2")])
+            .args(["--module", "tool_orchestrator", "--tasks", "lena_goes_on_leave,two_tickets_for_globex", "--models", "oracle", "--k", "1"])
+            .args(["--shard-count", "3", "--exp-name", "re", "--results-dir"])
+            .arg(tmp.path())
+            .output()
+            .unwrap()
+    };
+    for id in ["0", "2", "1"] {
+        let out = run(id);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    }
+    let counts: Vec<usize> = (1..=3).map(|i| records(&tmp.path().join(format!("re_shard{i}of3"))).len()).collect();
+    assert_eq!(counts.iter().sum::<usize>(), 2 * 2, "two tasks, two arms: {counts:?}");
+    assert!(counts.contains(&0), "three shards of two units leave one empty: {counts:?}");
+    let out = pipeline()
+        .args(["aggregate", "--merge", "re_shard1of3,re_shard2of3,re_shard3of3", "--out"])
+        .arg(tmp.path().join("merged"))
+        .arg("--results-dir")
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "the empty shard is a complete part: {}", text(&out));
+    let attrition = summary(&tmp.path().join("merged"))["attrition"].clone();
+    let valid: u64 = attrition.as_array().unwrap().iter().map(|r| r["valid"].as_u64().unwrap()).sum();
+    assert_eq!(valid, 4, "every planned session, once: {attrition}");
+}
+
 #[test]
 fn a_shard_that_names_no_place_is_refused_before_anything_runs() {
     let tmp = tempfile::tempdir().unwrap();
-    for (env, args, says) in [
-        (vec![("JOB_COMPLETION_INDEX", "1")], vec![], "--shard-count"),
-        (vec![], vec!["--shard", "4/3"], "write it I/N"),
-        (vec![("SLURM_ARRAY_TASK_ID", "9"), ("SLURM_ARRAY_TASK_MIN", "1"), ("SLURM_ARRAY_TASK_COUNT", "3")], vec![], "sparse"),
+    // A malformed flag is a usage error (exit 2, as the README's table says); a place the engine
+    // gives that names no shard is a refusal (exit 1).
+    for (env, args, says, code) in [
+        (vec![("JOB_COMPLETION_INDEX", "1")], vec![], "--shard-count", 1),
+        (vec![], vec!["--shard", "4/3"], "write it I/N", 2),
+        (vec![], vec!["--shard", "0/3"], "write it I/N", 2),
+        (vec![("SLURM_ARRAY_TASK_ID", "9"), ("SLURM_ARRAY_TASK_MIN", "1"), ("SLURM_ARRAY_TASK_COUNT", "3")], vec![], "sparse", 1),
+        (
+            vec![("SLURM_ARRAY_TASK_ID", "9"), ("SLURM_ARRAY_TASK_MIN", "1"), ("SLURM_ARRAY_TASK_COUNT", "3")],
+            vec!["--shard-count", "4"],
+            "not below --shard-count 4",
+            1,
+        ),
     ] {
         let out = pipeline()
             .envs(env)
@@ -182,7 +228,7 @@ fn a_shard_that_names_no_place_is_refused_before_anything_runs() {
             .output()
             .unwrap();
         let t = text(&out);
-        assert_eq!(out.status.code(), Some(1), "{t}");
+        assert_eq!(out.status.code(), Some(code), "{t}");
         assert!(t.contains(says), "{t}");
         assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0, "nothing written: {t}");
     }
