@@ -304,6 +304,126 @@ fn the_slurm_array_runs_as_slurm_runs_it_and_merge_sbatch_merges_it() {
     assert_merged_whole(&tmp.path().join(format!("{exp}_merged")), "tool_orchestrator", 3, &shards);
 }
 
+/// A single-node Slurm (Debian's `slurm-wlm`, installed by `.ci/test-tools`): `slurmctld` and
+/// `slurmd` in the foreground with `auth/none` and no munge, on ports of their own, state in a
+/// temporary folder; both killed when dropped.
+struct Slurm {
+    conf: PathBuf,
+    daemons: Vec<std::process::Child>,
+    dir: PathBuf,
+}
+
+impl Slurm {
+    fn start(dir: &Path) -> Self {
+        for bin in ["/usr/sbin/slurmctld", "/usr/sbin/slurmd", "/usr/bin/sbatch", "/usr/bin/squeue"] {
+            assert!(Path::new(bin).exists(), "{bin} is missing: run .ci/test-tools (it installs Debian's slurm-wlm for this test)");
+        }
+        let out = |cmd: &str, args: &[&str]| String::from_utf8(Command::new(cmd).args(args).output().unwrap().stdout).unwrap().trim().to_owned();
+        let (host, user) = (out("hostname", &["-s"]), out("id", &["-un"]));
+        // The node's memory as slurmd will find it (a little under, so it is not drained), in MB:
+        // the scripts ask for theirs (`--mem`).
+        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+        let kb: u64 = meminfo.lines().find_map(|l| l.strip_prefix("MemTotal:")).and_then(|v| v.split_whitespace().next()).and_then(|v| v.parse().ok()).unwrap();
+        let memory = kb / 1024 * 9 / 10;
+        for sub in ["state", "spool", "log"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+        }
+        let d = dir.display();
+        let conf = dir.join("slurm.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "ClusterName=bench\nSlurmctldHost={host}(127.0.0.1)\nAuthType=auth/none\nCredType=cred/none\nProctrackType=proctrack/linuxproc\n\
+                 TaskPlugin=task/none\nSchedulerType=sched/backfill\nSelectType=select/cons_tres\nSelectTypeParameters=CR_CPU\n\
+                 SlurmctldPort={}\nSlurmdPort={}\nStateSaveLocation={d}/state\nSlurmdSpoolDir={d}/spool\n\
+                 SlurmctldPidFile={d}/ctld.pid\nSlurmdPidFile={d}/d.pid\nSlurmctldLogFile={d}/log/ctld.log\nSlurmdLogFile={d}/log/d.log\n\
+                 SlurmUser={user}\nSlurmdUser={user}\nMpiDefault=none\nReturnToService=2\nJobCompType=jobcomp/none\n\
+                 AccountingStorageType=accounting_storage/none\nNodeName={host} NodeAddr=127.0.0.1 CPUs=2 RealMemory={memory} State=UNKNOWN\n\
+                 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n",
+                common::closed_port(),
+                common::closed_port()
+            ),
+        )
+        .unwrap();
+        let daemon = |bin: &str| Command::new(bin).args(["-D", "-f"]).arg(&conf).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+        let slurm = Self { daemons: vec![daemon("/usr/sbin/slurmctld"), daemon("/usr/sbin/slurmd")], conf, dir: dir.to_owned() };
+        // Up when the node is idle.
+        let started = std::time::Instant::now();
+        while !slurm.cmd("sinfo").args(["-h", "-o", "%t"]).output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "idle") {
+            assert!(started.elapsed().as_secs() < 60, "Slurm did not come up: {}", std::fs::read_to_string(dir.join("log/ctld.log")).unwrap_or_default());
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        slurm
+    }
+
+    fn cmd(&self, bin: &str) -> Command {
+        let mut c = Command::new(bin);
+        c.env("SLURM_CONF", &self.conf);
+        c
+    }
+
+    /// Submits `script` from `submit_dir` with `args`; returns the job id.
+    fn sbatch(&self, submit_dir: &Path, script: &Path, args: &[&str]) -> String {
+        let out = self.cmd("sbatch").arg("--parsable").arg(format!("--output={}/slurm-%A_%a.out", self.dir.join("log").display())).args(args).arg(script).current_dir(submit_dir).output().unwrap();
+        assert!(out.status.success(), "sbatch: {}", text(&out));
+        String::from_utf8(out.stdout).unwrap().trim().split(';').next().unwrap().to_owned()
+    }
+
+    /// Waits until no job is queued or running.
+    fn drain(&self) {
+        let started = std::time::Instant::now();
+        loop {
+            let out = self.cmd("squeue").args(["-h", "-o", "%i %T"]).output().unwrap();
+            if String::from_utf8_lossy(&out.stdout).trim().is_empty() {
+                return;
+            }
+            assert!(started.elapsed().as_secs() < 300, "jobs still queued: {}", String::from_utf8_lossy(&out.stdout));
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        }
+    }
+}
+
+impl Drop for Slurm {
+    fn drop(&mut self) {
+        for d in &mut self.daemons {
+            let _ = d.kill();
+            let _ = d.wait();
+        }
+    }
+}
+
+/// `array.sbatch` and `merge.sbatch` under a real Slurm: the array runs as Slurm runs it, the
+/// merge waits on it (`--dependency=afterany`), and the merged report holds the whole plan. Then
+/// a node failure: one shard's folder is lost, only its id is resubmitted (`--array=1`), and the
+/// merge is whole again.
+#[test]
+fn the_slurm_array_runs_under_a_real_slurm_and_a_failed_shard_is_resubmitted_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let slurm = Slurm::start(&tmp.path().join("slurm"));
+    let results = tmp.path().join("results");
+    let dir = repo().join("deploy/slurm");
+    let exports = format!("--export=ALL,PIPELINE={},RESULTS_DIR={},MCPBENCH_MODELS=oracle,RUST_LOG=warn", env!("CARGO_BIN_EXE_pipeline"), results.display());
+    let array = slurm.sbatch(&repo(), &dir.join("array.sbatch"), &[&exports]);
+    slurm.sbatch(&repo(), &dir.join("merge.sbatch"), &[&exports, &format!("--dependency=afterany:{array}")]);
+    slurm.drain();
+    let script = std::fs::read_to_string(dir.join("array.sbatch")).unwrap();
+    let n = slurm_array_ids(&script).len();
+    let exp = "tool_orchestrator_k3";
+    let shards: Vec<PathBuf> = (1..=n).map(|i| results.join(format!("{exp}_shard{i}of{n}"))).collect();
+    let logs = || std::fs::read_dir(tmp.path().join("slurm/log")).unwrap().flatten().map(|e| std::fs::read_to_string(e.path()).unwrap_or_default()).collect::<Vec<_>>().join("\n");
+    assert!(results.join(format!("{exp}_merged/summary.json")).exists(), "no merged report; the jobs said:\n{}", logs());
+    assert_merged_whole(&results.join(format!("{exp}_merged")), "tool_orchestrator", 3, &shards);
+
+    // The node that ran shard 2 (array id 1) failed and its folder is gone: resubmit that id alone.
+    std::fs::remove_dir_all(&shards[1]).unwrap();
+    std::fs::remove_dir_all(results.join(format!("{exp}_merged"))).unwrap();
+    let again = slurm.sbatch(&repo(), &dir.join("array.sbatch"), &[&exports, "--array=1"]);
+    slurm.sbatch(&repo(), &dir.join("merge.sbatch"), &[&exports, &format!("--dependency=afterany:{again}")]);
+    slurm.drain();
+    assert!(results.join(format!("{exp}_merged/summary.json")).exists(), "no merged report after the resubmission; the jobs said:\n{}", logs());
+    assert_merged_whole(&results.join(format!("{exp}_merged")), "tool_orchestrator", 3, &shards);
+}
+
 /// A step's shell script, found by the start of its name.
 fn workflow_step<'a>(workflow: &'a Value, job: &str, name: &str) -> &'a Value {
     workflow["jobs"][job]["steps"]
