@@ -255,6 +255,18 @@ async fn bench_toolcall(server: &str, tool: Option<&str>, args: Option<serde_jso
     result
 }
 
+/// CPU time (user + system) of this process and of every child it has reaped.
+fn process_tree_cpu() -> Duration {
+    use nix::sys::resource::{UsageWho, getrusage};
+    let time = |who| {
+        getrusage(who).map_or(Duration::ZERO, |u| {
+            let t = |tv: nix::sys::time::TimeVal| Duration::new(tv.tv_sec().max(0) as u64, (tv.tv_usec().max(0) as u32) * 1000);
+            t(u.user_time()) + t(u.system_time())
+        })
+    };
+    time(UsageWho::RUSAGE_SELF) + time(UsageWho::RUSAGE_CHILDREN)
+}
+
 async fn bench_suite(k: u32, jobs: &[u32]) -> anyhow::Result<Vec<Figure>> {
     let mut figures = Vec::new();
     for &j in jobs {
@@ -273,9 +285,11 @@ async fn bench_suite(k: u32, jobs: &[u32]) -> anyhow::Result<Vec<Figure>> {
             &dir.path().display().to_string(),
         ])?;
         let started = Instant::now();
+        let cpu_before = process_tree_cpu();
         let plan = crate::plan::RunPlan::from_flags(&args).await?;
         let summary = crate::run::run(plan, |_| Ok(())).await?;
         let wall = started.elapsed();
+        let cpu = process_tree_cpu().saturating_sub(cpu_before);
         anyhow::ensure!(
             summary.valid == summary.ran && summary.passed == summary.ran,
             "the oracle suite must be all valid and all passed; got {} run, {} valid, {} passed",
@@ -286,6 +300,14 @@ async fn bench_suite(k: u32, jobs: &[u32]) -> anyhow::Result<Vec<Figure>> {
         figures.push(Figure::from_samples(format!("suite.jobs{j}.wall ({} sessions)", summary.ran), &[wall], Some(60_000.0)));
         let overhead: Vec<Duration> = summary.harness_ms.iter().map(|ms| Duration::from_secs_f64(ms / 1000.0)).collect();
         figures.push(Figure::from_samples(format!("suite.jobs{j}.harness_per_session"), &overhead, Some(50.0)));
+        // What the whole process tree spent — the harness, the servers it started, the embedded
+        // Postgres and its backends — per session, and the wall time no --jobs can beat on this
+        // machine's cores: every child of the run has exited (and been reaped) when it returns.
+        let sessions = u32::try_from(summary.ran.max(1)).unwrap_or(u32::MAX);
+        figures.push(Figure { n: summary.ran, ..Figure::from_samples(format!("suite.jobs{j}.cpu_per_session"), &[cpu / sessions], Some(30.0)) });
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get) as u32;
+        let floor = cpu / cores;
+        figures.push(Figure::from_samples(format!("suite.jobs{j}.cpu_floor ({cores} cores; wall is {:.2}× it)", wall.as_secs_f64() / floor.as_secs_f64().max(1e-9)), &[floor], None));
     }
     Ok(figures)
 }
