@@ -307,7 +307,11 @@ async fn bench_suite(k: u32, jobs: &[u32]) -> anyhow::Result<Vec<Figure>> {
         figures.push(Figure { n: summary.ran, ..Figure::from_samples(format!("suite.jobs{j}.cpu_per_session"), &[cpu / sessions], Some(30.0)) });
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get) as u32;
         let floor = cpu / cores;
-        figures.push(Figure::from_samples(format!("suite.jobs{j}.cpu_floor ({cores} cores; wall is {:.2}× it)", wall.as_secs_f64() / floor.as_secs_f64().max(1e-9)), &[floor], None));
+        figures.push(Figure::from_samples(
+            format!("suite.jobs{j}.cpu_floor ({cores} cores; wall is {:.2}× it)", wall.as_secs_f64() / floor.as_secs_f64().max(1e-9)),
+            &[floor],
+            None,
+        ));
     }
     Ok(figures)
 }

@@ -345,7 +345,9 @@ impl Slurm {
             ),
         )
         .unwrap();
-        let daemon = |bin: &str| Command::new(bin).args(["-D", "-f"]).arg(&conf).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+        let daemon = |bin: &str| {
+            Command::new(bin).args(["-D", "-f"]).arg(&conf).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap()
+        };
         let slurm = Self { daemons: vec![daemon("/usr/sbin/slurmctld"), daemon("/usr/sbin/slurmd")], conf, dir: dir.to_owned() };
         // Up when the node is idle.
         let started = std::time::Instant::now();
@@ -364,7 +366,15 @@ impl Slurm {
 
     /// Submits `script` from `submit_dir` with `args`; returns the job id.
     fn sbatch(&self, submit_dir: &Path, script: &Path, args: &[&str]) -> String {
-        let out = self.cmd("sbatch").arg("--parsable").arg(format!("--output={}/slurm-%A_%a.out", self.dir.join("log").display())).args(args).arg(script).current_dir(submit_dir).output().unwrap();
+        let out = self
+            .cmd("sbatch")
+            .arg("--parsable")
+            .arg(format!("--output={}/slurm-%A_%a.out", self.dir.join("log").display()))
+            .args(args)
+            .arg(script)
+            .current_dir(submit_dir)
+            .output()
+            .unwrap();
         assert!(out.status.success(), "sbatch: {}", text(&out));
         String::from_utf8(out.stdout).unwrap().trim().split(';').next().unwrap().to_owned()
     }
@@ -410,7 +420,14 @@ fn the_slurm_array_runs_under_a_real_slurm_and_a_failed_shard_is_resubmitted_alo
     let n = slurm_array_ids(&script).len();
     let exp = "tool_orchestrator_k3";
     let shards: Vec<PathBuf> = (1..=n).map(|i| results.join(format!("{exp}_shard{i}of{n}"))).collect();
-    let logs = || std::fs::read_dir(tmp.path().join("slurm/log")).unwrap().flatten().map(|e| std::fs::read_to_string(e.path()).unwrap_or_default()).collect::<Vec<_>>().join("\n");
+    let logs = || {
+        std::fs::read_dir(tmp.path().join("slurm/log"))
+            .unwrap()
+            .flatten()
+            .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
     assert!(results.join(format!("{exp}_merged/summary.json")).exists(), "no merged report; the jobs said:\n{}", logs());
     assert_merged_whole(&results.join(format!("{exp}_merged")), "tool_orchestrator", 3, &shards);
 
