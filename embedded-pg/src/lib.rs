@@ -34,7 +34,7 @@
 use std::fmt;
 use std::fs;
 use std::io::{self, Read, Seek, SeekFrom};
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -56,7 +56,10 @@ pub const DIR_PREFIX: &str = "mcp-pattern-bench-pg-";
 /// `postgres`; when set, it is the only place searched.
 pub const BIN_ENV: &str = "MCPBENCH_PG_BIN";
 
-/// The user every cluster is initialised with (`initdb -U`); trust auth, so no password.
+/// The user every cluster is initialised with (`initdb -U`). Its password is drawn fresh for each
+/// cluster and lives only in this process's memory (and the URLs it hands out): another local
+/// process that finds the socket — an MCP server under test, say — cannot log in, so it cannot
+/// reach around the backend into the world's database.
 pub const SUPERUSER: &str = "postgres";
 
 const DEFAULT_PORT: u16 = 5432;
@@ -205,6 +208,8 @@ pub struct EmbeddedPostgres {
     socket_dir: PathBuf,
     port: u16,
     pid: u32,
+    /// The superuser's password (hex), set at `initdb`.
+    password: String,
     /// `Some` until the cluster has been stopped; taking it makes stop idempotent
     /// between `stop()` and `Drop`.
     keeper: Option<Keeper>,
@@ -302,7 +307,8 @@ impl EmbeddedPostgres {
         run_as.hand_over(&dir)?;
         run_as.hand_over(&socket_dir)?;
 
-        init_db(&bin_dir, &dir, &data_dir, run_as)?;
+        let password = fresh_password()?;
+        init_db(&bin_dir, &dir, &data_dir, run_as, &password)?;
 
         let log_path = dir.join(LOG_FILE);
         let mut cmd = Command::new(bin_dir.join("postgres"));
@@ -360,17 +366,18 @@ impl EmbeddedPostgres {
             elapsed_ms = started.elapsed().as_millis() as u64,
             "embedded postgres ready"
         );
-        Ok(EmbeddedPostgres { dir, socket_dir, port: options.port, pid, keeper: Some(Keeper { stop_tx, thread }) })
+        Ok(EmbeddedPostgres { dir, socket_dir, port: options.port, pid, password, keeper: Some(Keeper { stop_tx, thread }) })
     }
 
-    /// A connection URL over the unix socket, e.g.
-    /// `postgres://postgres@localhost:5432/bench?host=/dev/shm/mcp-pattern-bench-pg-…/sock`
+    /// A connection URL over the unix socket, with the superuser's password, e.g.
+    /// `postgres://postgres:<password>@localhost:5432/bench?host=/dev/shm/mcp-pattern-bench-pg-…/sock`
     /// (the database name and any unusual path bytes are percent-encoded).
     /// libpq and sqlx take a `host` query parameter starting with `/` as the
     /// socket directory; `localhost` in the authority is never contacted.
     pub fn url(&self, database: &str) -> String {
         format!(
-            "postgres://{SUPERUSER}@localhost:{}/{}?host={}",
+            "postgres://{SUPERUSER}:{}@localhost:{}/{}?host={}",
+            self.password,
             self.port,
             percent_encode(database.as_bytes()),
             percent_encode(self.socket_dir.as_os_str().as_encoded_bytes()),
@@ -509,14 +516,35 @@ fn remove_dir(dir: &Path) -> Result<(), Error> {
     }
 }
 
-fn init_db(bin_dir: &Path, dir: &Path, data_dir: &Path, run_as: RunAs) -> Result<(), Error> {
+/// 32 hex digits from the kernel's random source.
+fn fresh_password() -> Result<String, Error> {
+    let mut bytes = [0u8; 16];
+    fs::File::open("/dev/urandom")
+        .and_then(|mut f| io::Read::read_exact(&mut f, &mut bytes))
+        .map_err(|e| Error::io("reading /dev/urandom for the cluster's password", e))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+fn init_db(bin_dir: &Path, dir: &Path, data_dir: &Path, run_as: RunAs, password: &str) -> Result<(), Error> {
     let started = Instant::now();
+    // The password goes to initdb in a file only it (and we) may read, removed right after.
+    let pwfile = dir.join("pwfile");
+    fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&pwfile)
+        .and_then(|mut f| io::Write::write_all(&mut f, format!("{password}\n").as_bytes()))
+        .map_err(|e| Error::io(format!("writing {}", pwfile.display()), e))?;
+    run_as.hand_over(&pwfile)?;
     let mut cmd = Command::new(bin_dir.join("initdb"));
-    cmd.arg("-D").arg(data_dir).args(["-U", SUPERUSER, "-A", "trust", "-E", "UTF8", "--locale=C", "-N"]);
+    cmd.arg("-D").arg(data_dir).args(["-U", SUPERUSER, "-A", "scram-sha-256", "-E", "UTF8", "--locale=C", "-N"]).arg(format!("--pwfile={}", pwfile.display()));
     prepare_server_command(&mut cmd, dir, run_as);
     // If we die mid-initdb, there is no point in it finishing.
     set_parent_death_signal(&mut cmd, Signal::SIGTERM);
-    let output = cmd.stdin(Stdio::null()).output().map_err(|e| {
+    let output = cmd.stdin(Stdio::null()).output();
+    let _ = fs::remove_file(&pwfile);
+    let output = output.map_err(|e| {
         let who = match run_as.ids {
             Some(_) => " as the `postgres` user (every directory above it must be searchable by that user)",
             None => "",

@@ -327,3 +327,24 @@ async fn the_data_plane_refuses_the_control_plane_and_counts_every_attempt() {
     assert_eq!(b.world.control_plane_attempts(), 0);
     b.shutdown().await;
 }
+
+/// The embedded cluster takes only its own password: a local process that finds its socket (an
+/// MCP server under test that lists /dev/shm, say) cannot log in and write the world behind the
+/// backend's back, with no password or with a wrong one; the harness's own URL works.
+#[tokio::test]
+async fn the_embedded_cluster_refuses_a_login_without_its_password() {
+    use sqlx::Connection;
+    let source = PostgresSource::embedded().await.unwrap();
+    let url = source.admin_url();
+    let (head, tail) = url.split_once('@').unwrap();
+    let user = head.rsplit_once(':').map(|(u, _)| u).unwrap();
+    for wrong in [format!("{user}@{tail}"), format!("{user}:not-the-password@{tail}")] {
+        let e = sqlx::PgConnection::connect(&wrong).await.err().unwrap_or_else(|| panic!("{wrong} logged in"));
+        assert!(e.to_string().contains("password authentication failed") || e.to_string().contains("password"), "{e}");
+    }
+    let mut c = sqlx::PgConnection::connect(&url).await.unwrap();
+    let one: i32 = sqlx::query_scalar("SELECT 1").fetch_one(&mut c).await.unwrap();
+    assert_eq!(one, 1);
+    c.close().await.unwrap();
+    source.shutdown().unwrap();
+}

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::{ShmSnapshot, assert_cleaned_up, psql_query, select_one_via_socket};
+use crate::common::{ShmSnapshot, answers_on_socket_and_wants_a_password, assert_cleaned_up, psql_query};
 use embedded_pg::{EmbeddedPostgres, Error, Options};
 
 #[test]
@@ -12,7 +12,7 @@ fn stop_removes_everything() {
     let (pid, dir) = (pg.pid(), pg.data_dir().to_path_buf());
     assert!(dir.is_dir());
     assert!(pg.socket_dir().starts_with(&dir));
-    select_one_via_socket(pg.socket_dir(), pg.port());
+    answers_on_socket_and_wants_a_password(pg.socket_dir(), pg.port());
     // The URL form is what the product hands to sqlx; libpq parses it the same way.
     assert_eq!(psql_query(&[&pg.url("postgres")], "select 1"), "1");
     pg.stop().expect("stop");
@@ -24,7 +24,7 @@ fn drop_removes_everything() {
     let before = ShmSnapshot::take();
     let pg = EmbeddedPostgres::start().expect("start");
     let (pid, dir) = (pg.pid(), pg.data_dir().to_path_buf());
-    select_one_via_socket(pg.socket_dir(), pg.port());
+    answers_on_socket_and_wants_a_password(pg.socket_dir(), pg.port());
     drop(pg);
     assert_cleaned_up(pid, &dir, &before);
 }
@@ -43,7 +43,7 @@ fn two_clusters_are_independent() {
     let (a_pid, a_dir) = (a.pid(), a.data_dir().to_path_buf());
     a.stop().expect("stop a");
     // b keeps serving after a is gone.
-    select_one_via_socket(b.socket_dir(), b.port());
+    answers_on_socket_and_wants_a_password(b.socket_dir(), b.port());
     let (b_pid, b_dir) = (b.pid(), b.data_dir().to_path_buf());
     b.stop().expect("stop b");
     assert_cleaned_up(a_pid, &a_dir, &before);

@@ -8,7 +8,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::common::{PATIENCE, ShmSnapshot, assert_cleaned_up, select_one_via_socket, wait_until};
+use crate::common::{PATIENCE, ShmSnapshot, answers_on_socket_and_wants_a_password, assert_cleaned_up, wait_until};
 use embedded_pg::{EmbeddedPostgres, process_alive};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -89,7 +89,7 @@ fn probe_ctrl_c_cleans_up() {
     let pm = Pid::from_raw(probe.postmaster as i32);
     assert_eq!(nix::unistd::getpgid(Some(pm)).unwrap(), pm);
     let socket_dir = probe.dir.join("sock");
-    select_one_via_socket(&socket_dir, 5432);
+    answers_on_socket_and_wants_a_password(&socket_dir, 5432);
     // What a terminal does on Ctrl-C: SIGINT to the whole foreground group.
     nix::sys::signal::killpg(group, Signal::SIGINT).unwrap();
     let status = wait_exit(&mut probe.child);

@@ -28,11 +28,20 @@ pub fn psql_query(conn: &[&str], sql: &str) -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
-pub fn select_one_via_socket(socket_dir: &Path, port: u16) {
+/// The server answers on its socket, and asks for the password a client without it does not
+/// have: psql gets as far as authentication and is refused.
+pub fn answers_on_socket_and_wants_a_password(socket_dir: &Path, port: u16) {
     let host = socket_dir.to_str().unwrap();
     let port = port.to_string();
-    let got = psql_query(&["-h", host, "-p", &port, "-U", "postgres", "-d", "postgres"], "select 1");
-    assert_eq!(got, "1");
+    let out = Command::new(psql())
+        .args(["-h", host, "-p", &port, "-U", "postgres", "-d", "postgres", "-w", "-X", "-Atc", "select 1"])
+        .env_remove("PGPASSWORD")
+        .env_remove("PGPASSFILE")
+        .env("PGCONNECT_TIMEOUT", "30")
+        .output()
+        .expect("running psql");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("password"), "psql without the password: {} {err}", out.status);
 }
 
 /// Polls `cond` until it holds or `timeout` passes; returns whether it held.
