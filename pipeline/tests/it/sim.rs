@@ -102,6 +102,10 @@ fn a_simulated_agent_drives_the_real_arms_as_its_profile_plans_and_replays_exact
     assert!(verdicts.keys().all(|(done, _)| done != "complete"));
     assert!(verdicts.get(&("stop_early".into(), "failed".into())).is_some_and(|n| *n > 0));
     assert_eq!(verdicts.get(&("stop_early".into(), "passed".into())), None, "a verifier passed a session that stopped early");
+    // A write to the next id leaves the task's own record as it was: no verifier may pass it
+    // (a notification filed against another ticket passed while its message named the right one).
+    assert!(verdicts.get(&("wrong_id".into(), "failed".into())).is_some_and(|n| *n > 0), "{verdicts:?}");
+    assert_eq!(verdicts.get(&("wrong_id".into(), "passed".into())), None, "a verifier passed a write to the wrong id");
 
     // Replays exactly (one module of the two, run again alone); another seed draws otherwise.
     let one = ["--module", "domain_adapter", "--models", "sim:slips_only", "--k", "2"];
