@@ -38,19 +38,6 @@ pub enum ClaimKind {
     Courtesy,
 }
 
-impl ClaimKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Done => "claims",
-            Self::NotDone => "says it was not done",
-            Self::Unverified => "does not vouch for",
-            Self::Asks => "asks back",
-            Self::Offers => "offers",
-            Self::Courtesy => "courtesy",
-        }
-    }
-}
-
 /// One clause and what it does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Claim {
@@ -440,8 +427,7 @@ fn went_wrong_for_the_agent(lower: &str) -> bool {
     WENT_WRONG.iter().any(|p| {
         lower.match_indices(p).any(|(at, _)| {
             let before = words(&lower[..at]);
-            let subject =
-                before.iter().rev().find(|x| !["has", "had", "have", "was", "were", "is", "had", "also", "then", "just", "already"].contains(&x.as_str()));
+            let subject = before.iter().rev().find(|x| !["has", "had", "have", "was", "were", "is", "also", "then", "just", "already"].contains(&x.as_str()));
             !subject.is_some_and(|x| WORLD_NOUNS.contains(&x.as_str()) || x.chars().all(|c| c.is_ascii_digit()))
         })
     })
