@@ -530,6 +530,17 @@ impl ReadOnly {
         sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).fetch_one(self.conn()).await.map_err(db_err(format!("hashing {table}")))
     }
 
+    /// A digest of every table of the world, in [`seed::TABLES`] order, in one statement (one
+    /// round trip): md5 of its rows' text in id order. For telling whether a table changed
+    /// within one world, where [`Self::table_hash`] is the canonical, server-independent form;
+    /// about twice as fast as it.
+    pub async fn table_digests(&mut self) -> Result<Vec<String>, WorldError> {
+        let parts: Vec<String> =
+            seed::TABLES.iter().map(|t| format!("(SELECT coalesce(md5(string_agg(t::text, E'\\n' ORDER BY t.id)), '') FROM {t} t)")).collect();
+        let sql = format!("SELECT ARRAY[{}]", parts.join(", "));
+        sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).fetch_one(self.conn()).await.map_err(db_err("hashing the tables"))
+    }
+
     /// Ends the transaction (it only read: nothing to keep) and hands the connection back.
     pub async fn end(mut self) -> Result<(), WorldError> {
         let mut conn = self.conn.take().expect("a ReadOnly holds its connection until it ends");

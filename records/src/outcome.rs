@@ -305,6 +305,11 @@ pub struct VerifierOutcome {
     /// in records written before classes were kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub class: Option<ClassNote>,
+    /// The tables whose rows differ from the freshly seeded world after the session, whatever
+    /// the verifier asks of them (empty: the session changed nothing). Absent when it could not
+    /// score, and in records written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed_tables: Option<Vec<String>>,
 }
 
 /// The outcome class of one session.

@@ -22,7 +22,9 @@ pub struct Verifier {
     /// Assertions over the final state.
     #[serde(default)]
     pub sql: Vec<SqlAssertion>,
-    /// Tables whose rows must be exactly as seeded (e.g. "nothing was deployed").
+    /// Tables whose rows must be exactly as seeded (e.g. "nothing was deployed"); `"*"` is every
+    /// table of the world, which a verifier with no `[[sql]]` (a question, or a request that
+    /// must be refused) must use: nothing anywhere may change.
     #[serde(default)]
     pub unchanged: Vec<String>,
     /// Checks on the agent's final answer.
@@ -62,13 +64,16 @@ pub struct AnswerChecks {
 
 pub use records::{Check, CheckKind, Verdict, VerifierOutcome as Outcome};
 
-/// What the seeded world looked like right after the reset, before the session: the hashes of
-/// the `unchanged` tables and the values of the `same_as_seeded` queries (by index).
+/// What the seeded world looked like right after the reset, before the session: the hash of
+/// every table and the values of the `same_as_seeded` queries (by index).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Baseline {
     tables: BTreeMap<String, String>,
     values: BTreeMap<usize, Value>,
 }
+
+/// `unchanged`'s word for every table of the world.
+pub const EVERY_TABLE: &str = "*";
 
 impl Verifier {
     /// Static sanity checks done at load time.
@@ -88,20 +93,33 @@ impl Verifier {
             }
         }
         for t in &self.unchanged {
-            if !backend::seed::TABLES.contains(&t.as_str()) {
-                return Err(format!("unchanged: unknown table {t:?} (tables: {})", backend::seed::TABLES.join(", ")));
+            if t != EVERY_TABLE && !backend::seed::TABLES.contains(&t.as_str()) {
+                return Err(format!("unchanged: unknown table {t:?} (tables: {}, or \"*\" for every one)", backend::seed::TABLES.join(", ")));
             }
+        }
+        if self.sql.is_empty() && !self.unchanged.iter().any(|t| t == EVERY_TABLE) {
+            return Err(format!(
+                "the verifier asserts no state ([[sql]]), so the task changes nothing, and then nothing anywhere may change: write `unchanged = [\"*\"]` (today {:?})",
+                self.unchanged
+            ));
         }
         Ok(())
     }
 
-    /// Records what `unchanged` compares against. Call it right after the reset.
+    /// The tables `unchanged` names, `"*"` read as every table of the world.
+    fn unchanged_tables(&self) -> Vec<&str> {
+        if self.unchanged.iter().any(|t| t == EVERY_TABLE) {
+            return backend::seed::TABLES.to_vec();
+        }
+        self.unchanged.iter().map(String::as_str).collect()
+    }
+
+    /// Records what `unchanged` and the session's changed tables compare against. Call it right
+    /// after the reset.
     pub async fn baseline(&self, pool: &PgPool) -> Result<Baseline, String> {
         let mut read = ReadOnly::begin(pool).await.map_err(|e| e.to_string())?;
-        let mut tables = BTreeMap::new();
-        for t in &self.unchanged {
-            tables.insert(t.clone(), read.table_hash(t).await.map_err(|e| e.to_string())?);
-        }
+        let hashes = read.table_digests().await.map_err(|e| e.to_string())?;
+        let tables = backend::seed::TABLES.iter().map(|t| (*t).to_owned()).zip(hashes).collect();
         let seeded: Vec<(usize, String)> = self.sql.iter().enumerate().filter(|(_, a)| a.same_as_seeded).map(|(i, a)| (i, a.query.clone())).collect();
         let queries: Vec<String> = seeded.iter().map(|(_, q)| q.clone()).collect();
         let rows = read.rows(&queries).await.map_err(|e| e.to_string())?;
@@ -131,14 +149,23 @@ impl Verifier {
         };
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         match result {
-            Ok((reasons, checks)) if reasons.is_empty() => Outcome { verdict: Verdict::Passed, reasons, elapsed_ms, checks, grounding, class: None },
-            Ok((reasons, checks)) => Outcome { verdict: Verdict::Failed, reasons, elapsed_ms, checks, grounding, class: None },
-            Err(e) => Outcome { verdict: Verdict::CouldNotScore, reasons: vec![e], elapsed_ms, checks: Vec::new(), grounding, class: None },
+            Ok((reasons, checks, changed)) => Outcome {
+                verdict: if reasons.is_empty() { Verdict::Passed } else { Verdict::Failed },
+                reasons,
+                elapsed_ms,
+                checks,
+                grounding,
+                class: None,
+                changed_tables: Some(changed),
+            },
+            Err(e) => {
+                Outcome { verdict: Verdict::CouldNotScore, reasons: vec![e], elapsed_ms, checks: Vec::new(), grounding, class: None, changed_tables: None }
+            }
         }
     }
 
     /// Every check, held or not, and the reason of each that failed.
-    async fn judge(&self, read: &mut ReadOnly, baseline: &Baseline, answer: &str) -> Result<(Vec<String>, Vec<Check>), String> {
+    async fn judge(&self, read: &mut ReadOnly, baseline: &Baseline, answer: &str) -> Result<(Vec<String>, Vec<Check>, Vec<String>), String> {
         let mut failed = Vec::new();
         let mut checks = Vec::new();
         let mut check = |name: String, kind: CheckKind, negative: bool, why: Option<String>| {
@@ -157,11 +184,17 @@ impl Verifier {
             let why = (!same(&got, &want)).then(|| format!("{}: expected {want}{seeded}, got {got}", a.name));
             check(a.name.clone(), CheckKind::State, a.same_as_seeded, why);
         }
-        for t in &self.unchanged {
-            let before = baseline.tables.get(t).ok_or_else(|| format!("no baseline was recorded for table {t}"))?;
-            let now = read.table_hash(t).await.map_err(|e| e.to_string())?;
-            let why = (&now != before).then(|| format!("table {t} changed, but the task must leave it as it was"));
-            check(format!("table {t} unchanged"), CheckKind::State, true, why);
+        let now = read.table_digests().await.map_err(|e| e.to_string())?;
+        let changed: Vec<String> =
+            backend::seed::TABLES.iter().zip(now).filter(|(t, h)| baseline.tables.get(**t) != Some(h)).map(|(t, _)| (*t).to_owned()).collect();
+        if self.unchanged.iter().any(|t| t == EVERY_TABLE) {
+            let why = (!changed.is_empty()).then(|| format!("{} changed, but the task must leave the world as it was", listed_tables(&changed)));
+            check("every table unchanged".into(), CheckKind::State, true, why);
+        } else {
+            for t in self.unchanged_tables() {
+                let why = changed.iter().any(|c| c == t).then(|| format!("table {t} changed, but the task must leave it as it was"));
+                check(format!("table {t} unchanged"), CheckKind::State, true, why);
+            }
         }
         let lower = answer.to_lowercase();
         for m in &self.answer.must_mention {
@@ -176,7 +209,16 @@ impl Verifier {
             let why = mentions(&lower, m).then(|| format!("the answer contains {m:?}, which it must not"));
             check(format!("does not contain {m:?}"), CheckKind::Answer, true, why);
         }
-        Ok((failed, checks))
+        Ok((failed, checks, changed))
+    }
+}
+
+/// "table t", or "tables a, b and c".
+fn listed_tables(tables: &[String]) -> String {
+    match tables {
+        [one] => format!("table {one}"),
+        [init @ .., last] => format!("tables {} and {last}", init.join(", ")),
+        [] => "no table".into(),
     }
 }
 
@@ -266,5 +308,22 @@ mod tests {
         assert!(both.check().unwrap_err().contains("exactly one of"));
         let neither: Verifier = toml::from_str("[[sql]]\nname = \"x\"\nquery = \"SELECT 1\"\n").unwrap();
         assert!(neither.check().unwrap_err().contains("exactly one of"));
+    }
+
+    /// A question (no state assertion) must keep the whole world: a list of a few tables left
+    /// the others writable unseen.
+    #[test]
+    fn a_verifier_without_state_assertions_keeps_every_table() {
+        let few: Verifier = toml::from_str("unchanged = [\"tickets\"]\n[answer]\nmust_mention = [\"x\"]").unwrap();
+        let e = few.check().unwrap_err();
+        assert!(e.contains(r#"unchanged = ["*"]"#) && e.contains("tickets"), "{e}");
+        let answer_only: Verifier = toml::from_str("[answer]\nmust_mention = [\"x\"]").unwrap();
+        assert!(answer_only.check().unwrap_err().contains(r#"unchanged = ["*"]"#));
+        let all: Verifier = toml::from_str("unchanged = [\"*\"]\n[answer]\nmust_mention = [\"x\"]").unwrap();
+        assert_eq!(all.check(), Ok(()));
+        assert_eq!(all.unchanged_tables(), backend::seed::TABLES);
+        let write: Verifier = toml::from_str("unchanged = [\"deploys\"]\n[[sql]]\nname = \"x\"\nquery = \"SELECT 1\"\nexpect = 1\n").unwrap();
+        assert_eq!(write.check(), Ok(()));
+        assert_eq!(write.unchanged_tables(), ["deploys"]);
     }
 }

@@ -231,6 +231,7 @@ mod tests {
             checks: checks.iter().enumerate().map(|(i, &(kind, held, negative))| records::Check { name: format!("c{i}"), kind, held, negative }).collect(),
             grounding: None,
             class: None,
+            changed_tables: None,
         }
     }
 

@@ -71,6 +71,7 @@ fn experiment(dir: &Path) {
                 checks: vec![],
                 grounding: None,
                 class: None,
+                changed_tables: None,
             });
         }
         r.turn_records = turns();

@@ -108,6 +108,7 @@ pub fn record(m: &str, module: &str, role: &str, task: &str, rep: u32, s: S) -> 
             checks: vec![],
             grounding: grounding(task, rep, verdict),
             class: None,
+            changed_tables: None,
         }),
         validity: match s.invalid {
             None => Validity::Valid,

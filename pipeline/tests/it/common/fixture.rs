@@ -147,6 +147,7 @@ fn record(experiment: &str, oracle: bool, role: Role, task: &str, rep: u32) -> S
             checks: vec![],
             grounding: None,
             class: None,
+            changed_tables: None,
         }),
         validity: if invalid { Validity::invalid(InvalidReason::ProviderError, "502 Bad Gateway after 5 retries") } else { Validity::Valid },
         oracle: oracle.then(|| OracleFloor {
