@@ -80,6 +80,12 @@ impl Conversation {
         Self { connected: connect_and_list(conn).await, warm, prior_bytes: 0, seen: vec![], ended: None }
     }
 
+    /// The function definitions the server's tools and resources make (none when it could not
+    /// be started or listed).
+    pub fn definitions(&self) -> &[serde_json::Value] {
+        self.connected.as_ref().map(|(_, _, _, toolbox)| toolbox.definitions.as_slice()).unwrap_or_default()
+    }
+
     /// Replays `plan` as the conversation's next task.
     pub async fn task(&mut self, task_text: &str, plan: &tasks::OraclePlan) -> SessionOutcome {
         let (started_at, clock) = (Utc::now(), std::time::Instant::now());

@@ -96,6 +96,13 @@ pub struct Slips {
     /// Makes no call and answers nothing.
     #[serde(default)]
     pub empty_answer: f64,
+    /// A vandal: calls every function the arm offers that may write, every parameter filled, on
+    /// the first id the task text shows (else 1), and, through any tool, the plan's own writes on
+    /// the next id. On a task that asks for a change it does nothing else and claims the task
+    /// done; on a question it also makes the plan's calls and gives its answer, so a question
+    /// whose verifier misses a changed world passes it.
+    #[serde(default)]
+    pub vandal: f64,
 }
 
 /// What a session was planned to do.
@@ -109,6 +116,7 @@ pub enum Planned {
     WrongId,
     NoWork,
     EmptyAnswer,
+    Vandal,
 }
 
 impl Planned {
@@ -125,6 +133,7 @@ impl Planned {
             Self::WrongId => "wrong_id",
             Self::NoWork => "no_work",
             Self::EmptyAnswer => "empty_answer",
+            Self::Vandal => "vandal",
         }
     }
 }
@@ -161,7 +170,7 @@ impl Profile {
                 return Err(format!("{role}.complete must lie in [0, 1], not {}", arm.complete));
             }
             let s = &arm.slips;
-            let weights = [s.skip_step, s.stop_early, s.wrong_answer, s.no_work, s.empty_answer, s.wrong_id];
+            let weights = [s.skip_step, s.stop_early, s.wrong_answer, s.no_work, s.empty_answer, s.wrong_id, s.vandal];
             if weights.iter().any(|w| !(w.is_finite() && *w >= 0.0)) {
                 return Err(format!("{role}.slips: every weight must be a finite number ≥ 0"));
             }
@@ -209,6 +218,7 @@ pub fn decide(profile: &Profile, seed: u64, task: &str, role: Role, rep: u32) ->
             (Planned::EmptyAnswer, s.empty_answer),
             // Last, so that a profile without it draws what it drew before it existed.
             (Planned::WrongId, s.wrong_id),
+            (Planned::Vandal, s.vandal),
         ];
         let mut u = rng.uniform() * weights.iter().map(|(_, w)| w).sum::<f64>();
         let mut chosen = Planned::StopEarly;
@@ -266,7 +276,121 @@ fn planned_plan(plan: &tasks::OraclePlan, planned: Planned, asks_for_change: boo
             p.answer = String::new();
             (p, Planned::EmptyAnswer)
         }
+        // The writes come when the arm's functions are known ([`vandal_steps`]).
+        Planned::Vandal if asks_for_change => {
+            p.steps.clear();
+            p.answer = "Done: the task is complete.".into();
+            (p, Planned::Vandal)
+        }
+        Planned::Vandal => (p, Planned::Vandal),
     }
+}
+
+/// The vandal's writes, after whatever else it follows of `plan`: every function of
+/// `definitions` whose name has a writing word, called on the first id the task text shows and on
+/// id 1 (each id-named parameter gets it), once with every parameter filled ([`filled`]), once
+/// with only the required ones, and once more for each optional parameter with it alone beside
+/// them — so that one value the server refuses does not keep the others from landing; then each
+/// of the plan's own writes that names its target by id and uses no value saved from an earlier
+/// result, on the next id. Each may fail: a refused write is a write the vandal could not reach.
+pub fn vandal_steps(plan: &tasks::OraclePlan, definitions: &[serde_json::Value], task_text: &str) -> Vec<tasks::oracle::Step> {
+    let mut ids = vec![first_number(task_text).unwrap_or(1), 1];
+    ids.dedup();
+    let mut steps: Vec<tasks::oracle::Step> = Vec::new();
+    for d in definitions {
+        let f = &d["function"];
+        let Some(name) = f["name"].as_str() else { continue };
+        let probe = tasks::oracle::Step { tool: Some(name.to_owned()), ..Default::default() };
+        if !probe.may_write() {
+            continue;
+        }
+        let required: Vec<&str> = f["parameters"]["required"].as_array().map(|r| r.iter().filter_map(|v| v.as_str()).collect()).unwrap_or_default();
+        for &id in &ids {
+            let all = filled(&f["parameters"], id);
+            let base: serde_json::Map<_, _> = all.iter().filter(|(k, _)| required.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
+            let mut variants = vec![all.clone(), base.clone()];
+            for (k, v) in all.iter().filter(|(k, _)| !required.contains(&k.as_str())) {
+                let mut one = base.clone();
+                one.insert(k.clone(), v.clone());
+                variants.push(one);
+            }
+            for v in variants {
+                let args = toml::Table::try_from(serde_json::Value::Object(v)).unwrap_or_default();
+                let step = tasks::oracle::Step { args: Some(args), any_result: true, ..probe.clone() };
+                if !steps.contains(&step) {
+                    steps.push(step);
+                }
+            }
+        }
+    }
+    for s in &plan.steps {
+        let uses_saved = s.args.as_ref().is_some_and(|a| !tasks::oracle::placeholders(&a.to_string()).is_empty());
+        if s.may_write() && !s.expect_error && !uses_saved && s.id_argument().is_some() {
+            steps.push(tasks::oracle::Step { save: Default::default(), wrong_id: s.id_argument().map(str::to_owned), any_result: true, ..s.clone() });
+        }
+    }
+    steps
+}
+
+/// The first whole number in `text` (digits not part of a word).
+fn first_number(text: &str) -> Option<i64> {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i].is_ascii_digit() && (i == 0 || !bytes[i - 1].is_ascii_alphanumeric()) {
+            let end = (i..bytes.len()).find(|&j| !bytes[j].is_ascii_digit()).unwrap_or(bytes.len());
+            if end == bytes.len() || !bytes[end].is_ascii_alphabetic() {
+                return text[i..end].parse().ok();
+            }
+            i = end;
+        } else {
+            i += 1;
+        }
+    }
+    None
+}
+
+/// Arguments for a function with JSON schema `parameters`, every property filled: a number or
+/// an id-named string gets `id`, an enumeration its last value, another string a word no row
+/// holds, a flag `true`, a list or an object an empty one. A property whose type cannot be read
+/// is left out.
+fn filled(parameters: &serde_json::Value, id: i64) -> serde_json::Map<String, serde_json::Value> {
+    use serde_json::Value;
+    let resolve = |v: &Value| match v["$ref"].as_str().and_then(|r| r.rsplit('/').next()) {
+        Some(name) => [&parameters["$defs"][name], &parameters["definitions"][name]].into_iter().find(|d| d.is_object()).cloned().unwrap_or(Value::Null),
+        None => v.clone(),
+    };
+    let mut out = serde_json::Map::new();
+    let Some(props) = parameters["properties"].as_object() else { return out };
+    for (name, prop) in props {
+        let mut p = resolve(prop);
+        for key in ["anyOf", "oneOf"] {
+            if let Some(first) = p[key].as_array().and_then(|vs| vs.iter().map(&resolve).find(|v| v["type"] != "null")) {
+                p = first;
+            }
+        }
+        let ty = match &p["type"] {
+            Value::String(t) => Some(t.as_str()),
+            Value::Array(ts) => ts.iter().filter_map(Value::as_str).find(|t| *t != "null"),
+            _ => None,
+        };
+        let is_id = name == "id" || name.ends_with("_id");
+        let value = if let Some(last) = p["enum"].as_array().and_then(|e| e.last()) {
+            last.clone()
+        } else {
+            match ty {
+                Some("integer" | "number") => Value::from(id),
+                Some("string") if is_id => Value::from(id.to_string()),
+                Some("string") => Value::from("vandalised"),
+                Some("boolean") => Value::from(true),
+                Some("array") => Value::Array(vec![]),
+                Some("object") => Value::Object(Default::default()),
+                _ => continue,
+            }
+        };
+        out.insert(name.clone(), value);
+    }
+    out
 }
 
 /// `plan` with `n` of its reading steps made twice, each right after itself, chosen by `rng`;
@@ -375,8 +499,12 @@ fn plan_at(profile: &Profile, seed: u64, place: &Place<'_>) -> (Decision, tasks:
 /// Runs the session at `place` as `profile` plans it.
 pub async fn run(conn: &ServerConnection, place: &Place<'_>, profile: &Profile, seed: u64) -> SessionOutcome {
     let task_text = &place.task.text;
-    let (decision, followed, done) = plan_at(profile, seed, place);
-    let mut outcome = crate::oracle::run(conn, task_text, &followed).await;
+    let (decision, mut followed, done) = plan_at(profile, seed, place);
+    let mut conversation = crate::oracle::Conversation::open(conn, false).await;
+    let vandal = if done.slip == Planned::Vandal { vandal_steps(place.plan, conversation.definitions(), task_text) } else { vec![] };
+    followed.steps.extend(vandal.iter().cloned());
+    let mut outcome = conversation.task(task_text, &followed).await;
+    conversation.close().await;
     outcome.provider = PROVIDER.into();
     outcome.oracle = None;
     if !outcome.validity.is_valid() {
@@ -402,6 +530,8 @@ pub async fn run(conn: &ServerConnection, place: &Place<'_>, profile: &Profile, 
         "extra_turns": decision.extra_turns,
         "repeated_calls": done.repeated_calls,
         "answer_sentences": decision.answer_sentences,
+        "vandal_writes": vandal.len(),
+        "vandal_writes_refused": outcome.tool_calls.iter().rev().take(vandal.len()).filter(|c| c.is_error).count(),
         "seed": seed,
         "usage": USAGE_METHOD,
     });

@@ -35,7 +35,7 @@ pub struct OraclePlan {
     pub steps: Vec<Step>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Step {
     /// A tool to call …
@@ -62,6 +62,11 @@ pub struct Step {
     /// it is an error (a model that slipped on an id goes on as if it had not).
     #[serde(skip)]
     pub wrong_id: Option<String>,
+    /// Set by the simulated agent, never read from a plan file: the step's result is accepted
+    /// whether or not it is an error (a vandal's write that the server refuses is not the end of
+    /// its session).
+    #[serde(skip)]
+    pub any_result: bool,
 }
 
 impl Step {
@@ -82,17 +87,34 @@ impl Step {
     /// Whether the step only reads: a resource read or listing, or a tool whose name has a
     /// reading word (list, get, search, find, describe, read) and no writing one.
     pub fn is_read(&self) -> bool {
-        const READS: [&str; 6] = ["list", "get", "search", "find", "describe", "read"];
-        const WRITES: [&str; 14] =
-            ["create", "update", "add", "submit", "start", "reassign", "open", "close", "delete", "set", "assign", "call", "run", "post"];
         match &self.tool {
             None => true,
             Some(name) => {
-                let words: Vec<String> = name.split(|c: char| !c.is_ascii_alphanumeric()).map(str::to_ascii_lowercase).collect();
-                words.iter().any(|w| READS.contains(&w.as_str())) && !words.iter().any(|w| WRITES.contains(&w.as_str()))
+                let words = name_words(name);
+                words.iter().any(|w| READS.contains(&w.as_str())) && !writes(&words)
             }
         }
     }
+
+    /// Whether the step calls a tool whose name has a writing word (create, update, close, run,
+    /// call, …): a change, or a tool that may make one.
+    pub fn may_write(&self) -> bool {
+        self.tool.as_deref().is_some_and(|name| writes(&name_words(name)))
+    }
+}
+
+const READS: [&str; 6] = ["list", "get", "search", "find", "describe", "read"];
+const WRITES: [&str; 27] = [
+    "create", "update", "add", "submit", "start", "reassign", "open", "close", "delete", "set", "assign", "call", "run", "post", "discard", "notify", "deploy",
+    "rollback", "promote", "reopen", "resolve", "merge", "cancel", "remove", "send", "approve", "reject",
+];
+
+fn name_words(name: &str) -> Vec<String> {
+    name.split(|c: char| !c.is_ascii_alphanumeric()).map(str::to_ascii_lowercase).collect()
+}
+
+fn writes(words: &[String]) -> bool {
+    words.iter().any(|w| WRITES.contains(&w.as_str()))
 }
 
 /// A wrong id near `id`: the next number (as a number or as digits, as it came), or the text

@@ -147,7 +147,8 @@ fn a_missing_or_impossible_profile_is_refused_before_anything_is_written() {
     assert!(!out.status.success());
     let t = text(&out);
     assert!(
-        t.contains("model sim:nope: cannot read the simulated agent's profile") && t.contains("sim:equal, sim:pattern_worse, sim:slips_only, sim:trivial"),
+        t.contains("model sim:nope: cannot read the simulated agent's profile")
+            && t.contains("sim:equal, sim:pattern_worse, sim:slips_only, sim:trivial, sim:vandal"),
         "{t}"
     );
     assert_eq!(t.trim().lines().count(), 1, "one clean line: {t}");
@@ -184,4 +185,40 @@ fn trivial_agents_pass_no_task_in_either_arm() {
         *done.entry(planted(&exp, r)["done"].as_str().unwrap().to_owned()).or_default() += 1;
     }
     assert_eq!(done.keys().map(String::as_str).collect::<Vec<_>>(), ["empty_answer", "no_work"], "both kinds ran: {done:?}");
+}
+
+/// A vandal — every write it can reach, on the first ids it sees — over every task of every
+/// module, both arms. On a change it does nothing else, so it must never pass; on a question it
+/// also does the work and gives the right answer, so it may pass only where the world it leaves
+/// is the seeded one (the tables the harness saw change, whatever the verifier asks). A pass with
+/// a changed table is a verifier blind to a changed world.
+#[test]
+fn a_vandal_passes_no_task_and_fails_every_task_whose_world_it_damaged() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(dir.path(), "vandal", &["--all", "--models", "sim:vandal", "--k", "1"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let exp = dir.path().join("vandal");
+    let recs = records(&exp);
+    let every_task: usize = servers::registry::modules().iter().map(|m| tasks::load_module(&tasks_dir(), m).unwrap().len()).sum();
+    assert_eq!(recs.len(), every_task * 2, "every task of every module, both arms");
+    let (mut damaged, mut blind) = (BTreeMap::<String, usize>::new(), Vec::new());
+    for r in &recs {
+        assert_eq!(r["validity"]["class"], "valid", "{r}");
+        assert_eq!(planted(&exp, r)["done"], "vandal");
+        let changed = r["verifier"]["changed_tables"].as_array().unwrap_or_else(|| panic!("no changed tables recorded: {}", r["verifier"]));
+        if !changed.is_empty() {
+            *damaged.entry(r["role"].as_str().unwrap().to_owned()).or_default() += 1;
+            if r["verifier"]["verdict"] != "failed" {
+                blind.push(format!("{} on {} changed {changed:?}: {}", r["task"], r["server"], r["verifier"]["verdict"]));
+            }
+        } else if r["verifier"]["verdict"] == "passed" {
+            // A question done right, the world as seeded: the vandal reached no write here. A
+            // change it never made must not pass.
+            let question = r["verifier"]["checks"].as_array().unwrap().iter().any(|c| c["name"] == "every table unchanged");
+            assert!(question, "{} on {} passed a change the vandal never made: {}", r["task"], r["server"], r["verifier"]);
+        }
+    }
+    assert!(blind.is_empty(), "{} sessions changed the world and were not failed:\n{}", blind.len(), blind.join("\n"));
+    assert!(damaged.get("control").is_some_and(|n| *n > every_task / 2), "the vandal reached the controls' writes: {damaged:?}");
+    assert!(damaged.get("pattern").is_some_and(|n| *n > every_task / 4), "the vandal reached the patterns' writes: {damaged:?}");
 }
