@@ -396,6 +396,10 @@ async def counts_by_status(b: BackendClient, key: str, id_: int) -> dict[str, in
 # ---------------------------------------------------------------------------------------------
 
 STRING, OPT_STRING, OPT_I64 = "string", "opt_string", "opt_i64"
+# An update's field that null clears (Rust: `Option<Option<String>>` through `flat::nullable`):
+# absent is ABSENT (leave unchanged), null is None (clear), a string is the new value.
+CLEAR_STRING = "clear_string"
+ABSENT = object()
 
 
 class BadArguments(Exception):
@@ -484,7 +488,7 @@ def unexpected(v: Any) -> str:
 def check_value(kind: str, v: Any) -> Any:
     if kind != STRING and v is None:
         return None
-    if kind in (STRING, OPT_STRING):
+    if kind in (STRING, OPT_STRING, CLEAR_STRING):
         if isinstance(v, str):
             return v
         raise BadArguments(f"invalid type: {unexpected(v)}, expected a string")
@@ -518,7 +522,7 @@ def parse_args(fields: list[tuple[str, str]], arguments: dict[str, Any] | None) 
         if name not in out:
             if kind == STRING:
                 raise BadArguments(f"missing field `{name}`")
-            out[name] = None
+            out[name] = ABSENT if kind == CLEAR_STRING else None
     return out
 
 
@@ -539,7 +543,7 @@ def _schema(properties: dict[str, Any], required: list[str] | None) -> dict[str,
     return s
 
 
-def _p(description: str | None, type_: str = "string", fmt: str | None = None) -> dict[str, Any]:
+def _p(description: str | None, type_: str | list[str] = "string", fmt: str | None = None) -> dict[str, Any]:
     p: dict[str, Any] = {}
     if description is not None:
         p["description"] = description
@@ -612,22 +616,22 @@ TOOLS: list[tuple[str, str, dict[str, Any], list[tuple[str, str]]]] = [
     ),
     (
         "update_ticket",
-        "Change a ticket found by title or #id: status, priority, assignee, customer (names or #id), "
-        "title or description. Fields left out keep their value. Returns it with names.",
+        "Change a ticket found by title or #id: status, priority, assignee, customer (names or #id; null "
+        "unassigns or detaches), title or description. Fields left out keep their value. Returns it with names.",
         _schema(
             {
                 "ticket": _p(TICKET_REF),
                 "status": _p(STATUS),
                 "priority": _p(PRIORITY),
-                "assignee": _p("New assignee: name or `#id`."),
-                "customer": _p("New customer: name or `#id`."),
+                "assignee": _p("New assignee: name or `#id`, or null to unassign.", ["string", "null"]),
+                "customer": _p("New customer: name or `#id`, or null to detach the customer.", ["string", "null"]),
                 "new_title": _p(None),
                 "description": _p(None),
             },
             ["ticket"],
         ),
-        [("ticket", STRING), ("status", OPT_STRING), ("priority", OPT_STRING), ("assignee", OPT_STRING),
-         ("customer", OPT_STRING), ("new_title", OPT_STRING), ("description", OPT_STRING)],
+        [("ticket", STRING), ("status", OPT_STRING), ("priority", OPT_STRING), ("assignee", CLEAR_STRING),
+         ("customer", CLEAR_STRING), ("new_title", OPT_STRING), ("description", OPT_STRING)],
     ),
 ]
 FIELDS = {name: fields for name, _, _, fields in TOOLS}
@@ -693,17 +697,18 @@ async def open_ticket(b: BackendClient, a: dict[str, Any]) -> types.CallToolResu
 
 
 async def update_ticket(b: BackendClient, a: dict[str, Any]) -> types.CallToolResult:
-    if all(a[k] is None for k in ("status", "priority", "assignee", "customer", "new_title", "description")):
+    unchanged = all(a[k] is None for k in ("status", "priority", "new_title", "description"))
+    if unchanged and a["assignee"] is ABSENT and a["customer"] is ABSENT:
         return tool_error("Name at least one field to change.")
     t = await resolve_ticket(b, a["ticket"])
-    customer_id = await optional_id(a["customer"], resolve_customer, b)
-    assignee_id = await optional_id(a["assignee"], resolve_person, b)
-    body = {
-        "status": a["status"], "priority": a["priority"], "customer_id": customer_id, "assignee_id": assignee_id,
-        "title": a["new_title"], "description": a["description"],
-    }
+    body = without_nulls({"status": a["status"], "priority": a["priority"], "title": a["new_title"], "description": a["description"]})
+    # A reference resolves to an id; an explicit null goes to the backend as null (clear).
+    if a["customer"] is not ABSENT:
+        body["customer_id"] = await optional_id(a["customer"], resolve_customer, b)
+    if a["assignee"] is not ABSENT:
+        body["assignee_id"] = await optional_id(a["assignee"], resolve_person, b)
     try:
-        t = await b.patch(f"/tickets/{display(get(t, 'id'))}", without_nulls(body))
+        t = await b.patch(f"/tickets/{display(get(t, 'id'))}", body)
     except CallError as e:
         return tool_error(str(e))
     return json_result(await with_names_one(b, t))

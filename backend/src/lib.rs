@@ -9,6 +9,8 @@
 //!   server is given; [`serve`] binds it. [`control_app`] is the control plane (reset, health),
 //!   served on a listener of its own ([`serve_control`]) that no server is given; the harness
 //!   resets its worlds in-process and serves no control plane at all.
+//! * [`recorder`] records, when asked, which operations of the API a client reached (the
+//!   capability-parity test's evidence); nothing records by default.
 //!
 //! Run it with `pipeline backend` (or the `backend` binary); `GET /openapi.json` describes it.
 
@@ -27,6 +29,7 @@ pub mod extract;
 pub mod local;
 pub mod openapi;
 pub mod postgres;
+pub mod recorder;
 pub mod seed;
 pub mod world;
 
@@ -140,7 +143,9 @@ pub async fn serve_control(
     serve_router(listener, control_app(state), shutdown).await
 }
 
-async fn serve_router(
+/// Serves any router of this crate's (say, [`app`] under a [`recorder::Recorder`]) on
+/// `listener` until `shutdown` resolves, through the same listener as [`serve`].
+pub async fn serve_router(
     listener: tokio::net::TcpListener,
     router: Router,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,

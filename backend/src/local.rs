@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::postgres::{PostgresSource, SourceError};
+use crate::recorder::Recorder;
 use crate::world::WorldError;
 use crate::{AppState, Cluster, World, WorldSpec};
 
@@ -38,14 +39,32 @@ impl LocalBackend {
         Ok(me)
     }
 
+    /// [`Self::start`], with every request's operation recorded in `recorder`.
+    pub async fn start_recorded(spec: WorldSpec, recorder: &Recorder) -> Result<Self, LocalError> {
+        let source = PostgresSource::from_env().await?;
+        let cluster = Cluster::connect(&source.admin_url()).await?;
+        let mut me = Self::serve_with(cluster, &unique_world_name(), spec, Some(recorder)).await?;
+        me.source = Some(source);
+        Ok(me)
+    }
+
     /// Serves a new world named `name` on an existing cluster.
     pub async fn serve(cluster: Arc<Cluster>, name: &str, spec: WorldSpec) -> Result<Self, LocalError> {
+        Self::serve_with(cluster, name, spec, None).await
+    }
+
+    async fn serve_with(cluster: Arc<Cluster>, name: &str, spec: WorldSpec, recorder: Option<&Recorder>) -> Result<Self, LocalError> {
         let world = World::create(cluster.clone(), name, spec).await?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(LocalError::Bind)?;
         let url = format!("http://{}", listener.local_addr().map_err(LocalError::Bind)?);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let state = AppState::new(world.clone());
-        let server = tokio::spawn(crate::serve(listener, state, async move {
+        let app = crate::app(state);
+        let app = match recorder {
+            Some(r) => r.layer(app),
+            None => app,
+        };
+        let server = tokio::spawn(crate::serve_router(listener, app, async move {
             let _ = stopped.await;
         }));
         Ok(Self { url, world, cluster, server, stop, source: None })

@@ -151,10 +151,21 @@ pub struct TicketsUpdate {
     /// `low`, `medium`, `high` or `urgent`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub customer_id: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub assignee_id: Option<i64>,
+    /// A customer id, or null to detach the customer.
+    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<i64>", extend("x-null-clears" = true))]
+    pub customer_id: Option<Option<i64>>,
+    /// A user id, or null to unassign.
+    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<i64>", extend("x-null-clears" = true))]
+    pub assignee_id: Option<Option<i64>>,
+}
+
+/// For an update's field that `null` clears: absent → `None` (leave unchanged), `null` →
+/// `Some(None)` (clear), a value → `Some(Some(v))`; serialised back the same way, so the PATCH
+/// body keeps an explicit `null` ([`crate::schema`] keeps `null` in such a field's schema).
+pub fn nullable<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
 }
 
 impl TicketsUpdate {
@@ -299,7 +310,7 @@ macro_rules! flat_tools {
             async fn tickets_create(&self, rmcp::handler::server::wrapper::Parameters(a): rmcp::handler::server::wrapper::Parameters<$crate::flat::TicketsCreate>) -> Result<rmcp::model::CallToolResult, rmcp::ErrorData> {
                 Ok($crate::backend_client::to_result(self.backend.post("/tickets", &a).await))
             }
-            #[rmcp::tool(description = "PATCH /tickets/{id} — update fields of a ticket; fields left out keep their value.")]
+            #[rmcp::tool(description = "PATCH /tickets/{id} — update fields of a ticket; fields left out keep their value, assignee_id or customer_id null clears it.")]
             async fn tickets_update(&self, rmcp::handler::server::wrapper::Parameters(a): rmcp::handler::server::wrapper::Parameters<$crate::flat::TicketsUpdate>) -> Result<rmcp::model::CallToolResult, rmcp::ErrorData> {
                 Ok($crate::backend_client::to_result(self.backend.patch(&format!("/tickets/{}", a.id), &a.body()).await))
             }

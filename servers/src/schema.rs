@@ -8,6 +8,12 @@
 //! client may leave out, `null` adds nothing — the servers read an explicit `null` as absent — so
 //! it is dropped: the property keeps its plain type and stays out of `required`.
 //!
+//! The exception is a field where `null` does add something: an update's field that `null`
+//! clears (a ticket's assignee). Such a field says so with `extend("x-null-clears" = true)`
+//! on its schemars attribute; [`plain_optionals`] keeps its `null` and removes the marker, so
+//! the listed schema is standard JSON Schema, and the field's description must say what `null`
+//! does (the registry test checks that every `null` a listed schema admits is explained).
+//!
 //! Every server builds its tool router through [`plain_tools`] (the registry test checks that
 //! no registered server lists a nullable optional parameter), and the proxy aggregator applies
 //! [`plain_optionals`] to the operation schemas it shows.
@@ -16,6 +22,9 @@ use std::sync::Arc;
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use serde_json::{Map, Value};
+
+/// The schema key that marks a field whose `null` clears it (consumed by [`plain_optionals`]).
+pub const NULL_CLEARS: &str = "x-null-clears";
 
 /// `router` with [`plain_optionals`] applied to every tool's input schema.
 pub fn plain_tools<S>(mut router: ToolRouter<S>) -> ToolRouter<S> {
@@ -38,6 +47,7 @@ pub fn plain_optionals(schema: &mut Map<String, Value>) {
         for (name, property) in properties.iter_mut() {
             if let Value::Object(p) = property
                 && !required.contains(name)
+                && p.remove(NULL_CLEARS).is_none()
             {
                 drop_null(p);
             }
@@ -89,13 +99,15 @@ fn drop_null(property: &mut Map<String, Value>) {
     }
 }
 
-/// Whether any property at any depth of `schema` still admits `null` (for tests and checks).
+/// Whether any property at any depth of `schema` still admits `null` without its description
+/// saying what `null` does (for tests and checks).
 pub fn admits_null_anywhere(schema: &Value) -> bool {
     match schema {
         Value::Object(m) => {
             let here = m.get("type").is_some_and(|t| t == "null" || t.as_array().is_some_and(|ts| ts.iter().any(|t| t == "null")))
                 || m.get("enum").and_then(Value::as_array).is_some_and(|vs| vs.iter().any(Value::is_null));
-            here || m.values().any(admits_null_anywhere)
+            let explained = m.get("description").and_then(Value::as_str).is_some_and(|d| d.contains("null"));
+            (here && !explained) || m.values().any(admits_null_anywhere)
         }
         Value::Array(items) => items.iter().any(admits_null_anywhere),
         _ => false,
@@ -120,7 +132,8 @@ mod tests {
                 "on_call": {"type": ["boolean", "null"], "default": null},
                 "status": {"anyOf": [{"$ref": "#/$defs/Status"}, {"type": "null"}], "description": "Status."},
                 "colour": {"type": ["string", "null"], "enum": ["red", "blue", null]},
-                "nested": {"type": "object", "properties": {"deep": {"type": ["number", "null"]}}}
+                "nested": {"type": "object", "properties": {"deep": {"type": ["number", "null"]}}},
+                "assignee_id": {"type": ["integer", "null"], "description": "A user id, or null to unassign.", "x-null-clears": true}
             },
             "$defs": {"Item": {"type": "object", "properties": {"n": {"type": ["integer", "null"]}}}}
         });
@@ -135,6 +148,7 @@ mod tests {
         // A required property that admits null means it: left alone.
         assert_eq!(p["maybe"], json!({"type": ["string", "null"]}));
         assert_eq!(p["id"], json!({"type": "integer"}));
+        assert_eq!(p["assignee_id"], json!({"type": ["integer", "null"], "description": "A user id, or null to unassign."}));
         assert!(admits_null_anywhere(&schema));
         schema["properties"]["maybe"] = json!({"type": "string"});
         assert!(!admits_null_anywhere(&schema));

@@ -146,10 +146,11 @@ pub struct Scaffold {
 pub fn plan(root: &Path, names: Names) -> anyhow::Result<Scaffold> {
     let m = &names.module;
     let task = format!("tasks/{m}/{EXAMPLE_TASK}");
-    let templates: [(String, &str); 9] = [
+    let templates: [(String, &str); 10] = [
         (format!("servers/src/modules/{m}/mod.rs"), include_str!("../../templates/new_module/mod.rs.tmpl")),
         (format!("servers/src/modules/{m}/pattern.rs"), include_str!("../../templates/new_module/pattern.rs.tmpl")),
         (format!("servers/src/modules/{m}/control.rs"), include_str!("../../templates/new_module/control.rs.tmpl")),
+        (format!("servers/src/modules/{m}/parity.toml"), include_str!("../../templates/new_module/parity.toml.tmpl")),
         (format!("servers/tests/it/{m}.rs"), include_str!("../../templates/new_module/servers_test.rs.tmpl")),
         (format!("{task}/task.md"), include_str!("../../templates/new_module/task/task.md")),
         (format!("{task}/meta.toml"), include_str!("../../templates/new_module/task/meta.toml")),

@@ -9,6 +9,7 @@ mod code_execution;
 mod common;
 mod domain_adapter;
 mod manifest;
+mod parity;
 mod proxy_aggregator;
 mod resource_gateway;
 mod sandbox;

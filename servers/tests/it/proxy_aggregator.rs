@@ -97,6 +97,8 @@ async fn every_tool_of_both_arms_works_over_both_transports() {
         };
         assert_eq!(run("repos", "find_repo", json!({"name": "payments-api", "owner": "legacy"})).await["id"], 2);
         assert_eq!(run("repos", "get_repo", json!({"id": 1})).await["owner"], "platform");
+        let r = run("repos", "list_repos", json!({"q": "payments"})).await;
+        assert!(r["total"].as_i64() >= Some(2) && r["data"].as_array().unwrap().iter().all(|x| x["name"].as_str().unwrap().contains("payments")), "{r}");
         let r = run("repos", "list_change_requests", json!({"repo_id": 1, "limit": 3})).await;
         assert!(r["data"].as_array().unwrap().iter().all(|cr| cr["repo_id"] == 1) && r["limit"] == 3, "{r}");
         assert_eq!(run("repos", "get_change_request", json!({"id": cr_id})).await["id"], cr_id);
@@ -108,6 +110,9 @@ async fn every_tool_of_both_arms_works_over_both_transports() {
         assert_eq!(run("runbooks", "get_runbook", json!({"id": 1})).await["slug"], "checkout-high-latency");
         assert_eq!(run("deploys", "find_service", json!({"name": "search"})).await["id"], search_id);
         assert_eq!(run("deploys", "get_service", json!({"id": search_id})).await["name"], "search");
+        let team = sql(&b, &format!("SELECT team FROM services WHERE id = {search_id}")).await["team"].clone();
+        let r = run("deploys", "list_services", json!({"team": team})).await;
+        assert!(r["data"].as_array().unwrap().iter().any(|x| x["id"] == search_id) && r["data"].as_array().unwrap().iter().all(|x| x["team"] == team), "{r}");
         let r = run("deploys", "list_deploys", json!({"service": "search", "environment": "staging", "limit": 2})).await;
         assert!(r["data"].as_array().unwrap().iter().all(|d| d["service_id"] == search_id && d["environment"] == "staging"), "{r}");
         let latest = r["data"][0].clone();
@@ -118,7 +123,7 @@ async fn every_tool_of_both_arms_works_over_both_transports() {
         assert_eq!((d["service_id"].as_i64(), d["status"].as_str()), (Some(search_id), Some("succeeded")));
         assert_eq!(run("deploys", "rollback_deploy", json!({"deploy_id": id(&d)})).await["status"], "rolled_back");
         assert_eq!(called, described, "every described operation is called once at least");
-        assert_eq!(described.len(), 14);
+        assert_eq!(described.len(), 16);
         // The offered tool list did not grow with use.
         assert_eq!(tool_names(p).await, PATTERN_TOOLS);
         c.close().await;

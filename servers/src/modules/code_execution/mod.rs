@@ -15,7 +15,7 @@ use crate::launch::{Launch, Launcher};
 use crate::registry::ModuleEntry;
 
 pub use control::CodeExecutionControl;
-pub use pattern::CodeExecutionPattern;
+pub use pattern::{API_FUNCTIONS, CodeExecutionPattern};
 
 /// Words specific to either server of this module. Task texts must not use them (gate G5,
 /// besides every tool and resource name of both arms): the pattern's vocabulary, the name of

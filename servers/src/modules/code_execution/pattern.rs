@@ -65,10 +65,25 @@ declare const tickets: {
   list(f?: { status?: Status; priority?: Priority; customer_id?: number; assignee_id?: number; q?: string /* title substring */; limit?: number; offset?: number }): Page<Ticket>; // newest first
   get(id: number): Ticket;
   create(t: { title: string; description?: string; priority?: Priority; status?: Status; customer_id?: number; assignee_id?: number }): Ticket;
-  update(id: number, fields: { title?: string; description?: string; status?: Status; priority?: Priority; customer_id?: number; assignee_id?: number }): Ticket }; // fields left out keep their value
+  update(id: number, fields: { title?: string; description?: string; status?: Status; priority?: Priority; customer_id?: number | null; assignee_id?: number | null }): Ticket }; // fields left out keep their value; null clears
 declare const notifications: {
   list(f?: { user_id?: number; ticket_id?: number; read?: boolean; limit?: number; offset?: number }): Page<Notification>; // newest first
   create(n: { user_id: number; ticket_id?: number; message: string }): Notification };"#;
+
+/// Every function of the API, as a program calls it; [`CodeExecutionPattern::host`] serves each
+/// (the capability-parity test checks that each one is declared and reaches the backend).
+pub const API_FUNCTIONS: &[&str] = &[
+    "customers.list",
+    "customers.get",
+    "users.list",
+    "users.get",
+    "tickets.list",
+    "tickets.get",
+    "tickets.create",
+    "tickets.update",
+    "notifications.list",
+    "notifications.create",
+];
 
 /// The API in the sandbox: each function sends its operation's name and arguments to the host.
 const PRELUDE: &str = r#"(function () {

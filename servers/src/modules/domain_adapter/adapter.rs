@@ -106,12 +106,14 @@ pub struct UpdateTicket {
     /// `low`, `medium`, `high` or `urgent`.
     #[serde(default)]
     pub priority: Option<String>,
-    /// New assignee: name or `#id`.
-    #[serde(default)]
-    pub assignee: Option<String>,
-    /// New customer: name or `#id`.
-    #[serde(default)]
-    pub customer: Option<String>,
+    /// New assignee: name or `#id`, or null to unassign.
+    #[serde(default, deserialize_with = "crate::flat::nullable")]
+    #[schemars(with = "Option<String>", extend("x-null-clears" = true))]
+    pub assignee: Option<Option<String>>,
+    /// New customer: name or `#id`, or null to detach the customer.
+    #[serde(default, deserialize_with = "crate::flat::nullable")]
+    #[schemars(with = "Option<String>", extend("x-null-clears" = true))]
+    pub customer: Option<Option<String>>,
     #[serde(default)]
     pub new_title: Option<String>,
     #[serde(default)]
@@ -195,8 +197,8 @@ impl DomainAdapter {
         }
     }
 
-    #[tool(description = "Change a ticket found by title or #id: status, priority, assignee, customer (names or #id), \
-                          title or description. Fields left out keep their value. Returns it with names.")]
+    #[tool(description = "Change a ticket found by title or #id: status, priority, assignee, customer (names or #id; null \
+                          unassigns or detaches), title or description. Fields left out keep their value. Returns it with names.")]
     async fn update_ticket(&self, Parameters(a): Parameters<UpdateTicket>) -> Result<CallToolResult, ErrorData> {
         let b = &self.backend;
         let nothing =
@@ -205,13 +207,17 @@ impl DomainAdapter {
             return Ok(tool_error("Name at least one field to change."));
         }
         let t = resolved!(resolve::ticket(b, &a.ticket).await);
-        let customer_id = resolved!(optional_id(a.customer.as_deref(), |r| resolve::customer(b, r)).await);
-        let assignee_id = resolved!(optional_id(a.assignee.as_deref(), |r| resolve::person(b, r)).await);
-        let body = json!({
-            "status": a.status, "priority": a.priority, "customer_id": customer_id, "assignee_id": assignee_id,
-            "title": a.new_title, "description": a.description,
-        });
-        match b.patch(&format!("/tickets/{}", t["id"]), &without_nulls(body)).await {
+        let mut body = without_nulls(json!({
+            "status": a.status, "priority": a.priority, "title": a.new_title, "description": a.description,
+        }));
+        // A reference resolves to an id; an explicit null goes to the backend as null (clear).
+        if let Some(customer) = &a.customer {
+            body["customer_id"] = json!(resolved!(optional_id(customer.as_deref(), |r| resolve::customer(b, r)).await));
+        }
+        if let Some(assignee) = &a.assignee {
+            body["assignee_id"] = json!(resolved!(optional_id(assignee.as_deref(), |r| resolve::person(b, r)).await));
+        }
+        match b.patch(&format!("/tickets/{}", t["id"]), &body).await {
             Ok(t) => Ok(json_result(&resolve::with_names_one(b, t).await)),
             Err(e) => Ok(tool_error(e.to_string())),
         }

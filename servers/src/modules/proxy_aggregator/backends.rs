@@ -139,6 +139,7 @@ impl Repos {
         operations: &[
             Operation::of::<FindRepo>("find_repo", "A repository by exact name (and owner). Fails, listing the candidates, if the name is ambiguous."),
             Operation::of::<ById>("get_repo", "One repository by id."),
+            Operation::of::<ReposList>("list_repos", "Repositories by id. Filters: owner, name (exact), q (name substring); paged with limit/offset."),
             Operation::of::<ChangeRequestsList>("list_change_requests", "Change requests by id. Filters: repo_id, status, author_id; paged with limit/offset."),
             Operation::of::<ById>("get_change_request", "One change request by id."),
             Operation::of::<ChangeRequestPage>("list_comments", "Review comments of a change request, oldest first."),
@@ -156,6 +157,7 @@ impl Repos {
         let outcome = match op {
             "find_repo" => return self.find_repo(parse(name, op, args)?).await,
             "get_repo" => c.get(&format!("/repos/{}", parse::<ById>(name, op, args)?.id), &()).await,
+            "list_repos" => c.get("/repos", &parse::<ReposList>(name, op, args)?).await,
             "list_change_requests" => c.get("/change_requests", &parse::<ChangeRequestsList>(name, op, args)?).await,
             "get_change_request" => c.get(&format!("/change_requests/{}", parse::<ById>(name, op, args)?.id), &()).await,
             "list_comments" | "list_reviews" => {
@@ -337,6 +339,7 @@ impl Deploys {
         operations: &[
             Operation::of::<FindService>("find_service", "A service by exact name."),
             Operation::of::<ById>("get_service", "One service by id."),
+            Operation::of::<ServicesList>("list_services", "Services by id. Filters: name (exact), team; paged with limit/offset."),
             Operation::of::<ListDeploys>("list_deploys", "Deploys, newest first. Filters: service, environment, status; paged with limit/offset."),
             Operation::of::<ById>("get_deploy", "One deploy by id."),
             Operation::of::<CreateDeploy>("create_deploy", "Deploy a version of a service to an environment. Returns the new deploy."),
@@ -354,6 +357,7 @@ impl Deploys {
         let outcome = match op {
             "find_service" => return self.find_service(&parse::<FindService>(name, op, args)?.name).await,
             "get_service" => c.get(&format!("/services/{}", parse::<ById>(name, op, args)?.id), &()).await,
+            "list_services" => c.get("/services", &parse::<ServicesList>(name, op, args)?).await,
             "list_deploys" => {
                 let a: ListDeploys = parse(name, op, args)?;
                 let service_id = match &a.service {
