@@ -60,6 +60,12 @@ pub struct AnswerChecks {
     /// None may appear (case-insensitive): leaks, wrong picks.
     #[serde(default)]
     pub must_not_contain: Vec<String>,
+    /// Relations, as `[name, value]`: the name must appear, and at one of its mentions the
+    /// nearest of all the pairs' values (on its line when that line holds one, else anywhere)
+    /// must be its own. "Mateo Okafor has #121, Wen Nakamura #146" relates each name to its
+    /// ticket; the same words with the numbers swapped do not.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pairs: Vec<Vec<String>>,
 }
 
 pub use records::{Check, CheckKind, Verdict, VerifierOutcome as Outcome};
@@ -80,6 +86,9 @@ impl Verifier {
     pub fn check(&self) -> Result<(), String> {
         if self.sql.is_empty() && self.unchanged.is_empty() && self.answer == AnswerChecks::default() {
             return Err("the verifier checks nothing".into());
+        }
+        if let Some(p) = self.answer.pairs.iter().find(|p| p.len() != 2 || p.iter().any(|x| x.trim().is_empty())) {
+            return Err(format!("[answer] pairs: each pair is [name, value], both non-empty, not {p:?}"));
         }
         for a in &self.sql {
             if a.name.trim().is_empty() || a.query.trim().is_empty() {
@@ -209,6 +218,23 @@ impl Verifier {
             let why = mentions(&lower, m).then(|| format!("the answer contains {m:?}, which it must not"));
             check(format!("does not contain {m:?}"), CheckKind::Answer, true, why);
         }
+        let pairs: Vec<(&str, &str)> = self.answer.pairs.iter().map(|p| (p[0].as_str(), p[1].as_str())).collect();
+        for (p, related) in self.answer.pairs.iter().zip(relations(&lower, &pairs)) {
+            // Two checks a pair: that the name comes with its value (an omission fails only this
+            // one), and that it does not come with another (a wrong relation, said: an answer
+            // that says what it must not).
+            let (given, other) = match &related {
+                Related::Yes => (None, None),
+                Related::NotMentioned => (Some(format!("the answer does not mention {:?}", p[0])), None),
+                Related::Nearest(other) if other.is_empty() => (Some(format!("the answer gives no value near {:?} (wanted {:?})", p[0], p[1])), None),
+                Related::Nearest(other) => (
+                    Some(format!("the answer does not give {:?} with {:?}", p[0], p[1])),
+                    Some(format!("the answer gives {:?} with {other:?}, not {:?}", p[0], p[1])),
+                ),
+            };
+            check(format!("gives {:?} with {:?}", p[0], p[1]), CheckKind::Answer, false, given);
+            check(format!("does not give {:?} with another value", p[0]), CheckKind::Answer, true, other);
+        }
         Ok((failed, checks, changed))
     }
 }
@@ -222,24 +248,82 @@ fn listed_tables(tables: &[String]) -> String {
     }
 }
 
+/// How a name stands to its value in an answer.
+#[derive(Debug, PartialEq)]
+enum Related {
+    Yes,
+    NotMentioned,
+    /// Mentioned, but another value is nearest (empty: no value at all).
+    Nearest(String),
+}
+
+/// How each `(name, value)` pair stands in the (lower-cased) answer. An answer lays its relations
+/// out one way — "Mateo Okafor has #121, Wen Nakamura #146" puts the value after the name,
+/// "#121: Mateo Okafor" before it — so both readings are tried: in each, every name is read with
+/// the nearest value (of all the pairs') on that side of one of its mentions, on its line when
+/// that line holds one, else anywhere; the reading that relates more pairs is the answer's.
+fn relations(lower: &str, pairs: &[(&str, &str)]) -> Vec<Related> {
+    let spans = |term: &str| {
+        let len = term.to_lowercase().len();
+        occurrences(lower, term).into_iter().map(move |i| (i, i + len)).collect::<Vec<_>>()
+    };
+    let found: Vec<(usize, usize, &str)> = pairs.iter().flat_map(|(_, v)| spans(v).into_iter().map(move |(a, b)| (a, b, *v))).collect();
+    let line_of = |i: usize| lower[..i].matches('\n').count();
+    let read = |after: bool| -> Vec<Related> {
+        pairs
+            .iter()
+            .map(|(name, own)| {
+                let names = spans(name);
+                if names.is_empty() {
+                    return Related::NotMentioned;
+                }
+                let mut seen = String::new();
+                for &(s, e) in &names {
+                    let side: Vec<&(usize, usize, &str)> = found.iter().filter(|f| if after { f.0 >= e } else { f.1 <= s }).collect();
+                    let on_line: Vec<&(usize, usize, &str)> = side.iter().copied().filter(|f| line_of(f.0) == line_of(s)).collect();
+                    let pool = if on_line.is_empty() { side } else { on_line };
+                    match pool.into_iter().min_by_key(|f| if after { f.0 - e } else { s - f.1 }) {
+                        Some(f) if f.2.eq_ignore_ascii_case(own) => return Related::Yes,
+                        Some(f) if seen.is_empty() => seen = f.2.to_owned(),
+                        _ => {}
+                    }
+                }
+                Related::Nearest(seen)
+            })
+            .collect()
+    };
+    let (after, before) = (read(true), read(false));
+    let held = |r: &[Related]| r.iter().filter(|x| **x == Related::Yes).count();
+    if held(&before) > held(&after) { before } else { after }
+}
+
 /// Whether the (lower-cased) answer mentions `term`, case-insensitively. A number is a whole
 /// number: a term that starts (ends) with a digit does not match where a digit precedes (follows)
 /// it, so "5" is not found in "15", "#1" not in "#10", "1.5.0" not in "11.5.0" — while "ticket
 /// 5," and "v1.5.0." still match.
 pub fn mentions(lower_answer: &str, term: &str) -> bool {
+    term.is_empty() || !occurrences(lower_answer, term).is_empty()
+}
+
+/// Where `term` is mentioned in the (lower-cased) answer by [`mentions`]' rule: byte offsets.
+fn occurrences(lower_answer: &str, term: &str) -> Vec<usize> {
     let term = term.to_lowercase();
     if term.is_empty() {
-        return true;
+        return vec![];
     }
     let starts_digit = term.starts_with(|c: char| c.is_ascii_digit());
     let ends_digit = term.ends_with(|c: char| c.is_ascii_digit());
-    lower_answer.match_indices(&term).any(|(i, _)| {
-        let before = lower_answer[..i].chars().next_back();
-        let after = lower_answer[i + term.len()..].chars().next();
-        let glued_before = starts_digit && before.is_some_and(|c| c.is_ascii_digit());
-        let glued_after = ends_digit && after.is_some_and(|c| c.is_ascii_digit());
-        !(glued_before || glued_after)
-    })
+    lower_answer
+        .match_indices(&term)
+        .filter(|(i, _)| {
+            let before = lower_answer[..*i].chars().next_back();
+            let after = lower_answer[i + term.len()..].chars().next();
+            let glued_before = starts_digit && before.is_some_and(|c| c.is_ascii_digit());
+            let glued_after = ends_digit && after.is_some_and(|c| c.is_ascii_digit());
+            !(glued_before || glued_after)
+        })
+        .map(|(i, _)| i)
+        .collect()
 }
 
 /// Query rows (JSON objects) in the comparison shape documented on [`SqlAssertion::query`].
@@ -308,6 +392,41 @@ mod tests {
         assert!(both.check().unwrap_err().contains("exactly one of"));
         let neither: Verifier = toml::from_str("[[sql]]\nname = \"x\"\nquery = \"SELECT 1\"\n").unwrap();
         assert!(neither.check().unwrap_err().contains("exactly one of"));
+    }
+
+    /// Relations are read by nearness: each name with its own value, in a list, a table, a
+    /// sentence; swapped values, or a name given with no value, fail.
+    #[test]
+    fn pairs_relate_each_name_to_its_own_value() {
+        let pairs = [("Mateo Okafor", "121"), ("Wen Nakamura", "146")];
+        let rel = |answer: &str, name: &str, _value: &str| {
+            let i = pairs.iter().position(|p| p.0 == name).unwrap();
+            relations(&answer.to_lowercase(), &pairs).swap_remove(i)
+        };
+        for answer in [
+            "Mateo Okafor has #121 and Wen Nakamura has #146.",
+            "- #121: Mateo Okafor\n- #146: Wen Nakamura",
+            "| Mateo Okafor | 121 |\n| Wen Nakamura | 146 |",
+            "Ticket 121 is Mateo Okafor's; ticket 146 is Wen Nakamura's.",
+        ] {
+            assert_eq!(rel(answer, "Mateo Okafor", "121"), Related::Yes, "{answer}");
+            assert_eq!(rel(answer, "Wen Nakamura", "146"), Related::Yes, "{answer}");
+        }
+        // Swapped, in either layout: not every pair holds (one may, read the other way round).
+        for swapped in ["Mateo Okafor has #146 and Wen Nakamura has #121.", "#146: Mateo Okafor\n#121: Wen Nakamura", "| Mateo Okafor | 146 |\n| Wen Nakamura | 121 |"] {
+            let read = relations(&swapped.to_lowercase(), &pairs);
+            assert!(read.iter().any(|r| *r != Related::Yes), "{swapped}: {read:?}");
+        }
+        assert_eq!(rel("Mateo Okafor has #146 and Wen Nakamura has #121.", "Mateo Okafor", "121"), Related::Nearest(String::new()));
+        assert_eq!(rel("Mateo Okafor and Wen Nakamura work on them.", "Mateo Okafor", "121"), Related::Nearest(String::new()));
+        assert_eq!(rel("Wen Nakamura has #146.", "Mateo Okafor", "121"), Related::NotMentioned);
+        // A whole number: 1210 is not 121.
+        assert_eq!(rel("Mateo Okafor has #1210, Wen Nakamura #146.", "Mateo Okafor", "121"), Related::Nearest("146".into()));
+        // Values and names in two heaps relate nobody to anybody: not every pair holds.
+        let heaps = relations("#146 and #121 are open: Mateo Okafor, Wen Nakamura.", &pairs);
+        assert!(heaps.iter().any(|r| *r != Related::Yes), "{heaps:?}");
+        let bad: Verifier = toml::from_str("unchanged = [\"*\"]\n[answer]\npairs = [[\"Mateo Okafor\"]]").unwrap();
+        assert!(bad.check().unwrap_err().contains("[name, value]"));
     }
 
     /// A question (no state assertion) must keep the whole world: a list of a few tables left
