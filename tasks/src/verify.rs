@@ -413,7 +413,9 @@ mod tests {
             assert_eq!(rel(answer, "Wen Nakamura", "146"), Related::Yes, "{answer}");
         }
         // Swapped, in either layout: not every pair holds (one may, read the other way round).
-        for swapped in ["Mateo Okafor has #146 and Wen Nakamura has #121.", "#146: Mateo Okafor\n#121: Wen Nakamura", "| Mateo Okafor | 146 |\n| Wen Nakamura | 121 |"] {
+        for swapped in
+            ["Mateo Okafor has #146 and Wen Nakamura has #121.", "#146: Mateo Okafor\n#121: Wen Nakamura", "| Mateo Okafor | 146 |\n| Wen Nakamura | 121 |"]
+        {
             let read = relations(&swapped.to_lowercase(), &pairs);
             assert!(read.iter().any(|r| *r != Related::Yes), "{swapped}: {read:?}");
         }
