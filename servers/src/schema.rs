@@ -45,10 +45,17 @@ pub fn plain_optionals(schema: &mut Map<String, Value>) {
     };
     if let Some(Value::Object(properties)) = schema.get_mut("properties") {
         for (name, property) in properties.iter_mut() {
-            if let Value::Object(p) = property
-                && !required.contains(name)
-                && p.remove(NULL_CLEARS).is_none()
-            {
+            let Value::Object(p) = property else { continue };
+            if required.contains(name) {
+                continue;
+            }
+            if p.remove(NULL_CLEARS).is_some() {
+                // Absent leaves the value as it is; null is a value here (it clears), not the
+                // default.
+                if p.get("default").is_some_and(Value::is_null) {
+                    p.remove("default");
+                }
+            } else {
                 drop_null(p);
             }
         }
@@ -133,7 +140,8 @@ mod tests {
                 "status": {"anyOf": [{"$ref": "#/$defs/Status"}, {"type": "null"}], "description": "Status."},
                 "colour": {"type": ["string", "null"], "enum": ["red", "blue", null]},
                 "nested": {"type": "object", "properties": {"deep": {"type": ["number", "null"]}}},
-                "assignee_id": {"type": ["integer", "null"], "description": "A user id, or null to unassign.", "x-null-clears": true}
+                "assignee_id": {"type": ["integer", "null"], "description": "A user id, or null to unassign.", "x-null-clears": true},
+                "customer_id": {"type": ["integer", "null"], "default": null, "description": "A customer id, or null to detach.", "x-null-clears": true}
             },
             "$defs": {"Item": {"type": "object", "properties": {"n": {"type": ["integer", "null"]}}}}
         });
@@ -149,6 +157,8 @@ mod tests {
         assert_eq!(p["maybe"], json!({"type": ["string", "null"]}));
         assert_eq!(p["id"], json!({"type": "integer"}));
         assert_eq!(p["assignee_id"], json!({"type": ["integer", "null"], "description": "A user id, or null to unassign."}));
+        // Null clears, so it is not the default (absent leaves the value as it is).
+        assert_eq!(p["customer_id"], json!({"type": ["integer", "null"], "description": "A customer id, or null to detach."}));
         assert!(admits_null_anywhere(&schema));
         schema["properties"]["maybe"] = json!({"type": "string"});
         assert!(!admits_null_anywhere(&schema));

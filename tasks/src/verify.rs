@@ -257,44 +257,69 @@ enum Related {
     Nearest(String),
 }
 
-/// How each `(name, value)` pair stands in the (lower-cased) answer. An answer lays its relations
-/// out one way — "Mateo Okafor has #121, Wen Nakamura #146" puts the value after the name,
-/// "#121: Mateo Okafor" before it — so both readings are tried: in each, every name is read with
-/// the nearest value (of all the pairs') on that side of one of its mentions, on its line when
-/// that line holds one, else anywhere; the reading that relates more pairs is the answer's.
+/// How each `(name, value)` pair stands in the (lower-cased) answer: at one of the name's
+/// mentions, the nearest value (of all the pairs', either side, not overlapping the name) is its
+/// own. Nearest is looked for first within the name's clause, then its sentence, then the whole
+/// answer, the first of these that holds any value. A clause ends where a sentence does (a line
+/// end, `;`, or `.`, `!`, `?` before a space), at a comma not followed by a digit, and at " and ":
+/// "Mateo Okafor has #121 and Wen Nakamura has #146", "#121: Mateo Okafor", "the payments team
+/// owns the ledger service. The auth-lib repository is owned by checkout" each relate every pair.
 fn relations(lower: &str, pairs: &[(&str, &str)]) -> Vec<Related> {
     let spans = |term: &str| {
         let len = term.to_lowercase().len();
         occurrences(lower, term).into_iter().map(move |i| (i, i + len)).collect::<Vec<_>>()
     };
     let found: Vec<(usize, usize, &str)> = pairs.iter().flat_map(|(_, v)| spans(v).into_iter().map(move |(a, b)| (a, b, *v))).collect();
-    let line_of = |i: usize| lower[..i].matches('\n').count();
-    let read = |after: bool| -> Vec<Related> {
-        pairs
-            .iter()
-            .map(|(name, own)| {
-                let names = spans(name);
-                if names.is_empty() {
-                    return Related::NotMentioned;
-                }
-                let mut seen = String::new();
-                for &(s, e) in &names {
-                    let side: Vec<&(usize, usize, &str)> = found.iter().filter(|f| if after { f.0 >= e } else { f.1 <= s }).collect();
-                    let on_line: Vec<&(usize, usize, &str)> = side.iter().copied().filter(|f| line_of(f.0) == line_of(s)).collect();
-                    let pool = if on_line.is_empty() { side } else { on_line };
-                    match pool.into_iter().min_by_key(|f| if after { f.0 - e } else { s - f.1 }) {
-                        Some(f) if f.2.eq_ignore_ascii_case(own) => return Related::Yes,
-                        Some(f) if seen.is_empty() => seen = f.2.to_owned(),
-                        _ => {}
-                    }
-                }
-                Related::Nearest(seen)
-            })
-            .collect()
+    let (sentences, clauses) = (cuts(lower, false), cuts(lower, true));
+    // The segment of `cut` positions that holds byte `i`: (start, end).
+    let segment = |cut: &[usize], i: usize| {
+        let k = cut.partition_point(|&c| c <= i);
+        (if k == 0 { 0 } else { cut[k - 1] }, cut.get(k).copied().unwrap_or(lower.len()))
     };
-    let (after, before) = (read(true), read(false));
-    let held = |r: &[Related]| r.iter().filter(|x| **x == Related::Yes).count();
-    if held(&before) > held(&after) { before } else { after }
+    pairs
+        .iter()
+        .map(|(name, own)| {
+            let names = spans(name);
+            if names.is_empty() {
+                return Related::NotMentioned;
+            }
+            let mut seen = String::new();
+            for &(s, e) in &names {
+                let apart: Vec<&(usize, usize, &str)> = found.iter().filter(|f| f.1 <= s || f.0 >= e).collect();
+                let within =
+                    |(from, to): (usize, usize)| -> Vec<&(usize, usize, &str)> { apart.iter().copied().filter(|f| f.0 >= from && f.1 <= to).collect() };
+                let pool =
+                    [within(segment(&clauses, s)), within(segment(&sentences, s)), apart.clone()].into_iter().find(|p| !p.is_empty()).unwrap_or_default();
+                match pool.into_iter().min_by_key(|f| if f.0 >= e { f.0 - e } else { s - f.1 }) {
+                    Some(f) if f.2.eq_ignore_ascii_case(own) => return Related::Yes,
+                    Some(f) if seen.is_empty() => seen = f.2.to_owned(),
+                    _ => {}
+                }
+            }
+            Related::Nearest(seen)
+        })
+        .collect()
+}
+
+/// Where sentences (or, with `clauses`, clauses) of `text` begin: the byte after each boundary.
+fn cuts(text: &str, clauses: bool) -> Vec<usize> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    for (i, &b) in bytes.iter().enumerate() {
+        let next = bytes.get(i + 1).copied();
+        let ends = match b {
+            b'\n' | b';' => true,
+            b'.' | b'!' | b'?' => next.is_none_or(|n| n.is_ascii_whitespace()),
+            b',' => clauses && !next.is_some_and(|n| n.is_ascii_digit()),
+            _ => false,
+        };
+        if ends {
+            out.push(i + 1);
+        } else if clauses && bytes[i..].starts_with(b" and ") {
+            out.push(i + 1);
+        }
+    }
+    out
 }
 
 /// Whether the (lower-cased) answer mentions `term`, case-insensitively. A number is a whole
@@ -408,22 +433,26 @@ mod tests {
             "- #121: Mateo Okafor\n- #146: Wen Nakamura",
             "| Mateo Okafor | 121 |\n| Wen Nakamura | 146 |",
             "Ticket 121 is Mateo Okafor's; ticket 146 is Wen Nakamura's.",
+            "Mateo Okafor (#121), Wen Nakamura (#146).",
+            "#121 belongs to Mateo Okafor. Wen Nakamura has 146.",
         ] {
             assert_eq!(rel(answer, "Mateo Okafor", "121"), Related::Yes, "{answer}");
             assert_eq!(rel(answer, "Wen Nakamura", "146"), Related::Yes, "{answer}");
         }
-        // Swapped, in either layout: not every pair holds (one may, read the other way round).
+        // Swapped, in any layout: not every pair holds.
         for swapped in
             ["Mateo Okafor has #146 and Wen Nakamura has #121.", "#146: Mateo Okafor\n#121: Wen Nakamura", "| Mateo Okafor | 146 |\n| Wen Nakamura | 121 |"]
         {
             let read = relations(&swapped.to_lowercase(), &pairs);
             assert!(read.iter().any(|r| *r != Related::Yes), "{swapped}: {read:?}");
         }
-        assert_eq!(rel("Mateo Okafor has #146 and Wen Nakamura has #121.", "Mateo Okafor", "121"), Related::Nearest(String::new()));
+        assert_eq!(rel("Mateo Okafor has #146 and Wen Nakamura has #121.", "Mateo Okafor", "121"), Related::Nearest("146".into()));
         assert_eq!(rel("Mateo Okafor and Wen Nakamura work on them.", "Mateo Okafor", "121"), Related::Nearest(String::new()));
         assert_eq!(rel("Wen Nakamura has #146.", "Mateo Okafor", "121"), Related::NotMentioned);
         // A whole number: 1210 is not 121.
         assert_eq!(rel("Mateo Okafor has #1210, Wen Nakamura #146.", "Mateo Okafor", "121"), Related::Nearest("146".into()));
+        // Any text: not a byte of it is a boundary by accident.
+        assert_eq!(rel("Mateo Okafor — #121 … and Wen Nakamura → #146 ünd so", "Wen Nakamura", "146"), Related::Yes);
         // Values and names in two heaps relate nobody to anybody: not every pair holds.
         let heaps = relations("#146 and #121 are open: Mateo Okafor, Wen Nakamura.", &pairs);
         assert!(heaps.iter().any(|r| *r != Related::Yes), "{heaps:?}");
