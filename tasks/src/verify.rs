@@ -311,11 +311,9 @@ fn cuts(text: &str, clauses: bool) -> Vec<usize> {
             b'\n' | b';' => true,
             b'.' | b'!' | b'?' => next.is_none_or(|n| n.is_ascii_whitespace()),
             b',' => clauses && !next.is_some_and(|n| n.is_ascii_digit()),
-            _ => false,
+            _ => clauses && bytes[i..].starts_with(b" and "),
         };
         if ends {
-            out.push(i + 1);
-        } else if clauses && bytes[i..].starts_with(b" and ") {
             out.push(i + 1);
         }
     }
