@@ -115,6 +115,8 @@ impl Cluster {
             let world = seed::generate(spec);
             let mut tx = db.begin().await.map_err(db_err("seeding"))?;
             seed::insert(&mut tx, &world).await.map_err(db_err("seeding"))?;
+            // The seeding is the world, not a change to it.
+            sqlx::query("DELETE FROM world_changes").execute(&mut *tx).await.map_err(db_err("seeding"))?;
             tx.commit().await.map_err(db_err("seeding"))?;
             sqlx::query("VACUUM ANALYZE").execute(&db).await.map_err(db_err("vacuuming the template"))?;
             db.close().await;
@@ -530,15 +532,13 @@ impl ReadOnly {
         sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).fetch_one(self.conn()).await.map_err(db_err(format!("hashing {table}")))
     }
 
-    /// A digest of every table of the world, in [`seed::TABLES`] order, in one statement (one
-    /// round trip): md5 of its rows' text in id order. For telling whether a table changed
-    /// within one world, where [`Self::table_hash`] is the canonical, server-independent form;
-    /// about twice as fast as it.
-    pub async fn table_digests(&mut self) -> Result<Vec<String>, WorldError> {
-        let parts: Vec<String> =
-            seed::TABLES.iter().map(|t| format!("(SELECT coalesce(md5(string_agg(t::text, E'\\n' ORDER BY t.id)), '') FROM {t} t)")).collect();
-        let sql = format!("SELECT ARRAY[{}]", parts.join(", "));
-        sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).fetch_one(self.conn()).await.map_err(db_err("hashing the tables"))
+    /// The tables of the world a statement has written since the world was fresh (a reset, and
+    /// the task's own seed rows), in [`seed::TABLES`] order: noted by the schema's triggers as
+    /// each write commits, so reading them costs one small query, whatever the world's size.
+    pub async fn changed_tables(&mut self) -> Result<Vec<String>, WorldError> {
+        let noted: Vec<String> =
+            sqlx::query_scalar("SELECT tbl FROM world_changes").fetch_all(self.conn()).await.map_err(db_err("reading the changed tables"))?;
+        Ok(seed::TABLES.iter().filter(|t| noted.iter().any(|n| n == *t)).map(|t| (*t).to_owned()).collect())
     }
 
     /// Ends the transaction (it only read: nothing to keep) and hands the connection back.
@@ -572,6 +572,8 @@ pub async fn apply_task_seed(pool: &PgPool, sql: &str) -> Result<(), WorldError>
         .execute(&mut *tx)
         .await
         .map_err(|source| WorldError::Database { doing: "running the task's seed.sql".into(), source })?;
+    // The task's rows are part of its fresh world, not a change a session made.
+    sqlx::query("DELETE FROM world_changes").execute(&mut *tx).await.map_err(db_err("running the task's seed.sql"))?;
     tx.commit().await.map_err(db_err("committing the task's seed"))?;
     // Handed back now (see [`ReadOnly`]): the baseline is read right after.
     conn.return_to_pool().await;

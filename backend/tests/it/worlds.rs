@@ -348,3 +348,27 @@ async fn the_embedded_cluster_refuses_a_login_without_its_password() {
     c.close().await.unwrap();
     source.shutdown().unwrap();
 }
+
+/// The tables a session wrote, as the schema's triggers note them: none on a fresh world (the
+/// seeding and a task's own seed rows are the world, not a change to it), each table a write
+/// through the API touched, nothing for a write that matched no row, and none again after a reset.
+#[tokio::test]
+async fn the_world_notes_which_tables_were_written_since_it_was_fresh() {
+    async fn changed(b: &TestBackend) -> Vec<String> {
+        let mut read = backend::world::ReadOnly::begin(&b.world.pool()).await.unwrap();
+        let tables = read.changed_tables().await.unwrap();
+        read.end().await.unwrap();
+        tables
+    }
+    let b = TestBackend::start().await;
+    assert_eq!(changed(&b).await, Vec::<String>::new(), "a fresh world");
+    backend::world::apply_task_seed(&b.world.pool(), "UPDATE users SET on_call = NOT on_call WHERE id = 2").await.unwrap();
+    assert_eq!(changed(&b).await, Vec::<String>::new(), "a task's seed rows are its world");
+    b.patch("/tickets/1", json!({"status": "closed"})).await;
+    b.post("/deploys", json!({"service_id": 2, "version": "9.9.9", "environment": "production"})).await;
+    sqlx::query("UPDATE customers SET name = 'x' WHERE id = -1").execute(&b.world.pool()).await.unwrap();
+    assert_eq!(changed(&b).await, ["tickets", "deploys"], "the tables written, in world order; a write of no row notes nothing");
+    b.world.reset(b.world.spec()).await.unwrap();
+    assert_eq!(changed(&b).await, Vec::<String>::new(), "after a reset");
+    b.shutdown().await;
+}
