@@ -168,15 +168,23 @@ fn a_missing_or_impossible_profile_is_refused_before_anything_is_written() {
 /// Trivial agents — no call, then a confident claim or an empty answer — over every task of every
 /// module, both arms: none may pass anything (a pass would be a task the bench lets through
 /// without the work).
-#[test]
-fn trivial_agents_pass_no_task_in_either_arm() {
+/// The committed profile `name` over every task of every module, both arms, once: the results
+/// folder (kept while the first value lives), the experiment and its records, and the number of
+/// tasks.
+fn everywhere(name: &str) -> (tempfile::TempDir, std::path::PathBuf, Vec<serde_json::Value>, usize) {
     let dir = tempfile::tempdir().unwrap();
-    let out = run(dir.path(), "trivial", &["--all", "--models", "sim:trivial", "--k", "1"]);
+    let out = run(dir.path(), name, &["--all", "--models", &format!("sim:{name}"), "--k", "1"]);
     assert!(out.status.success(), "{}", text(&out));
-    let exp = dir.path().join("trivial");
+    let exp = dir.path().join(name);
     let recs = records(&exp);
     let every_task: usize = servers::registry::modules().iter().map(|m| tasks::load_module(&tasks_dir(), m).unwrap().len()).sum();
     assert_eq!(recs.len(), every_task * 2, "every task of every module, both arms");
+    (dir, exp, recs, every_task)
+}
+
+#[test]
+fn trivial_agents_pass_no_task_in_either_arm() {
+    let (_dir, exp, recs, _) = everywhere("trivial");
     let mut done: BTreeMap<String, usize> = BTreeMap::new();
     for r in &recs {
         assert_eq!(r["validity"]["class"], "valid", "{r}");
@@ -194,13 +202,7 @@ fn trivial_agents_pass_no_task_in_either_arm() {
 /// a changed table is a verifier blind to a changed world.
 #[test]
 fn a_vandal_passes_no_task_and_fails_every_task_whose_world_it_damaged() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = run(dir.path(), "vandal", &["--all", "--models", "sim:vandal", "--k", "1"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let exp = dir.path().join("vandal");
-    let recs = records(&exp);
-    let every_task: usize = servers::registry::modules().iter().map(|m| tasks::load_module(&tasks_dir(), m).unwrap().len()).sum();
-    assert_eq!(recs.len(), every_task * 2, "every task of every module, both arms");
+    let (_dir, exp, recs, every_task) = everywhere("vandal");
     let (mut damaged, mut blind) = (BTreeMap::<String, usize>::new(), Vec::new());
     for r in &recs {
         assert_eq!(r["validity"]["class"], "valid", "{r}");
