@@ -1,38 +1,32 @@
--- Which tables of the world a session wrote: every statement that inserts, updates or deletes at
--- least one row notes its table here, and the harness reads the list after the session
--- (`verifier.changed_tables`, and `unchanged = ["*"]`). Emptied after the seeding and after a
--- task's own seed rows, so a fresh world lists nothing. No API route reads or writes it.
+-- What a session changed in the world, row by row: for each row written since the world was
+-- fresh, the row as it was (null: the session inserted it) and as it is (null: deleted). The
+-- harness reads it after the session (`verifier.changed_tables`, `unchanged = ["*"]`). The
+-- triggers that fill it are created on each template after its seeding (`backend::world`,
+-- `change_log_triggers`), and it is emptied after a task's own seed rows, so a fresh world lists
+-- nothing. No API route reads or writes it.
 
-CREATE TABLE world_changes (tbl TEXT PRIMARY KEY);
+CREATE TABLE world_changes (
+    tbl    TEXT   NOT NULL,
+    id     BIGINT NOT NULL,
+    before JSONB,
+    after  JSONB,
+    PRIMARY KEY (tbl, id)
+);
 
--- Statement-level, with the statement's rows as `changed`: a statement that touched no row notes
--- nothing, and a bulk write costs one note, not one per row.
+-- Row-level: the first write of a row keeps its `before`, every later one moves its `after`, so a
+-- row written back as it was, or inserted and deleted again, nets out to no change.
 CREATE FUNCTION note_world_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF EXISTS (SELECT 1 FROM changed) THEN
-        INSERT INTO world_changes VALUES (TG_TABLE_NAME) ON CONFLICT DO NOTHING;
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO world_changes VALUES (TG_TABLE_NAME, NEW.id, NULL, to_jsonb(NEW))
+            ON CONFLICT (tbl, id) DO UPDATE SET after = EXCLUDED.after;
+    ELSIF TG_OP = 'UPDATE' THEN
+        INSERT INTO world_changes VALUES (TG_TABLE_NAME, NEW.id, to_jsonb(OLD), to_jsonb(NEW))
+            ON CONFLICT (tbl, id) DO UPDATE SET after = EXCLUDED.after;
+    ELSE
+        INSERT INTO world_changes VALUES (TG_TABLE_NAME, OLD.id, to_jsonb(OLD), NULL)
+            ON CONFLICT (tbl, id) DO UPDATE SET after = NULL;
     END IF;
     RETURN NULL;
-END
-$$;
-
-CREATE FUNCTION note_world_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO world_changes VALUES (TG_TABLE_NAME) ON CONFLICT DO NOTHING;
-    RETURN NULL;
-END
-$$;
-
-DO $$
-DECLARE
-    t TEXT;
-BEGIN
-    FOREACH t IN ARRAY ARRAY['customers', 'users', 'tickets', 'notifications', 'repos', 'services', 'change_requests', 'reviews',
-                             'review_comments', 'runbooks', 'deploys'] LOOP
-        EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %I REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION note_world_change()', t || '_inserted', t);
-        EXECUTE format('CREATE TRIGGER %I AFTER UPDATE ON %I REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION note_world_change()', t || '_updated', t);
-        EXECUTE format('CREATE TRIGGER %I AFTER DELETE ON %I REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION note_world_change()', t || '_deleted', t);
-        EXECUTE format('CREATE TRIGGER %I AFTER TRUNCATE ON %I FOR EACH STATEMENT EXECUTE FUNCTION note_world_truncate()', t || '_truncated', t);
-    END LOOP;
 END
 $$;

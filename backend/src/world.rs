@@ -115,8 +115,8 @@ impl Cluster {
             let world = seed::generate(spec);
             let mut tx = db.begin().await.map_err(db_err("seeding"))?;
             seed::insert(&mut tx, &world).await.map_err(db_err("seeding"))?;
-            // The seeding is the world, not a change to it.
-            sqlx::query("DELETE FROM world_changes").execute(&mut *tx).await.map_err(db_err("seeding"))?;
+            // From here on every write of a row is noted: the seeding is the world, not a change.
+            sqlx::raw_sql(sqlx::AssertSqlSafe(change_log_triggers())).execute(&mut *tx).await.map_err(db_err("arming the change log"))?;
             tx.commit().await.map_err(db_err("seeding"))?;
             sqlx::query("VACUUM ANALYZE").execute(&db).await.map_err(db_err("vacuuming the template"))?;
             db.close().await;
@@ -227,7 +227,52 @@ fn schema_fingerprint() -> String {
         h.update(&m.checksum);
     }
     h.update(seed::GENERATOR_VERSION.to_le_bytes());
+    h.update(change_log_triggers().as_bytes());
     hex::encode(h.finalize())
+}
+
+/// The triggers that note, in `world_changes` (migrations/0002_world_changes.sql), every row a
+/// statement inserts, updates or deletes in a table of the world; created after the seeding.
+fn change_log_triggers() -> String {
+    seed::TABLES
+        .iter()
+        .map(|t| format!("CREATE TRIGGER {t}_changes AFTER INSERT OR UPDATE OR DELETE ON {t} FOR EACH ROW EXECUTE FUNCTION note_world_change();\n"))
+        .collect()
+}
+
+/// One row a session changed, as it was and as it is (`None`: it did not exist).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RowChange {
+    pub table: String,
+    pub id: i64,
+    pub before: Option<serde_json::Value>,
+    pub after: Option<serde_json::Value>,
+}
+
+impl RowChange {
+    /// `inserted`, `updated` or `deleted`.
+    pub fn op(&self) -> &'static str {
+        match (&self.before, &self.after) {
+            (None, _) => "inserted",
+            (_, None) => "deleted",
+            _ => "updated",
+        }
+    }
+
+    /// The columns an update changed, each with its value before and after (every column of an
+    /// inserted or deleted row that is not null).
+    pub fn columns(&self) -> std::collections::BTreeMap<String, (serde_json::Value, serde_json::Value)> {
+        let empty = serde_json::Map::new();
+        let before = self.before.as_ref().and_then(|v| v.as_object()).unwrap_or(&empty);
+        let after = self.after.as_ref().and_then(|v| v.as_object()).unwrap_or(&empty);
+        let keys: std::collections::BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+        keys.into_iter()
+            .filter_map(|k| {
+                let (b, a) = (before.get(k).cloned().unwrap_or_default(), after.get(k).cloned().unwrap_or_default());
+                (b != a).then(|| (k.clone(), (b, a)))
+            })
+            .collect()
+    }
 }
 
 /// Copies of the template each world keeps cloned and connected ahead of its resets. Two, not
@@ -532,13 +577,26 @@ impl ReadOnly {
         sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).fetch_one(self.conn()).await.map_err(db_err(format!("hashing {table}")))
     }
 
-    /// The tables of the world a statement has written since the world was fresh (a reset, and
-    /// the task's own seed rows), in [`seed::TABLES`] order: noted by the schema's triggers as
-    /// each write commits, so reading them costs one small query, whatever the world's size.
+    /// Every row changed since the world was fresh (a reset, and the task's own seed rows), net:
+    /// a row written back as it was, or inserted and deleted again, is not listed. In
+    /// [`seed::TABLES`] order, then by id. Noted by the schema's triggers as writes commit, so
+    /// reading it costs one small query, whatever the world's size.
+    pub async fn world_diff(&mut self) -> Result<Vec<RowChange>, WorldError> {
+        let rows: Vec<(String, i64, Option<serde_json::Value>, Option<serde_json::Value>)> =
+            sqlx::query_as("SELECT tbl, id, before, after FROM world_changes WHERE before IS DISTINCT FROM after")
+                .fetch_all(self.conn())
+                .await
+                .map_err(db_err("reading the world's changes"))?;
+        let mut out: Vec<RowChange> = rows.into_iter().map(|(table, id, before, after)| RowChange { table, id, before, after }).collect();
+        out.sort_by_key(|c| (seed::TABLES.iter().position(|t| *t == c.table), c.id));
+        Ok(out)
+    }
+
+    /// The tables [`Self::world_diff`] lists a row of, in [`seed::TABLES`] order.
     pub async fn changed_tables(&mut self) -> Result<Vec<String>, WorldError> {
-        let noted: Vec<String> =
-            sqlx::query_scalar("SELECT tbl FROM world_changes").fetch_all(self.conn()).await.map_err(db_err("reading the changed tables"))?;
-        Ok(seed::TABLES.iter().filter(|t| noted.iter().any(|n| n == *t)).map(|t| (*t).to_owned()).collect())
+        let mut tables: Vec<String> = self.world_diff().await?.into_iter().map(|c| c.table).collect();
+        tables.dedup();
+        Ok(tables)
     }
 
     /// Ends the transaction (it only read: nothing to keep) and hands the connection back.

@@ -3,6 +3,8 @@
 
 use std::time::Instant;
 
+use sha2::Digest;
+
 use agent::SessionOutcome;
 use records::{HarnessTimings, InvalidReason, SCHEMA_VERSION, SessionRecord, Totals, Validity, VerifierOutcome};
 
@@ -103,7 +105,7 @@ async fn conclude(
 ) -> Finished {
     let task = &pending.session.task;
     let verify_started = Instant::now();
-    let verifier = match (baseline, outcome.validity.is_valid()) {
+    let mut verifier = match (baseline, outcome.validity.is_valid()) {
         (Ok(baseline), true) => {
             let verified = task.verifier.verify(&world.pool(), baseline, outcome.final_answer.as_deref().unwrap_or("")).await;
             let mut verified = kept_off_the_control_plane(verified, world.control_plane_attempts());
@@ -114,6 +116,17 @@ async fn conclude(
         }
         _ => None,
     };
+    // What the session changed, row by row: the transcript's last event, its hash in the record.
+    let mut world_event = None;
+    if let Some(v) = verifier.as_mut().filter(|v| v.changed_tables.is_some()) {
+        match world_diff(&world.pool()).await {
+            Ok(event) => {
+                v.world_diff_sha256 = Some(hex::encode(sha2::Sha256::digest(event.to_string().as_bytes())));
+                world_event = Some(event);
+            }
+            Err(e) => tracing::warn!(error = %e, "reading the world's changes after the session"),
+        }
+    }
     let verify_ms = verify_started.elapsed().as_secs_f64() * 1000.0;
     // The harness's own time: everything but the tool calls and the model's answering requests
     // (a provider's failed attempts and backoff waits are not separated out, so the run's
@@ -121,7 +134,7 @@ async fn conclude(
     let call_ms: f64 = outcome.tool_calls.iter().map(|c| c.latency_ms).sum();
     let model_ms: f64 = outcome.turns.iter().map(|t| t.latency_ms).sum();
     let harness_ms = reset_ms + verify_ms + (session_ms - call_ms - model_ms).max(0.0);
-    let transcript: String = outcome.transcript.iter().map(|e| format!("{e}\n")).collect();
+    let transcript: String = outcome.transcript.iter().chain(world_event.as_ref()).map(|e| format!("{e}\n")).collect();
     let timings = HarnessTimings { reset_ms, session_ms, verify_ms, write_ms: 0.0 };
     let mut record = record_of(ctx, pending, outcome, verifier, timings);
     if let Some(detail) = &infrastructure {
@@ -405,4 +418,21 @@ fn retrieval_of(job: &crate::plan::PlannedSession, outcome: &SessionOutcome) -> 
     let seen: Vec<servers::modules::tool_search::SeenCall<'_>> =
         calls.iter().map(|(name, arguments, result)| servers::modules::tool_search::SeenCall { name, arguments, result }).collect();
     Some(servers::modules::tool_search::retrieval(&needed, &seen))
+}
+
+/// The transcript's `world` event: every row the session changed, net, relative to the fresh
+/// world (`backend::world::RowChange`): table, id, what happened, and the columns that changed
+/// with their values before and after.
+async fn world_diff(pool: &sqlx::PgPool) -> Result<serde_json::Value, backend::world::WorldError> {
+    let mut read = backend::world::ReadOnly::begin(pool).await?;
+    let diff = read.world_diff().await?;
+    read.end().await?;
+    let changes: Vec<serde_json::Value> = diff
+        .iter()
+        .map(|c| {
+            let columns: serde_json::Map<String, serde_json::Value> = c.columns().into_iter().map(|(k, (b, a))| (k, serde_json::json!([b, a]))).collect();
+            serde_json::json!({ "table": c.table, "id": c.id, "op": c.op(), "columns": columns })
+        })
+        .collect();
+    Ok(serde_json::json!({ "event": "world", "changes": changes }))
 }

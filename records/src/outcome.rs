@@ -310,6 +310,11 @@ pub struct VerifierOutcome {
     /// score, and in records written before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changed_tables: Option<Vec<String>>,
+    /// sha256 of the transcript's last event, `{"event": "world", "changes": […]}`: every row the
+    /// session changed (table, id, inserted / updated / deleted, the changed columns before and
+    /// after), as written there. Absent when it could not be read, and in records written before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub world_diff_sha256: Option<String>,
 }
 
 /// The outcome class of one session.

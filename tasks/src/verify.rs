@@ -161,10 +161,18 @@ impl Verifier {
                 grounding,
                 class: None,
                 changed_tables: Some(changed),
+                world_diff_sha256: None,
             },
-            Err(e) => {
-                Outcome { verdict: Verdict::CouldNotScore, reasons: vec![e], elapsed_ms, checks: Vec::new(), grounding, class: None, changed_tables: None }
-            }
+            Err(e) => Outcome {
+                verdict: Verdict::CouldNotScore,
+                reasons: vec![e],
+                elapsed_ms,
+                checks: Vec::new(),
+                grounding,
+                class: None,
+                changed_tables: None,
+                world_diff_sha256: None,
+            },
         }
     }
 

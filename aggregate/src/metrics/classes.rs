@@ -232,6 +232,7 @@ mod tests {
             grounding: None,
             class: None,
             changed_tables: None,
+            world_diff_sha256: None,
         }
     }
 

@@ -72,6 +72,7 @@ fn experiment(dir: &Path) {
                 grounding: None,
                 class: None,
                 changed_tables: None,
+                world_diff_sha256: None,
             });
         }
         r.turn_records = turns();

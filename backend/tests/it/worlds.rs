@@ -367,7 +367,23 @@ async fn the_world_notes_which_tables_were_written_since_it_was_fresh() {
     b.patch("/tickets/1", json!({"status": "closed"})).await;
     b.post("/deploys", json!({"service_id": 2, "version": "9.9.9", "environment": "production"})).await;
     sqlx::query("UPDATE customers SET name = 'x' WHERE id = -1").execute(&b.world.pool()).await.unwrap();
-    assert_eq!(changed(&b).await, ["tickets", "deploys"], "the tables written, in world order; a write of no row notes nothing");
+    // Written back as it was, or inserted and deleted again: no change.
+    sqlx::query("UPDATE users SET name = name WHERE id = 3").execute(&b.world.pool()).await.unwrap();
+    sqlx::query("INSERT INTO customers (id, name, tier, region, contact_email, created_at) VALUES (99999, 'y', 'free', 'eu', 'y@x', now())")
+        .execute(&b.world.pool())
+        .await
+        .unwrap();
+    sqlx::query("DELETE FROM customers WHERE id = 99999").execute(&b.world.pool()).await.unwrap();
+    assert_eq!(changed(&b).await, ["tickets", "deploys"], "the tables written, in world order; a write of no row, or one undone, notes nothing");
+    let mut read = backend::world::ReadOnly::begin(&b.world.pool()).await.unwrap();
+    let diff = read.world_diff().await.unwrap();
+    read.end().await.unwrap();
+    let ops: Vec<(&str, &str)> = diff.iter().map(|c| (c.table.as_str(), c.op())).collect();
+    assert_eq!(ops, [("tickets", "updated"), ("deploys", "inserted")], "{diff:?}");
+    let ticket = diff[0].columns();
+    assert_eq!((diff[0].id, ticket["status"].1.as_str()), (1, Some("closed")), "{ticket:?}");
+    assert!(!ticket.contains_key("title"), "only the columns that changed: {ticket:?}");
+    assert_eq!(diff[1].after.as_ref().unwrap()["version"], "9.9.9");
     b.world.reset(b.world.spec()).await.unwrap();
     assert_eq!(changed(&b).await, Vec::<String>::new(), "after a reset");
     b.shutdown().await;

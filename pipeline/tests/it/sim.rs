@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Output;
 
+use sha2::Digest;
+
 use crate::common::{pipeline, records};
 
 fn text(out: &Output) -> String {
@@ -25,11 +27,16 @@ fn tasks_dir() -> std::path::PathBuf {
 
 /// The `simulated` event of a session's transcript.
 fn planted(exp: &Path, r: &serde_json::Value) -> serde_json::Value {
+    transcript_event(exp, r, "simulated").expect("a simulated event")
+}
+
+/// The transcript's first event named `event` (its line as written, parsed).
+fn transcript_event(exp: &Path, r: &serde_json::Value, event: &str) -> Option<serde_json::Value> {
     let model = r["model"]["id"].as_str().unwrap().replace(':', "_");
     let path =
         exp.join(format!("{model}__{}", r["server"].as_str().unwrap())).join(format!("{}__rep{}.transcript.jsonl", r["task"].as_str().unwrap(), r["rep"]));
     let transcript = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    transcript.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).find(|e| e["event"] == "simulated").expect("a simulated event")
+    transcript.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).find(|e| e["event"] == event)
 }
 
 /// (task, server, rep) → (what was done, verdict, input tokens).
@@ -208,6 +215,11 @@ fn a_vandal_passes_no_task_and_fails_every_task_whose_world_it_damaged() {
         assert_eq!(r["validity"]["class"], "valid", "{r}");
         assert_eq!(planted(&exp, r)["done"], "vandal");
         let changed = r["verifier"]["changed_tables"].as_array().unwrap_or_else(|| panic!("no changed tables recorded: {}", r["verifier"]));
+        // The rows behind them, in the transcript, hashed in the record.
+        let world = transcript_event(&exp, r, "world").expect("a world event");
+        assert_eq!(r["verifier"]["world_diff_sha256"].as_str(), Some(hex::encode(sha2::Sha256::digest(world.to_string().as_bytes()))).as_deref());
+        let tables: std::collections::BTreeSet<&str> = world["changes"].as_array().unwrap().iter().map(|c| c["table"].as_str().unwrap()).collect();
+        assert_eq!(tables, changed.iter().map(|t| t.as_str().unwrap()).collect(), "{world}");
         if !changed.is_empty() {
             *damaged.entry(r["role"].as_str().unwrap().to_owned()).or_default() += 1;
             if r["verifier"]["verdict"] != "failed" {

@@ -109,6 +109,7 @@ pub fn record(m: &str, module: &str, role: &str, task: &str, rep: u32, s: S) -> 
             grounding: grounding(task, rep, verdict),
             class: None,
             changed_tables: None,
+            world_diff_sha256: None,
         }),
         validity: match s.invalid {
             None => Validity::Valid,
