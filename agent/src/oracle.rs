@@ -136,12 +136,20 @@ impl Conversation {
         let report = match tasks::replay(plan, client).await {
             Ok(r) => r,
             Err(e) => {
-                // A plan that no longer replays is a harness problem (the G7 gate exists to catch it).
-                let reason = if matches!(e, tasks::replay::ReplayError::Protocol { .. }) { InvalidReason::McpTransport } else { InvalidReason::HarnessError };
+                // The arm's answer the plan cannot take is the arm's failure (the gates check the
+                // plans at the scales they run; elsewhere the detail says which step it was), and
+                // the calls it made stay recorded. A plan that cannot go on by itself, or a
+                // transport that broke, is not the arm's answer.
+                let (reason, made) = match &e {
+                    tasks::replay::ReplayError::Protocol { .. } => (InvalidReason::McpTransport, &[][..]),
+                    tasks::replay::ReplayError::Unexpected { made, .. } => (InvalidReason::ArmUnexpectedResult, made.as_slice()),
+                    _ => (InvalidReason::HarnessError, &[][..]),
+                };
+                let (calls, _) = self.recorded(made, replay_at_ms, &mut transcript);
                 self.ended = Some(format!("an earlier task's oracle plan did not replay: {e}"));
                 return finish(
                     Validity::invalid(reason, e.to_string()),
-                    vec![],
+                    calls,
                     None,
                     toolbox.offered.clone(),
                     None,
@@ -151,9 +159,41 @@ impl Conversation {
                 );
             }
         };
+        let (calls, made) = self.recorded(&report.calls, replay_at_ms, &mut transcript);
+        transcript.push(json!({ "event": "answer", "text": report.answer }));
+        let args_bytes: usize = calls.iter().map(|c| c.args_bytes).sum();
+        let result_bytes: usize = calls.iter().map(|c| c.result_bytes).sum();
+        let schema_bytes = toolbox.offered.definitions_bytes;
+        let floor = OracleFloor {
+            calls: calls.len(),
+            schema_bytes,
+            args_bytes,
+            result_bytes,
+            estimated_tokens: ((schema_bytes + task_text.len() + args_bytes + result_bytes) / 4) as u64,
+            estimate_method: ESTIMATE_METHOD.into(),
+            estimated_input_tokens: Some(estimated_input_tokens(
+                crate::session::SYSTEM_PROMPT.len() + task_text.len() + schema_bytes + self.prior_bytes,
+                &calls.iter().map(|c| (c.args_bytes, c.result_bytes)).collect::<Vec<_>>(),
+            )),
+            input_estimate_method: Some(if self.warm { WARM_INPUT_ESTIMATE_METHOD } else { INPUT_ESTIMATE_METHOD }.into()),
+        };
+        self.prior_bytes += task_text.len() + args_bytes + result_bytes + report.answer.len();
+        self.seen.extend(made);
+        finish(Validity::Valid, calls, Some(report.answer), toolbox.offered.clone(), Some(floor), transcript, server_info.clone(), &server.stderr)
+    }
+
+    /// `replayed` as the session's tool calls and transcript events, and the keys that tell a
+    /// later task of this conversation which calls it repeats. A call an earlier task made with
+    /// the same arguments and result is in the transcript, marked, but not counted.
+    fn recorded(
+        &self,
+        replayed: &[tasks::replay::CallRecord],
+        replay_at_ms: f64,
+        transcript: &mut Vec<serde_json::Value>,
+    ) -> (Vec<ToolCallRecord>, Vec<(String, String, String)>) {
         let mut calls = Vec::new();
         let mut made = Vec::new();
-        for c in &report.calls {
+        for c in replayed {
             let key = (c.name.clone(), c.arguments.to_string(), c.result.clone());
             // Only calls of earlier tasks: within one task every call counts, as in a cold session.
             let repeat = self.seen.contains(&key);
@@ -181,26 +221,7 @@ impl Conversation {
                 arguments_sha256: Some(records::outcome::arguments_sha256(&c.arguments.to_string())),
             });
         }
-        transcript.push(json!({ "event": "answer", "text": report.answer }));
-        let args_bytes: usize = calls.iter().map(|c| c.args_bytes).sum();
-        let result_bytes: usize = calls.iter().map(|c| c.result_bytes).sum();
-        let schema_bytes = toolbox.offered.definitions_bytes;
-        let floor = OracleFloor {
-            calls: calls.len(),
-            schema_bytes,
-            args_bytes,
-            result_bytes,
-            estimated_tokens: ((schema_bytes + task_text.len() + args_bytes + result_bytes) / 4) as u64,
-            estimate_method: ESTIMATE_METHOD.into(),
-            estimated_input_tokens: Some(estimated_input_tokens(
-                crate::session::SYSTEM_PROMPT.len() + task_text.len() + schema_bytes + self.prior_bytes,
-                &calls.iter().map(|c| (c.args_bytes, c.result_bytes)).collect::<Vec<_>>(),
-            )),
-            input_estimate_method: Some(if self.warm { WARM_INPUT_ESTIMATE_METHOD } else { INPUT_ESTIMATE_METHOD }.into()),
-        };
-        self.prior_bytes += task_text.len() + args_bytes + result_bytes + report.answer.len();
-        self.seen.extend(made);
-        finish(Validity::Valid, calls, Some(report.answer), toolbox.offered.clone(), Some(floor), transcript, server_info.clone(), &server.stderr)
+        (calls, made)
     }
 
     pub async fn close(self) {

@@ -65,10 +65,15 @@ pub enum InvalidReason {
     /// Warm sessions only: the conversation ended before this task (it outgrew the model's
     /// context window, or its server died, in an earlier task), so the task was never attempted.
     ConversationEnded,
+    /// The oracle's plan could not go on because of what the arm answered a step: an error
+    /// where the plan expects a result (or the reverse), or no value where it reads one. The
+    /// arm's failure — or, at a world scale or seed the gates did not check, the plan's; the
+    /// detail names the step, the call and what came back, and the calls made stay recorded.
+    ArmUnexpectedResult,
 }
 
 impl InvalidReason {
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::ProviderError,
         Self::QuotaOrSessionLimit,
         Self::McpTransport,
@@ -76,6 +81,7 @@ impl InvalidReason {
         Self::Interrupted,
         Self::Infrastructure,
         Self::ConversationEnded,
+        Self::ArmUnexpectedResult,
     ];
 
     /// The name records use (`provider_error`, …).
@@ -88,6 +94,7 @@ impl InvalidReason {
             Self::Interrupted => "interrupted",
             Self::Infrastructure => "infrastructure",
             Self::ConversationEnded => "conversation_ended",
+            Self::ArmUnexpectedResult => "arm_unexpected_result",
         }
     }
 

@@ -47,8 +47,14 @@ pub struct ReplayReport {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
+    /// The plan itself cannot go on: a value it fills in was never saved.
     #[error("step {step} ({name}): {problem}")]
     Step { step: usize, name: String, problem: String },
+    /// The server answered a step with something the plan does not accept: an error where it
+    /// expects a result, a result where it expects an error, or no value where it reads one.
+    /// `made` holds every call up to and including that one.
+    #[error("step {step} ({name}): {problem}")]
+    Unexpected { step: usize, name: String, problem: String, made: Vec<CallRecord> },
     #[error("step {step} ({name}): MCP error: {source}")]
     Protocol { step: usize, name: String, source: rmcp::ServiceError },
     #[error("answer: {0}")]
@@ -109,14 +115,15 @@ pub async fn replay(plan: &OraclePlan, peer: &Peer<RoleClient>) -> Result<Replay
             } else {
                 format!("was expected to fail but succeeded: {}", record.result.chars().take(300).collect::<String>())
             };
-            return Err(ReplayError::Step { step: n, name, problem });
+            calls.push(record);
+            return Err(ReplayError::Unexpected { step: n, name, problem, made: calls });
         }
         for (var, pointer) in &step.save {
-            let v = parsed.pointer(pointer).cloned().ok_or_else(|| ReplayError::Step {
-                step: n,
-                name: name.clone(),
-                problem: format!("cannot save {var}: nothing at {pointer:?} in the result"),
-            })?;
+            let Some(v) = parsed.pointer(pointer).cloned() else {
+                let problem = format!("cannot save {var}: nothing at {pointer:?} in the result");
+                calls.push(record);
+                return Err(ReplayError::Unexpected { step: n, name, problem, made: calls });
+            };
             vars.insert(var.clone(), v);
         }
         calls.push(record);

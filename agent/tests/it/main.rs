@@ -6,6 +6,7 @@
 
 mod common;
 mod keyless_loopback;
+mod oracle_replay;
 mod preflight;
 mod provider_extras;
 mod provider_faults;
