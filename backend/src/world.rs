@@ -240,6 +240,14 @@ fn change_log_triggers() -> String {
         .collect()
 }
 
+/// The tables `diff` ([`ReadOnly::world_diff`], in [`seed::TABLES`] order) lists a row of, in
+/// that order.
+pub fn tables_of(diff: &[RowChange]) -> Vec<String> {
+    let mut tables: Vec<String> = diff.iter().map(|c| c.table.clone()).collect();
+    tables.dedup();
+    tables
+}
+
 /// One row a session changed, as it was and as it is (`None`: it did not exist).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct RowChange {
@@ -590,13 +598,6 @@ impl ReadOnly {
         let mut out: Vec<RowChange> = rows.into_iter().map(|(table, id, before, after)| RowChange { table, id, before, after }).collect();
         out.sort_by_key(|c| (seed::TABLES.iter().position(|t| *t == c.table), c.id));
         Ok(out)
-    }
-
-    /// The tables [`Self::world_diff`] lists a row of, in [`seed::TABLES`] order.
-    pub async fn changed_tables(&mut self) -> Result<Vec<String>, WorldError> {
-        let mut tables: Vec<String> = self.world_diff().await?.into_iter().map(|c| c.table).collect();
-        tables.dedup();
-        Ok(tables)
     }
 
     /// Ends the transaction (it only read: nothing to keep) and hands the connection back.

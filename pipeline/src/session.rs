@@ -105,28 +105,21 @@ async fn conclude(
 ) -> Finished {
     let task = &pending.session.task;
     let verify_started = Instant::now();
-    let mut verifier = match (baseline, outcome.validity.is_valid()) {
+    let (verifier, world_event) = match (baseline, outcome.validity.is_valid()) {
         (Ok(baseline), true) => {
-            let verified = task.verifier.verify(&world.pool(), baseline, outcome.final_answer.as_deref().unwrap_or("")).await;
+            let (verified, diff) = task.verifier.verify_with_changes(&world.pool(), baseline, outcome.final_answer.as_deref().unwrap_or("")).await;
             let mut verified = kept_off_the_control_plane(verified, world.control_plane_attempts());
             // The class as graded now, with the claim that decided it: a reader of one record
             // sees why, without the report.
             verified.class = aggregate::metrics::classes::explain_answer(&verified, outcome.final_answer.as_deref());
-            Some(verified)
+            // What the session changed, row by row: the transcript's last event, its hash in the
+            // record (none when the verifier could not read the world).
+            let event = verified.changed_tables.is_some().then(|| world_event(&diff));
+            verified.world_diff_sha256 = event.as_ref().map(|e| hex::encode(sha2::Sha256::digest(e.to_string().as_bytes())));
+            (Some(verified), event)
         }
-        _ => None,
+        _ => (None, None),
     };
-    // What the session changed, row by row: the transcript's last event, its hash in the record.
-    let mut world_event = None;
-    if let Some(v) = verifier.as_mut().filter(|v| v.changed_tables.is_some()) {
-        match world_diff(&world.pool()).await {
-            Ok(event) => {
-                v.world_diff_sha256 = Some(hex::encode(sha2::Sha256::digest(event.to_string().as_bytes())));
-                world_event = Some(event);
-            }
-            Err(e) => tracing::warn!(error = %e, "reading the world's changes after the session"),
-        }
-    }
     let verify_ms = verify_started.elapsed().as_secs_f64() * 1000.0;
     // The harness's own time: everything but the tool calls and the model's answering requests
     // (a provider's failed attempts and backoff waits are not separated out, so the run's
@@ -423,10 +416,7 @@ fn retrieval_of(job: &crate::plan::PlannedSession, outcome: &SessionOutcome) -> 
 /// The transcript's `world` event: every row the session changed, net, relative to the fresh
 /// world (`backend::world::RowChange`): table, id, what happened, and the columns that changed
 /// with their values before and after.
-async fn world_diff(pool: &sqlx::PgPool) -> Result<serde_json::Value, backend::world::WorldError> {
-    let mut read = backend::world::ReadOnly::begin(pool).await?;
-    let diff = read.world_diff().await?;
-    read.end().await?;
+fn world_event(diff: &[backend::world::RowChange]) -> serde_json::Value {
     let changes: Vec<serde_json::Value> = diff
         .iter()
         .map(|c| {
@@ -434,5 +424,5 @@ async fn world_diff(pool: &sqlx::PgPool) -> Result<serde_json::Value, backend::w
             serde_json::json!({ "table": c.table, "id": c.id, "op": c.op(), "columns": columns })
         })
         .collect();
-    Ok(serde_json::json!({ "event": "world", "changes": changes }))
+    serde_json::json!({ "event": "world", "changes": changes })
 }

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use backend::PgPool;
-use backend::world::ReadOnly;
+use backend::world::{ReadOnly, RowChange};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -134,6 +134,12 @@ impl Verifier {
 
     /// Judges the final state in `pool` and the final `answer`.
     pub async fn verify(&self, pool: &PgPool, baseline: &Baseline, answer: &str) -> Outcome {
+        self.verify_with_changes(pool, baseline, answer).await.0
+    }
+
+    /// [`Self::verify`], and every row the session changed, read in the same snapshot the checks
+    /// read (empty when it could not score).
+    pub async fn verify_with_changes(&self, pool: &PgPool, baseline: &Baseline, answer: &str) -> (Outcome, Vec<RowChange>) {
         let started = Instant::now();
         let (result, grounding) = match ReadOnly::begin(pool).await {
             Ok(mut read) => {
@@ -153,31 +159,37 @@ impl Verifier {
         };
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         match result {
-            Ok((reasons, checks, changed)) => Outcome {
-                verdict: if reasons.is_empty() { Verdict::Passed } else { Verdict::Failed },
-                reasons,
-                elapsed_ms,
-                checks,
-                grounding,
-                class: None,
-                changed_tables: Some(changed),
-                world_diff_sha256: None,
-            },
-            Err(e) => Outcome {
-                verdict: Verdict::CouldNotScore,
-                reasons: vec![e],
-                elapsed_ms,
-                checks: Vec::new(),
-                grounding,
-                class: None,
-                changed_tables: None,
-                world_diff_sha256: None,
-            },
+            Ok((reasons, checks, diff)) => {
+                let outcome = Outcome {
+                    verdict: if reasons.is_empty() { Verdict::Passed } else { Verdict::Failed },
+                    reasons,
+                    elapsed_ms,
+                    checks,
+                    grounding,
+                    class: None,
+                    changed_tables: Some(backend::world::tables_of(&diff)),
+                    world_diff_sha256: None,
+                };
+                (outcome, diff)
+            }
+            Err(e) => {
+                let outcome = Outcome {
+                    verdict: Verdict::CouldNotScore,
+                    reasons: vec![e],
+                    elapsed_ms,
+                    checks: Vec::new(),
+                    grounding,
+                    class: None,
+                    changed_tables: None,
+                    world_diff_sha256: None,
+                };
+                (outcome, Vec::new())
+            }
         }
     }
 
     /// Every check, held or not, and the reason of each that failed.
-    async fn judge(&self, read: &mut ReadOnly, baseline: &Baseline, answer: &str) -> Result<(Vec<String>, Vec<Check>, Vec<String>), String> {
+    async fn judge(&self, read: &mut ReadOnly, baseline: &Baseline, answer: &str) -> Result<(Vec<String>, Vec<Check>, Vec<RowChange>), String> {
         let mut failed = Vec::new();
         let mut checks = Vec::new();
         let mut check = |name: String, kind: CheckKind, negative: bool, why: Option<String>| {
@@ -197,7 +209,8 @@ impl Verifier {
             check(a.name.clone(), CheckKind::State, a.same_as_seeded, why);
         }
         // Written by any statement since the world was fresh (the schema's triggers note them).
-        let changed = read.changed_tables().await.map_err(|e| e.to_string())?;
+        let diff = read.world_diff().await.map_err(|e| e.to_string())?;
+        let changed = backend::world::tables_of(&diff);
         if self.unchanged.iter().any(|t| t == EVERY_TABLE) {
             let why = (!changed.is_empty()).then(|| format!("{} changed, but the task must leave the world as it was", listed_tables(&changed)));
             check("every table unchanged".into(), CheckKind::State, true, why);
@@ -241,7 +254,7 @@ impl Verifier {
             check(format!("gives {:?} with {:?}", p[0], p[1]), CheckKind::Answer, false, given);
             check(format!("does not give {:?} with another value", p[0]), CheckKind::Answer, true, other);
         }
-        Ok((failed, checks, changed))
+        Ok((failed, checks, diff))
     }
 }
 

@@ -356,9 +356,9 @@ async fn the_embedded_cluster_refuses_a_login_without_its_password() {
 async fn the_world_notes_which_tables_were_written_since_it_was_fresh() {
     async fn changed(b: &TestBackend) -> Vec<String> {
         let mut read = backend::world::ReadOnly::begin(&b.world.pool()).await.unwrap();
-        let tables = read.changed_tables().await.unwrap();
+        let diff = read.world_diff().await.unwrap();
         read.end().await.unwrap();
-        tables
+        backend::world::tables_of(&diff)
     }
     let b = TestBackend::start().await;
     assert_eq!(changed(&b).await, Vec::<String>::new(), "a fresh world");
