@@ -38,8 +38,23 @@ pub struct RunContext {
     started: Instant,
     /// The verifier's baseline per task, read once (see [`RunContext::baseline_of`]).
     baselines: Mutex<std::collections::HashMap<String, tasks::verify::Baseline>>,
+    /// Each task's expected footprint through each arm, found once (see [`RunContext::footprint`]).
+    footprints: Mutex<std::collections::HashMap<String, Footprint>>,
     /// Sends each written record as a trace (`--otlp-endpoint`); taken at the run's end.
     otlp: Mutex<Option<crate::otlp::Exporter>>,
+}
+
+/// A task's expected footprint through one arm: what its oracle plan changes there, and where
+/// that was read (`records::Collateral::footprint`); or why it could not be.
+#[derive(Debug, Clone)]
+pub struct Footprint {
+    pub source: &'static str,
+    pub rows: Result<Arc<Vec<backend::world::RowChange>>, String>,
+}
+
+/// One footprint per task (its definition, world seed and scale) and arm.
+pub(crate) fn footprint_key(task: &tasks::Task, arm: &str) -> String {
+    format!("{}\u{0}{}\u{0}{}\u{0}{}\u{0}{arm}", task.key(), task.sha256, task.meta.seed, task.meta.scale)
 }
 
 impl RunContext {
@@ -67,6 +82,7 @@ impl RunContext {
             passed: AtomicUsize::new(0),
             started,
             baselines: Mutex::new(Default::default()),
+            footprints: Mutex::new(Default::default()),
             otlp: Mutex::new(otlp),
         }
     }
@@ -83,6 +99,24 @@ impl RunContext {
         let b = task.verifier.baseline(pool).await?;
         self.baselines.lock().expect("baselines").insert(key, b.clone());
         Ok(b)
+    }
+
+    /// The footprint of `task` through `arm` found so far, if any.
+    pub fn footprint(&self, task: &tasks::Task, arm: &str) -> Option<Footprint> {
+        self.footprints.lock().expect("footprints").get(&footprint_key(task, arm)).cloned()
+    }
+
+    /// Keeps the footprints G7 read before the run ([`crate::gates::ground_truth_of`]).
+    pub fn keep_g7_footprints(&self, found: Vec<(String, Vec<backend::world::RowChange>)>) {
+        let mut footprints = self.footprints.lock().expect("footprints");
+        for (key, rows) in found {
+            footprints.insert(key, Footprint { source: "g7", rows: Ok(Arc::new(rows)) });
+        }
+    }
+
+    /// Keeps `footprint` for `task` through `arm`, unless one was found first; the one kept.
+    pub fn keep_footprint(&self, task: &tasks::Task, arm: &str, footprint: Footprint) -> Footprint {
+        self.footprints.lock().expect("footprints").entry(footprint_key(task, arm)).or_insert(footprint).clone()
     }
 
     pub fn halted(&self) -> bool {

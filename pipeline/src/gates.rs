@@ -485,24 +485,29 @@ async fn with_backend(spec: &Spec, arms: &[&'static ServerEntry], tasks: Option<
 /// G7 for a run's own tasks and arms, as the run will see them (with its `--scale`): a model run
 /// proves, before spending, that every task is solvable through each arm of its module and that
 /// its verifier does not pass on the untouched world. A task written for one world scale can fail
-/// this at another. Returns one line per failure.
-pub async fn ground_truth_of(plan: &crate::plan::RunPlan) -> anyhow::Result<Vec<String>> {
+/// this at another. Returns one line per failure, and the footprint each replay left (keyed as
+/// [`crate::context::footprint_key`]), which the run's collateral count starts from.
+pub async fn ground_truth_of(plan: &crate::plan::RunPlan) -> anyhow::Result<(Vec<String>, Vec<(String, Vec<backend::world::RowChange>)>)> {
     let b = LocalBackend::start(WorldSpec::default()).await.context("starting the backend for the ground-truth check")?;
     let serve = crate::arm::serve_prefix()?;
     let mut failures = Vec::new();
+    let mut footprints = Vec::new();
     for m in &plan.tasks {
         for t in &m.tasks {
             for arm in plan.arms.iter().filter(|a| a.module == m.module) {
-                if let Err(e) = tasks::gates::ground_truth_with(t, arm, b.world(), b.url(), &serve, plan.settings()).await {
-                    let catalogue = servers::registry::module(arm.module).and_then(|m| m.catalogue_size(plan.settings()));
-                    let at = catalogue.map(|n| format!(" with a catalogue of {n}")).unwrap_or_default();
-                    failures.push(format!("task {} at world scale {}{at} via {}: {e}", t.key(), t.meta.scale, arm.name));
+                match tasks::gates::ground_truth_with(t, arm, b.world(), b.url(), &serve, plan.settings()).await {
+                    Ok(g) => footprints.push((crate::context::footprint_key(t, arm.name), g.footprint)),
+                    Err(e) => {
+                        let catalogue = servers::registry::module(arm.module).and_then(|m| m.catalogue_size(plan.settings()));
+                        let at = catalogue.map(|n| format!(" with a catalogue of {n}")).unwrap_or_default();
+                        failures.push(format!("task {} at world scale {}{at} via {}: {e}", t.key(), t.meta.scale, arm.name));
+                    }
                 }
             }
         }
     }
     b.shutdown().await.context("stopping the ground-truth backend")?;
-    Ok(failures)
+    Ok((failures, footprints))
 }
 
 /// G5 for a run from flags, as `check` runs it for a spec: every task's text against the tool,

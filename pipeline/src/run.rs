@@ -69,9 +69,11 @@ impl RunSummary {
 pub async fn run(plan: RunPlan, accepted: impl FnOnce(&Experiment) -> anyhow::Result<()>) -> anyhow::Result<RunSummary> {
     let providers = providers_of(&plan)?;
     let preflight = if plan.check.is_none() { preflight(&plan, &providers).await? } else { None };
+    let mut g7_footprints = Vec::new();
     if plan.check.is_none() && !providers.is_empty() {
         // A spec run proved this in its check; the oracle run proves it by running.
-        let failures = crate::gates::ground_truth_of(&plan).await?;
+        let (failures, footprints) = crate::gates::ground_truth_of(&plan).await?;
+        g7_footprints = footprints;
         if !failures.is_empty() {
             eprintln!("INVALID — gate failures:");
             for f in &failures {
@@ -147,6 +149,7 @@ pub async fn run(plan: RunPlan, accepted: impl FnOnce(&Experiment) -> anyhow::Re
         None => None,
     };
     let ctx = Arc::new(RunContext::new(plan.clone(), providers, crate::arm::serve_prefix()?, interrupt, pending.len(), started, otlp));
+    ctx.keep_g7_footprints(g7_footprints);
     let queue = Arc::new(Mutex::new(VecDeque::from(work_items(plan.session_mode, pending))));
     let main = main.expect("a run with sessions to take started its backend");
     let results = Arc::new(Mutex::new(Vec::<(SessionRecord, f64, bool)>::new()));

@@ -8,7 +8,7 @@ use sha2::Digest;
 use agent::SessionOutcome;
 use records::{HarnessTimings, InvalidReason, SCHEMA_VERSION, SessionRecord, Totals, Validity, VerifierOutcome};
 
-use crate::context::RunContext;
+use crate::context::{Footprint, RunContext};
 use crate::experiment::Pending;
 
 /// What one session left, and what the run loop needs to know about it.
@@ -78,7 +78,7 @@ pub async fn run_one(ctx: &RunContext, pending: &Pending, backend_url: &str, wor
         },
     };
     let session_ms = session_started.elapsed().as_secs_f64() * 1000.0;
-    conclude(ctx, pending, world, &baseline, &outcome, (reset_ms, session_ms), infrastructure).await
+    conclude(ctx, pending, (backend_url, world), &baseline, &outcome, (reset_ms, session_ms), infrastructure).await
 }
 
 /// Resets the world for `task` (its seed included) and reads its verifier's baseline; the
@@ -97,7 +97,7 @@ async fn reset(ctx: &RunContext, task: &tasks::Task, world: &backend::World) -> 
 async fn conclude(
     ctx: &RunContext,
     pending: &Pending,
-    world: &backend::World,
+    (backend_url, world): (&str, &backend::World),
     baseline: &Result<tasks::verify::Baseline, String>,
     outcome: &SessionOutcome,
     (reset_ms, session_ms): (f64, f64),
@@ -116,11 +116,20 @@ async fn conclude(
             // record (none when the verifier could not read the world).
             let event = verified.changed_tables.is_some().then(|| world_event(&diff));
             verified.world_diff_sha256 = event.as_ref().map(|e| hex::encode(sha2::Sha256::digest(e.to_string().as_bytes())));
-            (Some(verified), event)
+            (Some(verified), event.map(|e| (e, diff)))
         }
         _ => (None, None),
     };
     let verify_ms = verify_started.elapsed().as_secs_f64() * 1000.0;
+    // Side effects, against the task's footprint through this arm. Outside the harness's own
+    // time: finding a footprint replays the oracle once per task and arm.
+    let (verifier, world_event) = match (verifier, world_event) {
+        (Some(mut verified), Some((event, diff))) => {
+            verified.collateral = collateral_of(ctx, pending, (backend_url, world), &diff).await;
+            (Some(verified), Some(event))
+        }
+        (verifier, event) => (verifier, event.map(|(e, _)| e)),
+    };
     // The harness's own time: everything but the tool calls and the model's answering requests
     // (a provider's failed attempts and backoff waits are not separated out, so the run's
     // summary reports overhead over valid sessions only).
@@ -134,6 +143,44 @@ async fn conclude(
         record.validity = Validity::invalid(InvalidReason::Infrastructure, detail.clone());
     }
     Finished { record, transcript, harness_ms, infrastructure }
+}
+
+/// What the session changed beyond its task's footprint through its arm (`tasks::collateral`).
+/// The footprint is found once per task and arm: from G7's replay before a model run, from the
+/// first oracle session of the task (an oracle run: every later rep is held to it), or else by
+/// replaying the arm's oracle plan on this worker's world now (the next session resets it).
+/// Null when no footprint could be found (the plan's replay failed), never zero.
+async fn collateral_of(
+    ctx: &RunContext,
+    pending: &Pending,
+    (backend_url, world): (&str, &backend::World),
+    diff: &[backend::world::RowChange],
+) -> Option<records::Collateral> {
+    let job = &pending.session;
+    let (task, arm) = (&job.task, job.server.name);
+    if diff.is_empty() {
+        return Some(records::Collateral { footprint: "no change".into(), footprint_sha256: None, writes: Vec::new() });
+    }
+    let footprint = match ctx.footprint(task, arm) {
+        Some(f) => f,
+        None if ctx.plan.models[job.model].is_oracle() => {
+            ctx.keep_footprint(task, arm, Footprint { source: "oracle session", rows: Ok(std::sync::Arc::new(diff.to_vec())) })
+        }
+        None => {
+            let found = tasks::gates::ground_truth_with(task, job.server, world, backend_url, &ctx.serve_prefix, ctx.plan.settings()).await;
+            let rows = found.map(|g| std::sync::Arc::new(g.footprint));
+            if let Err(e) = &rows {
+                eprintln!("warning: no footprint for {} via {arm} (its collateral writes are not counted): {e}", task.key());
+            }
+            ctx.keep_footprint(task, arm, Footprint { source: "oracle replay", rows })
+        }
+    };
+    let rows = footprint.rows.ok()?;
+    Some(records::Collateral {
+        footprint: footprint.source.into(),
+        footprint_sha256: Some(tasks::collateral::footprint_sha256(&rows)),
+        writes: tasks::collateral::collateral(diff, &rows),
+    })
 }
 
 /// The name of the check a session fails when its arm reached for the control plane.
@@ -232,7 +279,7 @@ impl<'a> Warm<'a> {
         };
         let session_ms = session_started.elapsed().as_secs_f64() * 1000.0;
         let context_tokens_at_start = outcome.turns.first().and_then(|t| t.usage.prompt_tokens);
-        let mut finished = conclude(ctx, pending, world, &baseline, &outcome, (reset_ms, session_ms), infrastructure).await;
+        let mut finished = conclude(ctx, pending, (backend_url, world), &baseline, &outcome, (reset_ms, session_ms), infrastructure).await;
         finished.record.conversation = Some(self.place(self.position, messages_before, context_tokens_at_start));
         self.earlier_not_passed += u32::from(!finished.record.passed());
         finished

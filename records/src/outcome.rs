@@ -322,6 +322,73 @@ pub struct VerifierOutcome {
     /// after), as written there. Absent when it could not be read, and in records written before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub world_diff_sha256: Option<String>,
+    /// The session's changes outside the task's expected footprint (what its oracle plan changes
+    /// through the same arm): side effects, counted beside success and never folded into it.
+    /// Absent when the world could not be read or no footprint was known, and in records written
+    /// before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collateral: Option<Collateral>,
+}
+
+/// What a session changed beyond the task's expected footprint (docs/collateral.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Collateral {
+    /// Where the footprint came from: `oracle replay` (the arm's oracle plan replayed on a fresh
+    /// world by the harness), `g7` (the ground-truth gate's replay before the run), `this
+    /// session` (an oracle session: its own changes, so it can have none), `no change` (the
+    /// session changed nothing, so no footprint was needed).
+    pub footprint: String,
+    /// sha256 of the footprint's rows (table, id, op, changed columns), when one was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub footprint_sha256: Option<String>,
+    /// Every changed row outside the footprint, in the world's table order.
+    pub writes: Vec<CollateralWrite>,
+}
+
+impl Collateral {
+    /// Collateral writes of one class.
+    pub fn count(&self, class: CollateralClass) -> usize {
+        self.writes.iter().filter(|w| w.class == class).count()
+    }
+}
+
+/// One row changed outside the footprint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CollateralWrite {
+    pub table: String,
+    pub id: i64,
+    /// `inserted`, `updated` or `deleted`.
+    pub op: String,
+    pub class: CollateralClass,
+    /// The columns changed outside the footprint (an update: those the footprint's own change of
+    /// the row does not touch, or all of them; an insert or a deletion: empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub columns: Vec<String>,
+}
+
+/// How a collateral write falls outside the footprint. A deletion is one whatever its table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CollateralClass {
+    /// A row of a table the footprint writes, but not one of its rows (or columns), or an insert
+    /// beyond the footprint's number of inserts there.
+    TouchedTable,
+    /// A row of a table the footprint does not write at all.
+    UntouchedTable,
+    /// A row deleted that the footprint does not delete.
+    Deletion,
+}
+
+impl CollateralClass {
+    pub const ALL: [Self; 3] = [Self::TouchedTable, Self::UntouchedTable, Self::Deletion];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::TouchedTable => "touched_table",
+            Self::UntouchedTable => "untouched_table",
+            Self::Deletion => "deletion",
+        }
+    }
 }
 
 /// The outcome class of one session.

@@ -112,6 +112,9 @@ pub struct GroundTruth {
     pub calls: usize,
     /// What the plan's replay sent and received, call by call.
     pub replay: crate::replay::ReplayReport,
+    /// What the plan changed in the world, row by row: the task's expected footprint through
+    /// this arm ([`crate::collateral`]).
+    pub footprint: Vec<backend::world::RowChange>,
 }
 
 /// G7 for one task and one arm: on a freshly reset world the verifier must say *failed* (not
@@ -174,14 +177,14 @@ pub async fn ground_truth_with(
             list.join("; ")
         ));
     }
-    let after = task.verifier.verify(&pool, &baseline, &report.answer).await;
+    let (after, footprint) = task.verifier.verify_with_changes(&pool, &baseline, &report.answer).await;
     match after.verdict {
         // The oracle's answer is right by construction: a reference in it that the grounding
         // check does not find means the extractor is wrong (or the answer is).
         Verdict::Passed if ungrounded(&after).is_some() => {
             Err(format!("the oracle's answer through {server} is correct but not grounded: {}", ungrounded(&after).unwrap_or_default()))
         }
-        Verdict::Passed => Ok(GroundTruth { server: server.to_owned(), calls: report.calls.len(), replay: report }),
+        Verdict::Passed => Ok(GroundTruth { server: server.to_owned(), calls: report.calls.len(), replay: report, footprint }),
         _ => Err(format!("after the oracle plan through {server}, the verifier says {:?}: {:?}", after.verdict, after.reasons)),
     }
 }

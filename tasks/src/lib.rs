@@ -19,6 +19,7 @@
 //! a call's result becomes text, shared with the agent.
 
 pub mod call;
+pub mod collateral;
 pub mod discover;
 pub mod family;
 pub mod gates;

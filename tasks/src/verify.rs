@@ -169,6 +169,7 @@ impl Verifier {
                     class: None,
                     changed_tables: Some(backend::world::tables_of(&diff)),
                     world_diff_sha256: None,
+                    collateral: None,
                 };
                 (outcome, diff)
             }
@@ -182,6 +183,7 @@ impl Verifier {
                     class: None,
                     changed_tables: None,
                     world_diff_sha256: None,
+                    collateral: None,
                 };
                 (outcome, Vec::new())
             }

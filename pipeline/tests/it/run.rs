@@ -42,6 +42,12 @@ fn oracle_run_writes_paired_records_and_resume_skips_them() {
         let transcript =
             exp.join(format!("oracle__{}", r["server"].as_str().unwrap())).join(format!("{}__rep{}.transcript.jsonl", r["task"].as_str().unwrap(), r["rep"]));
         assert!(transcript.is_file(), "no transcript beside {}", transcript.display());
+        // The oracle has no side effect beyond its own footprint: the first rep of a task that
+        // changes the world is the footprint, and the second is held to it.
+        let collateral = &r["verifier"]["collateral"];
+        assert_eq!(collateral["writes"].as_array().map(Vec::len), Some(0), "{} on {} rep {}: {collateral}", r["task"], r["server"], r["rep"]);
+        let changed = !r["verifier"]["changed_tables"].as_array().unwrap().is_empty();
+        assert_eq!(collateral["footprint"], if changed { "oracle session" } else { "no change" }, "{collateral}");
     }
     // Each (task, rep) pair has both arms, one first and one second, alternating between pairs.
     let mut firsts = std::collections::BTreeMap::new();

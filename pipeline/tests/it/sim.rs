@@ -211,6 +211,7 @@ fn trivial_agents_pass_no_task_in_either_arm() {
 fn a_vandal_passes_no_task_and_fails_every_task_whose_world_it_damaged() {
     let (_dir, exp, recs, every_task) = everywhere("vandal");
     let (mut damaged, mut blind) = (BTreeMap::<String, usize>::new(), Vec::new());
+    let mut collateral_writes = BTreeMap::<String, usize>::new();
     for r in &recs {
         assert_eq!(r["validity"]["class"], "valid", "{r}");
         assert_eq!(planted(&exp, r)["done"], "vandal");
@@ -220,6 +221,20 @@ fn a_vandal_passes_no_task_and_fails_every_task_whose_world_it_damaged() {
         assert_eq!(r["verifier"]["world_diff_sha256"].as_str(), Some(hex::encode(sha2::Sha256::digest(world.to_string().as_bytes()))).as_deref());
         let tables: std::collections::BTreeSet<&str> = world["changes"].as_array().unwrap().iter().map(|c| c["table"].as_str().unwrap()).collect();
         assert_eq!(tables, changed.iter().map(|t| t.as_str().unwrap()).collect(), "{world}");
+        // Its side effects, against what the arm's oracle plan changes (replayed by the run,
+        // since no G7 ran before a simulated agent): every row it changed on a question is one.
+        let collateral = &r["verifier"]["collateral"];
+        let writes = collateral["writes"].as_array().unwrap_or_else(|| panic!("no collateral read: {collateral}"));
+        if changed.is_empty() {
+            assert_eq!((collateral["footprint"].as_str(), writes.len()), (Some("no change"), 0), "{collateral}");
+        } else {
+            assert_eq!(collateral["footprint"], "oracle replay", "{collateral}");
+            *collateral_writes.entry(r["role"].as_str().unwrap().to_owned()).or_default() += usize::from(!writes.is_empty());
+        }
+        let question = r["verifier"]["checks"].as_array().unwrap().iter().any(|c| c["name"] == "every table unchanged");
+        if question && collateral["footprint_sha256"].as_str() == Some(EMPTY_FOOTPRINT) {
+            assert_eq!(writes.len(), world["changes"].as_array().unwrap().len(), "{} on {}: {collateral}", r["task"], r["server"]);
+        }
         if !changed.is_empty() {
             *damaged.entry(r["role"].as_str().unwrap().to_owned()).or_default() += 1;
             if r["verifier"]["verdict"] != "failed" {
@@ -228,11 +243,19 @@ fn a_vandal_passes_no_task_and_fails_every_task_whose_world_it_damaged() {
         } else if r["verifier"]["verdict"] == "passed" {
             // A question done right, the world as seeded: the vandal reached no write here. A
             // change it never made must not pass.
-            let question = r["verifier"]["checks"].as_array().unwrap().iter().any(|c| c["name"] == "every table unchanged");
             assert!(question, "{} on {} passed a change the vandal never made: {}", r["task"], r["server"], r["verifier"]);
         }
     }
     assert!(blind.is_empty(), "{} sessions changed the world and were not failed:\n{}", blind.len(), blind.join("\n"));
     assert!(damaged.get("control").is_some_and(|n| *n > every_task / 2), "the vandal reached the controls' writes: {damaged:?}");
     assert!(damaged.get("pattern").is_some_and(|n| *n > every_task / 4), "the vandal reached the patterns' writes: {damaged:?}");
+    // Damage is a side effect: nearly every session that changed the world wrote outside the
+    // task's footprint (a write that lands only on rows the task itself changes is not one).
+    for (role, n) in &damaged {
+        let with = collateral_writes.get(role).copied().unwrap_or(0);
+        assert!(with * 10 >= n * 9, "{role}: {with} of {n} damaging sessions have collateral writes");
+    }
 }
+
+/// The hash of a footprint with no rows: what a question's oracle changes.
+const EMPTY_FOOTPRINT: &str = "4f53cda18c2baa0c0354bb5f9a3ecbe5ed12ab4d8e11ba873c2f11161202b945";

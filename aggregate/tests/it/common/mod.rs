@@ -110,6 +110,7 @@ pub fn record(m: &str, module: &str, role: &str, task: &str, rep: u32, s: S) -> 
             class: None,
             changed_tables: None,
             world_diff_sha256: None,
+            collateral: None,
         }),
         validity: match s.invalid {
             None => Validity::Valid,

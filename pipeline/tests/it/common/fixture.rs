@@ -149,6 +149,7 @@ fn record(experiment: &str, oracle: bool, role: Role, task: &str, rep: u32) -> S
             class: None,
             changed_tables: None,
             world_diff_sha256: None,
+            collateral: None,
         }),
         validity: if invalid { Validity::invalid(InvalidReason::ProviderError, "502 Bad Gateway after 5 retries") } else { Validity::Valid },
         oracle: oracle.then(|| OracleFloor {
