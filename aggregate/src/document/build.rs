@@ -13,6 +13,7 @@ pub fn of_summary(s: &Summary) -> Document {
     let mut sections = vec![notices(s), super::headline::section(s), chart(), super::tables::attrition(s, &terms), super::tables::models(s, &terms)];
     sections.extend(super::adoption::section(s, &terms));
     sections.extend(super::grounding::section(s, &terms));
+    sections.extend(super::collateral::section(s, &terms));
     sections.extend(super::splits::section(s, &terms));
     sections.extend(super::order::section(s, &terms));
     sections.extend(super::tables::oracle(s, &terms));
@@ -40,6 +41,28 @@ fn notices(s: &Summary) -> Section {
     // failure held-out tasks exist to catch.
     for d in &s.split_disagreements {
         blocks.push(Block::Notice(Text::default().strong("Held-out tasks disagree").and(format!(": {}", d.message))));
+    }
+    // Above the headline too: a pattern that passes as often but changes more of the world than
+    // the task needs is what users of write tools fear most, and success does not show it.
+    for m in &s.models {
+        for x in &m.modules {
+            if let Some(d) = x.paired.collateral.as_ref().filter(|d| d.ci95.is_some_and(|i| i.lo > 0.0)) {
+                let (p, c) = (x.pattern.as_ref().and_then(|a| a.collateral.rate), x.control.as_ref().and_then(|a| a.collateral.rate));
+                let rates = match (p, c) {
+                    (Some(p), Some(c)) => format!(" ({} of its sessions against {} of the control's)", super::format::pct(p), super::format::pct(c)),
+                    _ => String::new(),
+                };
+                blocks.push(Block::Notice(Text::default().strong("The pattern raises side effects").and(format!(
+                    " ({} · {}): more sessions change the world outside the task's footprint{rates}, {:+.0} points [{:+.0}, {:+.0}] over {} pairs. See Side effects; never folded into success.",
+                    m.model,
+                    crate::metrics::Comparison::label_in(&x.module, x.comparison.as_ref(), x.split),
+                    100.0 * d.mean,
+                    100.0 * d.ci95.map_or(0.0, |i| i.lo),
+                    100.0 * d.ci95.map_or(0.0, |i| i.hi),
+                    d.n
+                ))));
+            }
+        }
     }
     blocks.extend(s.notices.iter().map(|n| Block::Notice(n.as_str().into())));
     Section { kind: SectionKind::Notices, heading: None, blocks }

@@ -10,6 +10,7 @@
 
 mod adoption;
 mod build;
+mod collateral;
 mod compare;
 pub mod format;
 mod grounding;
@@ -45,6 +46,8 @@ pub enum SectionKind {
     Models,
     Adoption,
     Grounding,
+    /// Side effects: changes outside each task's footprint.
+    Collateral,
     /// Dev and held-out tasks side by side, and the tasks on which the pattern loses.
     Splits,
     Order,
@@ -67,6 +70,7 @@ impl SectionKind {
             Self::Models => "models",
             Self::Adoption => "adoption",
             Self::Grounding => "grounding",
+            Self::Collateral => "collateral",
             Self::Splits => "splits",
             Self::Order => "order",
             Self::Oracle => "oracle",
@@ -246,6 +250,8 @@ pub enum Unit {
     Calls,
     /// Entity references in final answers.
     References,
+    /// Rows of the world a session changed.
+    Rows,
     Bytes,
     Usd,
 }
@@ -259,6 +265,7 @@ impl Unit {
             Self::Rate => "rate",
             Self::Turns => "turns",
             Self::Tokens => "tokens",
+            Self::Rows => "rows",
             Self::EstimatedTokens => "estimated_tokens",
             Self::Calls => "calls",
             Self::References => "references",

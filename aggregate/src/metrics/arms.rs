@@ -62,6 +62,10 @@ pub struct ArmMetrics {
     /// result, never folded into it.
     #[serde(default)]
     pub grounding: super::grounding::GroundingMetrics,
+    /// What the valid sessions changed outside their task's footprint: beside the result, never
+    /// folded into it.
+    #[serde(default)]
+    pub collateral: super::collateral::CollateralMetrics,
 }
 
 /// Retrieval over an arm's valid sessions (`records::Retrieval`, summed): beside success, never
@@ -223,6 +227,7 @@ pub(super) fn arm_metrics(recs: &[&SessionRecord], model: &str, prices: Option<&
         outcome_classes: super::classes::outcome_classes(&valid),
         adoption: super::adoption::adoption(&valid),
         grounding: super::grounding::grounding(&valid, opts),
+        collateral: super::collateral::collateral(&valid),
     }
 }
 

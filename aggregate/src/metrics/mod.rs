@@ -23,6 +23,7 @@ mod arms;
 mod attrition;
 pub mod claims;
 pub mod classes;
+pub mod collateral;
 pub mod grounding;
 mod oracle;
 pub mod order;

@@ -80,6 +80,11 @@ pub struct Paired {
     /// arm. A design that saves tokens by failing faster shows a saving over all pairs only.
     #[serde(default)]
     pub both_passed: BothPassed,
+    /// The share of sessions with a collateral write (side effects outside the task's
+    /// footprint), pattern − control, over the used pairs whose changes were both read; a rate
+    /// difference like success's. Null when no pair had both.
+    #[serde(default)]
+    pub collateral: Option<Diff>,
 }
 
 /// Used pairs by outcome; "passed" is the verifier's pass (a could-not-score is not one).
@@ -310,7 +315,19 @@ pub(super) fn module_report(
             input_tokens: diff(&succeeded, input),
             output_tokens: diff(&succeeded, output),
         },
+        collateral: diff_of(&pairs, super::collateral::had_collateral, true),
     };
+    if let Some(d) = &paired.collateral
+        && d.ci95.is_some_and(|i| i.lo > 0.0)
+    {
+        notices.push(format!(
+            "Side effects: the pattern raises collateral writes (changes outside the task's footprint) by {:+.0} points of sessions [{:+.0}, {:+.0}] over {} pairs — see Side effects. Never folded into success.",
+            100.0 * d.mean,
+            100.0 * d.ci95.map_or(0.0, |i| i.lo),
+            100.0 * d.ci95.map_or(0.0, |i| i.hi),
+            d.n
+        ));
+    }
 
     let mut pattern = (!pat.is_empty()).then(|| arm_metrics(&pat, model, prices, opts));
     if let Some(p) = pattern.as_mut() {

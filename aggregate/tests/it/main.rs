@@ -5,6 +5,7 @@
 //! once per file. Run one file's tests with `cargo nextest run -p aggregate -E 'test(/^FILE::/)'`.
 
 mod chart;
+mod collateral;
 mod common;
 mod comparability;
 mod compare;

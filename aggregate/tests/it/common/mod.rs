@@ -110,7 +110,23 @@ pub fn record(m: &str, module: &str, role: &str, task: &str, rep: u32, s: S) -> 
             class: None,
             changed_tables: None,
             world_diff_sha256: None,
-            collateral: None,
+            // One side effect in the fixture: t1's first pattern session also wrote a row of a
+            // table its task leaves alone.
+            collateral: Some(records::Collateral {
+                footprint: "g7".into(),
+                footprint_sha256: None,
+                writes: if task == "t1" && role == "pattern" && rep == 1 {
+                    vec![records::CollateralWrite {
+                        table: "customers".into(),
+                        id: 4,
+                        op: "updated".into(),
+                        class: records::CollateralClass::UntouchedTable,
+                        columns: vec!["tier".into()],
+                    }]
+                } else {
+                    vec![]
+                },
+            }),
         }),
         validity: match s.invalid {
             None => Validity::Valid,
