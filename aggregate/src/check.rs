@@ -33,7 +33,46 @@ pub fn check(exp: &Experiment) -> Result<Fingerprints> {
     if let Some(m) = &exp.manifest {
         inside_plan(m, &exp.dir.join(records::manifest::FILE), &exp.sessions)?;
     }
+    one_grading(&exp.sessions)?;
     comparable(&exp.sessions)
+}
+
+/// Outcomes of different verifiers or graders are never pooled: every graded record of a task
+/// was graded by one version of its verifier, and every graded record of the experiment by one
+/// grader (`records::Graded`; a record without versions is its own, unknown version).
+fn one_grading(sessions: &[Loaded]) -> Result<()> {
+    let version = |s: &Loaded, pick: fn(&records::Graded) -> &str| -> Option<String> {
+        s.record.verifier.as_ref().map(|v| v.graded.as_ref().map_or_else(|| "unknown (not recorded)".to_owned(), |g| pick(g).to_owned()))
+    };
+    let mut grader: Option<(String, &Loaded)> = None;
+    let mut verifiers: BTreeMap<String, (String, &Loaded)> = BTreeMap::new();
+    for s in sessions.iter().filter(|s| s.record.validity.is_valid()) {
+        let (Some(g), Some(v)) = (version(s, |g| &g.grader_sha256), version(s, |g| &g.verifier_sha256)) else { continue };
+        match &grader {
+            None => grader = Some((g, s)),
+            Some((first, at)) if *first != g => {
+                return Err(AggregateError::MixedGrading { what: "the grader".into(), ours: at.path.clone(), a: first.clone(), theirs: s.path.clone(), b: g });
+            }
+            Some(_) => {}
+        }
+        let task = format!("{}/{}", s.record.module, s.record.task);
+        match verifiers.get(&task) {
+            None => {
+                verifiers.insert(task, (v, s));
+            }
+            Some((first, at)) if *first != v => {
+                return Err(AggregateError::MixedGrading {
+                    what: format!("task {task}'s verifier"),
+                    ours: at.path.clone(),
+                    a: first.clone(),
+                    theirs: s.path.clone(),
+                    b: v,
+                });
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
 }
 
 /// Every record agrees with its own fingerprint (see [`SessionRecord::contradictions`]); replaced

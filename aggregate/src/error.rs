@@ -53,6 +53,10 @@ pub enum AggregateError {
     )]
     MixedFingerprints { with: PathBuf, without: PathBuf },
     #[error(
+        "{ours} was graded under {what} {a} and {theirs} under {b}: outcomes of different verifiers or graders are never pooled; grade every session with the current ones (`pipeline regrade EXP`, no model call: it lists any session it cannot regrade), or report the records apart"
+    )]
+    MixedGrading { what: String, ours: PathBuf, a: String, theirs: PathBuf, b: String },
+    #[error(
         "{path} contradicts its own fingerprint: {}; a record whose own fields and fingerprint disagree is not data (a harness bug or an edited file), and neither half can be trusted: restore the file as the run wrote it, or move it (and its transcript) out of the experiment folder and rerun that session",
         contradictions.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
     )]

@@ -10,6 +10,12 @@ use serde::{Deserialize, Serialize};
 /// The graders this binary is built with.
 pub const GRADER: &str = "rules: the task's verifier, claims against state (outcome class), the grounding extractor";
 
+/// The source of the rules this crate grades with (the outcome class and the claims it reads),
+/// hashed with the verifier's and the grounding extractor's into the grader version every
+/// outcome records (`records::Graded::grader_sha256`): a change to any of them is a new grader,
+/// and outcomes of two graders are never pooled.
+pub const RULE_SOURCES: [&str; 2] = [include_str!("metrics/classes.rs"), include_str!("metrics/claims.rs")];
+
 /// When the held-out part was last graded with these rules (UTC date).
 pub const MEASURED: &str = "2026-12-05";
 

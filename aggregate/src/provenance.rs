@@ -63,6 +63,24 @@ pub struct Provenance {
     pub spec: Option<Spec>,
     pub preflight: Preflight,
     pub report: ReportInfo,
+    /// Which verifiers and grader graded the valid sessions (every record agrees: the check
+    /// refuses to pool others), and how many a regrade wrote. Null in summaries made before.
+    #[serde(default)]
+    pub grading: Option<Grading>,
+}
+
+/// The versions the valid sessions' outcomes were graded under (`records::Graded`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Grading {
+    /// sha256 of the grading rules' source; null when the records did not keep it.
+    pub grader_sha256: Option<String>,
+    /// Tasks whose verifier's hash the records kept.
+    pub verifiers: usize,
+    /// Graded sessions whose records kept no versions (written before they were kept).
+    pub unknown: usize,
+    /// Sessions whose outcome `pipeline regrade` wrote, and when it last did.
+    pub regraded: usize,
+    pub last_regraded_at: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -263,6 +281,7 @@ pub fn of(exp: &Experiment, bootstrap_seed: u64, invocation: &Invocation) -> Pro
         bootstrap_seed,
         spec: manifest.and_then(|m| m.check.as_ref()).map(|c| Spec { sha256: text(c, "spec_sha256"), path: text(c, "spec_path"), status: text(c, "status") }),
         preflight: preflight(exp, manifest),
+        grading: Some(grading(records().filter_map(|r| r.verifier.as_ref()))),
         report: ReportInfo {
             aggregate_version: env!("CARGO_PKG_VERSION").into(),
             generator: invocation.generator.clone(),
@@ -270,6 +289,27 @@ pub fn of(exp: &Experiment, bootstrap_seed: u64, invocation: &Invocation) -> Pro
             generated_at: invocation.generated_at,
         },
     }
+}
+
+/// The grading versions of `outcomes`.
+fn grading<'a>(outcomes: impl Iterator<Item = &'a records::VerifierOutcome>) -> Grading {
+    let mut g = Grading::default();
+    let mut verifiers = std::collections::BTreeSet::new();
+    for o in outcomes {
+        match &o.graded {
+            None => g.unknown += 1,
+            Some(v) => {
+                g.grader_sha256.get_or_insert_with(|| v.grader_sha256.clone());
+                verifiers.insert(v.verifier_sha256.clone());
+                if let Some(at) = v.regraded_at {
+                    g.regraded += 1;
+                    g.last_regraded_at = g.last_regraded_at.max(Some(at));
+                }
+            }
+        }
+    }
+    g.verifiers = verifiers.len();
+    g
 }
 
 fn text(v: &Value, key: &str) -> Option<String> {

@@ -639,6 +639,73 @@ pub async fn apply_task_seed(pool: &PgPool, sql: &str) -> Result<(), WorldError>
     Ok(())
 }
 
+/// One row of a session's final state as the transcript's `world` event keeps it: what became of
+/// it (`inserted`, `updated`, `deleted`) and, for an insert or an update, the values it was left
+/// with (an insert's absent columns are null; an update's, unchanged).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowWrite {
+    pub table: String,
+    pub id: i64,
+    pub op: String,
+    pub values: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Rebuilds a session's final state on a freshly prepared world: every row of `writes` written
+/// as the session left it, in one transaction (inserts parents first, then updates, then
+/// deletions children first), through the same triggers, so the world's changes read afterwards
+/// are the session's own again. Values are cast by the table's own row type
+/// (`jsonb_populate_record`). A table outside the world, a column name that is not one, or a
+/// row that does not apply is an error and nothing is written.
+pub async fn apply_changes(pool: &PgPool, writes: &[RowWrite]) -> Result<(), WorldError> {
+    let order = |w: &RowWrite| seed::TABLES.iter().position(|t| *t == w.table);
+    let word = |c: &str| !c.is_empty() && c.chars().all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '_');
+    for w in writes {
+        if order(w).is_none() {
+            return Err(WorldError::Name(w.table.clone()));
+        }
+        if let Some(bad) = w.values.keys().find(|c| !word(c)) {
+            return Err(WorldError::Name(bad.clone()));
+        }
+    }
+    let mut sorted: Vec<&RowWrite> = writes.iter().collect();
+    let rank = |w: &RowWrite| match w.op.as_str() {
+        "inserted" => (0, order(w).unwrap_or(0) as i64),
+        "updated" => (1, order(w).unwrap_or(0) as i64),
+        _ => (2, -(order(w).unwrap_or(0) as i64)),
+    };
+    sorted.sort_by_key(|w| (rank(w), w.id));
+    let mut conn = pool.acquire().await.map_err(db_err("rebuilding a final state"))?;
+    let mut tx = conn.begin().await.map_err(db_err("rebuilding a final state"))?;
+    for w in sorted {
+        let t = &w.table;
+        let query = match w.op.as_str() {
+            "inserted" => {
+                let mut row = w.values.clone();
+                row.insert("id".into(), w.id.into());
+                sqlx::query(sqlx::AssertSqlSafe(format!("INSERT INTO {t} SELECT * FROM jsonb_populate_record(NULL::{t}, $1)")))
+                    .bind(serde_json::Value::Object(row))
+            }
+            "updated" => {
+                let set: Vec<String> = w.values.keys().map(|c| format!("{c} = r.{c}")).collect();
+                if set.is_empty() {
+                    continue;
+                }
+                let sql = format!("UPDATE {t} SET {} FROM jsonb_populate_record(NULL::{t}, $1) AS r WHERE {t}.id = $2", set.join(", "));
+                sqlx::query(sqlx::AssertSqlSafe(sql)).bind(serde_json::Value::Object(w.values.clone())).bind(w.id)
+            }
+            "deleted" => sqlx::query(sqlx::AssertSqlSafe(format!("DELETE FROM {t} WHERE id = $1"))).bind(w.id),
+            other => return Err(WorldError::Name(other.to_owned())),
+        };
+        let done = query.execute(&mut *tx).await.map_err(db_err(format!("writing {t} {} as {}", w.id, w.op)))?;
+        if done.rows_affected() != 1 {
+            return Err(WorldError::Database { doing: format!("writing {t} {} as {}", w.id, w.op), source: sqlx::Error::RowNotFound });
+        }
+    }
+    tx.commit().await.map_err(db_err("committing a rebuilt final state"))?;
+    conn.return_to_pool().await;
+    Ok(())
+}
+
 /// sha256 of one table's rows in id order (see [`canonical_dump_hash`]).
 pub async fn table_hash(pool: &PgPool, table: &str) -> Result<String, WorldError> {
     let mut read = ReadOnly::begin(pool).await?;

@@ -112,6 +112,7 @@ async fn conclude(
             // The class as graded now, with the claim that decided it: a reader of one record
             // sees why, without the report.
             verified.class = aggregate::metrics::classes::explain_answer(&verified, outcome.final_answer.as_deref());
+            verified.graded = Some(crate::grading::graded(task, None));
             // What the session changed, row by row: the transcript's last event, its hash in the
             // record (none when the verifier could not read the world).
             let event = verified.changed_tables.is_some().then(|| world_event(&diff));
@@ -190,7 +191,7 @@ pub const CONTROL_PLANE_CHECK: &str = "the arm kept off the backend's control pl
 /// control plane during the session (refused by the data plane, so the world is as the session
 /// left it). An MCP server that offers the harness's reset, or calls it, is the arm's failure:
 /// counted against it in success, where dropping the session as invalid would hide it.
-fn kept_off_the_control_plane(mut verified: records::VerifierOutcome, attempts: u64) -> records::VerifierOutcome {
+pub(crate) fn kept_off_the_control_plane(mut verified: records::VerifierOutcome, attempts: u64) -> records::VerifierOutcome {
     if attempts == 0 {
         return verified;
     }
@@ -404,6 +405,7 @@ fn record_of(ctx: &RunContext, pending: &Pending, outcome: &SessionOutcome, veri
         retrieval: retrieval_of(job, outcome),
         conversation: None,
         superseded: None,
+        earlier_grades: Vec::new(),
     }
 }
 
@@ -463,7 +465,7 @@ fn retrieval_of(job: &crate::plan::PlannedSession, outcome: &SessionOutcome) -> 
 /// The transcript's `world` event: every row the session changed, net, relative to the fresh
 /// world (`backend::world::RowChange`): table, id, what happened, and the columns that changed
 /// with their values before and after.
-fn world_event(diff: &[backend::world::RowChange]) -> serde_json::Value {
+pub(crate) fn world_event(diff: &[backend::world::RowChange]) -> serde_json::Value {
     let changes: Vec<serde_json::Value> = diff
         .iter()
         .map(|c| {

@@ -328,6 +328,24 @@ pub struct VerifierOutcome {
     /// before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub collateral: Option<Collateral>,
+    /// Which verifier and grader produced this outcome, and when a regrade did. Absent in
+    /// records written before it was kept: their versions are unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graded: Option<Graded>,
+}
+
+/// The versions an outcome was graded under (docs/regrade.md). Outcomes graded under different
+/// versions are never pooled.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Graded {
+    /// sha256 of the task's verifier as loaded (its checks, not its file's comments).
+    pub verifier_sha256: String,
+    /// sha256 of the grading rules' source (answer checks, grounding extractor, outcome class).
+    pub grader_sha256: String,
+    /// Set when `pipeline regrade` wrote this outcome over a stored final state; absent when the
+    /// session's own run graded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regraded_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// What a session changed beyond the task's expected footprint (docs/collateral.md).

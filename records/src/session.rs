@@ -183,6 +183,10 @@ pub struct SessionRecord {
     /// Present only on a record kept under `superseded/`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub superseded: Option<Superseded>,
+    /// The outcomes `verifier` replaced, oldest first: each `pipeline regrade` that changed the
+    /// grading keeps the one before (docs/regrade.md). Empty for a record graded once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier_grades: Vec<crate::VerifierOutcome>,
 }
 
 /// Where a warm session's task sat in its conversation, and what the conversation carried into it.
@@ -420,6 +424,7 @@ mod tests {
             retrieval: None,
             conversation: None,
             superseded: None,
+            earlier_grades: Vec::new(),
         }
     }
 

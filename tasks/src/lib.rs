@@ -29,6 +29,10 @@ pub mod oracle;
 pub mod replay;
 pub mod verify;
 
+/// The source of the rules this crate grades with (the verifier's checks of state and answer,
+/// the grounding extractor): part of the grader version (`records::Graded::grader_sha256`).
+pub const RULE_SOURCES: [&str; 2] = [include_str!("verify.rs"), include_str!("grounding.rs")];
+
 pub use load::{FamilyInstance, LoadError, Task, TaskMeta, default_tasks_dir, folder_hash, load_all, load_module};
 pub use oracle::{OraclePlan, Step};
 pub use replay::{ReplayReport, replay};

@@ -132,6 +132,13 @@ impl Verifier {
         Ok(Baseline { tables, values })
     }
 
+    /// sha256 of this verifier as loaded: its checks, whatever the file's comments and layout
+    /// (`records::Graded::verifier_sha256`).
+    pub fn sha256(&self) -> String {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(serde_json::to_string(self).expect("a verifier serialises").as_bytes()))
+    }
+
     /// Judges the final state in `pool` and the final `answer`.
     pub async fn verify(&self, pool: &PgPool, baseline: &Baseline, answer: &str) -> Outcome {
         self.verify_with_changes(pool, baseline, answer).await.0
@@ -169,6 +176,7 @@ impl Verifier {
                     class: None,
                     changed_tables: Some(backend::world::tables_of(&diff)),
                     world_diff_sha256: None,
+                    graded: None,
                     collateral: None,
                 };
                 (outcome, diff)
@@ -183,6 +191,7 @@ impl Verifier {
                     class: None,
                     changed_tables: None,
                     world_diff_sha256: None,
+                    graded: None,
                     collateral: None,
                 };
                 (outcome, Vec::new())

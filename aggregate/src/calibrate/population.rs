@@ -284,6 +284,7 @@ fn session(scenario: &str, role: Role, task: &str, rep: u32, input_tokens: u64, 
             class: None,
             changed_tables: None,
             world_diff_sha256: None,
+            graded: None,
             collateral: None,
         }),
         validity: Validity::Valid,
@@ -295,6 +296,7 @@ fn session(scenario: &str, role: Role, task: &str, rep: u32, input_tokens: u64, 
         retrieval: None,
         conversation: None,
         superseded: None,
+        earlier_grades: Vec::new(),
     }
 }
 

@@ -112,6 +112,28 @@ fn provenance_rows(s: &Summary) -> Vec<(&'static str, Text)> {
         ),
         ("binary version", p.binary_version.clone().unwrap_or_else(|| "not recorded by the run".into())),
         ("Postgres", p.postgres.clone().unwrap_or_else(|| "not recorded by the run".into())),
+        (
+            "graded by",
+            match &p.grading {
+                None => not_recorded(),
+                Some(g) if g.grader_sha256.is_none() => "versions not recorded (records written before verifier and grader versions were kept)".into(),
+                Some(g) => {
+                    let regraded = match g.last_regraded_at {
+                        Some(at) => format!(
+                            "; {} sessions regraded over their kept final states (pipeline regrade), last at {}",
+                            g.regraded,
+                            at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+                        ),
+                        None => "; graded as the sessions ran".into(),
+                    };
+                    format!(
+                        "grader {} (the rules' source hash) with {} task verifier version(s){regraded}",
+                        g.grader_sha256.as_deref().map_or("—", |h| &h[..h.len().min(12)]),
+                        g.verifiers
+                    )
+                }
+            },
+        ),
         ("harness overhead", {
             let h = &s.run.harness;
             match (h.p50_ms, h.share_p50) {

@@ -233,6 +233,7 @@ mod tests {
             class: None,
             changed_tables: None,
             world_diff_sha256: None,
+            graded: None,
             collateral: None,
         }
     }

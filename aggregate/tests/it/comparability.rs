@@ -208,3 +208,39 @@ fn merge_and_compare_refuse_a_self_contradictory_record_too() {
     let (named, ..) = self_contradictory(aggregate::compare::compare(&a, &b, &[], &opts()).unwrap_err());
     assert_eq!(named, path);
 }
+
+/// Outcomes of two versions of a task's verifier, or of two graders, are never pooled; one
+/// version of each (or none recorded anywhere) is reported as usual.
+#[test]
+fn outcomes_of_different_verifiers_or_graders_are_never_pooled() {
+    let same = tempfile::tempdir().unwrap();
+    pairs(same.path(), "m", &["t1", "t2"], 1..=3, graded("v1", "g1"));
+    aggregate::report(same.path(), None, &opts()).expect("one version of each pools");
+
+    for (what, second) in [("task m1/t1's verifier", graded("v2", "g1")), ("the grader", graded("v1", "g2"))] {
+        let dir = tempfile::tempdir().unwrap();
+        pairs(dir.path(), "m", &["t1", "t2"], 1..=2, graded("v1", "g1"));
+        pairs(dir.path(), "m", &["t1"], 3..=3, second);
+        match aggregate::report(dir.path(), None, &opts()) {
+            Err(e @ AggregateError::MixedGrading { .. }) => {
+                let text = e.to_string();
+                assert!(text.contains(&format!("under {what} ")) && text.contains("never pooled") && text.contains("pipeline regrade"), "{text}");
+            }
+            other => panic!("expected MixedGrading for {what}, got {other:?}"),
+        }
+    }
+}
+
+fn graded(verifier: &'static str, grader: &'static str) -> impl Fn(SessionRecord) -> SessionRecord {
+    move |mut r: SessionRecord| {
+        if let Some(v) = r.verifier.as_mut() {
+            v.graded = Some(records::Graded { verifier_sha256: verifier.into(), grader_sha256: grader.into(), regraded_at: None });
+        }
+        fingerprinted(arms_differ_plain(r))
+    }
+}
+
+fn arms_differ_plain(mut r: SessionRecord) -> SessionRecord {
+    r.manifest_sha256 = if r.role == Role::Pattern { "aa".into() } else { "bb".into() };
+    r
+}

@@ -73,6 +73,7 @@ fn experiment(dir: &Path) {
                 class: None,
                 changed_tables: None,
                 world_diff_sha256: None,
+                graded: None,
                 collateral: None,
             });
         }

@@ -15,6 +15,7 @@ pub(crate) mod check;
 pub(crate) mod freeze;
 pub(crate) mod list;
 pub(crate) mod new_module;
+pub(crate) mod regrade;
 pub(crate) mod seal;
 pub(crate) mod servers;
 pub(crate) mod sweep;
@@ -61,6 +62,9 @@ enum Command {
     /// from populations with planted effects, analysed by the report's own code (coverage, false
     /// verdicts, power, flip rate; docs/calibration/).
     Calibrate(calibrate::CalibrateArgs),
+    /// Grade an experiment's sessions again with the current verifiers and graders, over the
+    /// final states their transcripts kept: no model call (docs/regrade.md).
+    Regrade(regrade::RegradeArgs),
     /// Run one module over a series of world scales (`--scale 1,2,4,8`), each level its own
     /// experiment, and report where the pattern starts to pay.
     Sweep(sweep::SweepArgs),
@@ -113,8 +117,8 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         // external server and must kill it on the way out, however early.
         crate::signals::install();
     }
-    // The viewer starts no server and reads no arm; calibrate runs no session.
-    if !builtin_serve && !matches!(&cli.command, Some(Command::Backend(_) | Command::View(_) | Command::Calibrate(_))) {
+    // The viewer starts no server and reads no arm; calibrate runs no session, regrade no arm.
+    if !builtin_serve && !matches!(&cli.command, Some(Command::Backend(_) | Command::View(_) | Command::Calibrate(_) | Command::Regrade(_))) {
         let dir = arms_dir(cli.arms_dir);
         ::servers::registry::register_external(::servers::external::discover(&dir)?)?;
     }
@@ -136,6 +140,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Run(args) => check::run_cmd(args).await,
         Command::Aggregate(args) => done(aggregate::run(args)),
         Command::Sweep(args) => sweep::run(args).await,
+        Command::Regrade(args) => regrade::run(args).await,
         Command::Calibrate(args) => calibrate::run(args),
         Command::Seal(args) => seal::seal_cmd(args).await,
         Command::NewModule(args) => done(new_module::run(args)),

@@ -21,6 +21,7 @@ const PIPELINE: &[&str] = &[
     "plan",
     "input",
     "held_out",
+    "grading",
     "split",
     "shard",
     "otlp",

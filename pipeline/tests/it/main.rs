@@ -17,6 +17,7 @@ mod layers;
 mod local_endpoint;
 mod new_module;
 mod otlp;
+mod regrade;
 mod report_browser;
 mod run;
 mod shards;

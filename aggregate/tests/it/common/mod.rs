@@ -110,6 +110,7 @@ pub fn record(m: &str, module: &str, role: &str, task: &str, rep: u32, s: S) -> 
             class: None,
             changed_tables: None,
             world_diff_sha256: None,
+            graded: None,
             // One side effect in the fixture: t1's first pattern session also wrote a row of a
             // table its task leaves alone.
             collateral: Some(records::Collateral {
@@ -150,6 +151,7 @@ pub fn record(m: &str, module: &str, role: &str, task: &str, rep: u32, s: S) -> 
         retrieval: None,
         conversation: None,
         superseded: None,
+        earlier_grades: Vec::new(),
     }
 }
 

@@ -149,6 +149,7 @@ fn record(experiment: &str, oracle: bool, role: Role, task: &str, rep: u32) -> S
             class: None,
             changed_tables: None,
             world_diff_sha256: None,
+            graded: None,
             collateral: None,
         }),
         validity: if invalid { Validity::invalid(InvalidReason::ProviderError, "502 Bad Gateway after 5 retries") } else { Validity::Valid },
@@ -169,6 +170,7 @@ fn record(experiment: &str, oracle: bool, role: Role, task: &str, rep: u32) -> S
         retrieval: None,
         conversation: None,
         superseded: None,
+        earlier_grades: Vec::new(),
     };
     let fp = fingerprint(&r);
     r.fingerprint_sha256 = Some(fp.sha256());

@@ -1,0 +1,170 @@
+//! `pipeline regrade EXP`: grade an experiment's sessions again with the current verifiers and
+//! graders, over the final states their transcripts kept, without any model call
+//! (docs/regrade.md). Each session's world is rebuilt — the task's fresh world, then every row
+//! the session changed, as it left them — and checked against the record's own hash of those
+//! changes before anything is graded; the outcome it had moves to `earlier_grades`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+use sha2::Digest;
+
+use records::{SessionRecord, Verdict, VerifierOutcome};
+
+use crate::exit::Exit;
+
+#[derive(Debug, Args)]
+pub struct RegradeArgs {
+    /// The experiment folder (`<results-dir>/<exp-name>`).
+    pub exp: PathBuf,
+    /// Print what was regraded as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Grade again even the sessions these verifiers and this grader already graded: a check that
+    /// their final states rebuild and grade as they did.
+    #[arg(long)]
+    pub all: bool,
+}
+
+/// What became of one session.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Regraded {
+    pub record: PathBuf,
+    pub task: String,
+    pub server: String,
+    pub rep: u32,
+    /// `regraded` (a new outcome, verdict unchanged), `verdict_changed`, `unchanged` (graded
+    /// under the same versions already: nothing to do), `left` (left as graded, with why).
+    pub status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<Verdict>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<Verdict>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+pub async fn run(args: RegradeArgs) -> anyhow::Result<Exit> {
+    let dir = &args.exp;
+    if !dir.join(records::manifest::FILE).is_file() {
+        anyhow::bail!("{} is not an experiment folder (no {}): give the folder a run wrote, e.g. results/<exp-name>", dir.display(), records::manifest::FILE);
+    }
+    // No run may write the records while they are graded again.
+    let _lock = crate::experiment::Experiment::lock(dir)?;
+    let exp = aggregate::load::load_experiment(dir).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let root = tasks::default_tasks_dir();
+    let mut by_key: BTreeMap<(String, String), tasks::Task> = BTreeMap::new();
+    let modules: std::collections::BTreeSet<&str> = exp.sessions.iter().map(|s| s.record.module.as_str()).collect();
+    for m in modules {
+        for t in tasks::load_module(&root, m).with_context(|| format!("loading the tasks of {m} from {}", root.display()))? {
+            by_key.insert((t.module.clone(), t.id.clone()), t);
+        }
+    }
+    let backend = backend::local::LocalBackend::start(backend::WorldSpec::default()).await.context("starting the backend the final states are rebuilt in")?;
+    let now = chrono::Utc::now();
+    let mut out = Vec::new();
+    for s in &exp.sessions {
+        let r = &s.record;
+        let Some(old) = r.verifier.as_ref().filter(|_| r.validity.is_valid()) else { continue };
+        let mut note = |status, from, to, why: Option<String>| {
+            out.push(Regraded { record: s.path.clone(), task: r.task.clone(), server: r.server.clone(), rep: r.rep, status, from, to, why })
+        };
+        let Some(task) = by_key.get(&(r.module.clone(), r.task.clone())) else {
+            note("left", Some(old.verdict), None, Some(format!("task {}/{} is no longer in {}", r.module, r.task, root.display())));
+            continue;
+        };
+        let mut task = task.clone();
+        (task.meta.seed, task.meta.scale) = (r.world_seed, r.world_scale);
+        let current = crate::grading::graded(&task, None);
+        if !args.all && old.graded.as_ref().is_some_and(|g| g.verifier_sha256 == current.verifier_sha256 && g.grader_sha256 == current.grader_sha256) {
+            note("unchanged", Some(old.verdict), Some(old.verdict), None);
+            continue;
+        }
+        match regrade_one(&task, r, old, &s.transcript_path(), &backend).await {
+            Err(why) => note("left", Some(old.verdict), None, Some(why)),
+            Ok(mut new) => {
+                new.graded = Some(crate::grading::graded(&task, Some(now)));
+                let status = if new.verdict == old.verdict { "regraded" } else { "verdict_changed" };
+                note(status, Some(old.verdict), Some(new.verdict), None);
+                let mut record: SessionRecord = r.clone();
+                record.earlier_grades.push(old.clone());
+                record.verifier = Some(new);
+                records::write_atomically(&s.path, &serde_json::to_vec_pretty(&record)?).with_context(|| format!("writing {}", s.path.display()))?;
+            }
+        }
+    }
+    backend.shutdown().await.context("stopping the backend")?;
+    let count = |status: &str| out.iter().filter(|x| x.status == status).count();
+    eprintln!(
+        "regraded {}: {} session(s) graded again ({} with another verdict), {} already graded by these verifiers and graders, {} left as graded",
+        dir.display(),
+        count("regraded") + count("verdict_changed"),
+        count("verdict_changed"),
+        count("unchanged"),
+        count("left")
+    );
+    for x in out.iter().filter(|x| x.status == "verdict_changed") {
+        eprintln!("  {} on {} rep {}: {:?} → {:?}", x.task, x.server, x.rep, x.from.unwrap_or(Verdict::CouldNotScore), x.to.unwrap_or(Verdict::CouldNotScore));
+    }
+    for x in out.iter().filter(|x| x.status == "left") {
+        eprintln!("  left as graded: {} on {} rep {}: {}", x.task, x.server, x.rep, x.why.as_deref().unwrap_or(""));
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "experiment": dir, "sessions": out }))?);
+    }
+    Ok(Exit::Ok)
+}
+
+/// The session's outcome under the current verifier and graders, over its final state rebuilt
+/// from its transcript; or why that state cannot be rebuilt.
+async fn regrade_one(
+    task: &tasks::Task,
+    r: &SessionRecord,
+    old: &VerifierOutcome,
+    transcript: &std::path::Path,
+    backend: &backend::local::LocalBackend,
+) -> Result<VerifierOutcome, String> {
+    let Some(kept) = old.world_diff_sha256.as_deref() else {
+        return Err("its record kept no hash of its final state (written before final states were kept, or the world could not be read)".into());
+    };
+    let text = std::fs::read_to_string(transcript).map_err(|e| format!("reading {}: {e}", transcript.display()))?;
+    let event = text
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str::<serde_json::Value>(l).ok().filter(|e| e["event"] == "world"))
+        .ok_or_else(|| format!("{} holds no `world` event", transcript.display()))?;
+    if hex::encode(sha2::Sha256::digest(event.to_string().as_bytes())) != kept {
+        return Err(format!("the `world` event of {} is not the one its record hashed", transcript.display()));
+    }
+    let writes = crate::grading::writes_of(&event).ok_or("its `world` event is malformed")?;
+    let world = backend.world();
+    task.prepare(world).await?;
+    let pool = world.pool();
+    let baseline = task.verifier.baseline(&pool).await.map_err(|e| format!("reading the baseline: {e}"))?;
+    backend::world::apply_changes(&pool, &writes).await.map_err(|e| format!("rebuilding its final state: {e}"))?;
+    let answer = r.final_answer.as_deref().unwrap_or("");
+    let (mut new, diff) = task.verifier.verify_with_changes(&pool, &baseline, answer).await;
+    if new.changed_tables.is_none() {
+        return Err(format!("the verifier could not read the rebuilt state: {}", new.reasons.join("; ")));
+    }
+    // The rebuilt world must be the one the session left, row for row, or nothing is graded.
+    let rebuilt = crate::session::world_event(&diff);
+    if hex::encode(sha2::Sha256::digest(rebuilt.to_string().as_bytes())) != kept {
+        return Err("its final state could not be rebuilt exactly from the rows its transcript kept".into());
+    }
+    // What the verifier does not decide stays as the run found it: the arm's reach for the
+    // control plane, and the side effects (held to the footprint of the run's oracle plans).
+    if let Some(check) = old.checks.iter().find(|c| c.name == crate::session::CONTROL_PLANE_CHECK) {
+        new.checks.push(check.clone());
+        new.reasons.extend(old.reasons.iter().filter(|x| x.contains("control plane")).cloned());
+        if new.verdict == Verdict::Passed && !check.held {
+            new.verdict = Verdict::Failed;
+        }
+    }
+    new.class = aggregate::metrics::classes::explain_answer(&new, r.final_answer.as_deref());
+    new.world_diff_sha256 = Some(kept.to_owned());
+    new.collateral = old.collateral.clone();
+    Ok(new)
+}

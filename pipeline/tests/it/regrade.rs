@@ -1,0 +1,117 @@
+//! `pipeline regrade`: sessions graded again over their kept final states, without a model — the
+//! same outcomes on an unchanged tree, new ones only where a verifier changed, and a session whose
+//! kept state does not match its record left as graded.
+
+use std::path::Path;
+
+use crate::common::{self, pipeline, records};
+
+fn text(out: &std::process::Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+fn regrade(exp: &Path, tasks: Option<&Path>, all: bool) -> serde_json::Value {
+    let mut c = pipeline();
+    c.arg("regrade").arg(exp).arg("--json");
+    if all {
+        c.arg("--all");
+    }
+    if let Some(t) = tasks {
+        c.env("MCPBENCH_TASKS_DIR", t);
+    }
+    let out = c.output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn by_status(report: &serde_json::Value, status: &str) -> Vec<serde_json::Value> {
+    report["sessions"].as_array().unwrap().iter().filter(|s| s["status"] == status).cloned().collect()
+}
+
+/// What a regrade must reproduce: everything the verifier and graders decide but the time it
+/// took, the versions, and the wording of failed checks (rows of a query without an order can
+/// come back in another order from a rebuilt table).
+fn decided(v: &serde_json::Value) -> serde_json::Value {
+    let mut v = v.clone();
+    for k in ["elapsed_ms", "graded", "reasons"] {
+        v.as_object_mut().unwrap().remove(k);
+    }
+    v
+}
+
+#[test]
+fn a_regrade_reproduces_every_outcome_on_an_unchanged_tree_and_changes_only_what_a_verifier_changed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = pipeline()
+        .args(["--module", "tool_orchestrator", "--models", "oracle,sim:vandal", "--k", "1", "--exp-name", "e", "--results-dir"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let exp = tmp.path().join("e");
+    let before = records(&exp);
+    assert!(before.iter().all(|r| r["verifier"]["graded"]["grader_sha256"].as_str().is_some_and(|h| h.len() == 64)), "the run records its versions");
+    let changed = before.iter().filter(|r| !r["verifier"]["changed_tables"].as_array().unwrap().is_empty()).count();
+    assert!(changed * 2 > before.len(), "most sessions changed the world (the oracle's as the tasks ask, the vandal's anyhow): {changed} of {}", before.len());
+
+    // Unchanged tree: nothing to do, and with --all every state rebuilt and graded the same.
+    let nothing = regrade(&exp, None, false);
+    assert_eq!(by_status(&nothing, "unchanged").len(), before.len(), "{nothing}");
+    let again = regrade(&exp, None, true);
+    assert_eq!(by_status(&again, "regraded").len(), before.len(), "{again}");
+    let after = records(&exp);
+    for (a, b) in before.iter().zip(&after) {
+        assert_eq!(a["task"], b["task"]);
+        assert_eq!(decided(&a["verifier"]), decided(&b["verifier"]), "{} on {}", a["task"], a["server"]);
+        assert_eq!(decided(&b["earlier_grades"][0]), decided(&a["verifier"]));
+        assert!(b["verifier"]["graded"]["regraded_at"].is_string());
+    }
+
+    // One verifier changed (a check no state can hold): only that task's sessions are graded
+    // again, and the oracle's passes become failures; every other session is already graded by
+    // its task's current verifier.
+    let task = after.iter().find(|r| r["model"]["id"] == "oracle" && !r["verifier"]["changed_tables"].as_array().unwrap().is_empty()).unwrap()["task"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let tasks = tmp.path().join("tasks");
+    common::copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../tasks/tool_orchestrator"), &tasks.join("tool_orchestrator"));
+    let verify = tasks.join("tool_orchestrator").join(&task).join("verify.toml");
+    let was = std::fs::read_to_string(&verify).unwrap();
+    std::fs::write(&verify, format!("{was}\n[[sql]]\nname = \"a check no state holds\"\nquery = \"SELECT 1 = 2 AS never\"\nexpect = true\n")).unwrap();
+    let report = regrade(&exp, Some(&tasks), false);
+    let flipped = by_status(&report, "verdict_changed");
+    assert_eq!(flipped.len(), 2, "the oracle's sessions of {task}, both arms: {report}");
+    assert!(flipped.iter().all(|s| s["task"] == task.as_str() && s["from"] == "passed" && s["to"] == "failed"), "{report}");
+    let same = by_status(&report, "regraded");
+    assert!(same.len() == 2 && same.iter().all(|s| s["task"] == task.as_str() && s["to"] == "failed"), "the vandal's sessions of {task}: {report}");
+    assert_eq!(by_status(&report, "unchanged").len(), before.len() - 4, "{report}");
+    let now = records(&exp);
+    let r = now.iter().find(|r| r["task"] == task.as_str() && r["model"]["id"] == "oracle").unwrap();
+    assert_eq!(r["earlier_grades"].as_array().unwrap().len(), 2, "both earlier outcomes kept");
+    assert!(r["verifier"]["reasons"].as_array().unwrap().iter().any(|x| x.as_str().unwrap().starts_with("a check no state holds")));
+
+    // One version per task and grader: the report pools them and names them.
+    let out = pipeline().args(["aggregate", "--result-dir"]).arg(&exp).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let md = std::fs::read_to_string(exp.join("report.md")).unwrap();
+    let row = md.lines().find(|l| l.starts_with("| graded by |")).expect("the provenance names the grading");
+    assert!(row.contains(&format!("{} sessions regraded", before.len())), "{row}");
+
+    // A kept state that is not the one the record hashed is never graded.
+    let victim = now
+        .iter()
+        .find(|r| r["model"]["id"] == "sim:vandal" && r["task"] != task.as_str() && !r["verifier"]["changed_tables"].as_array().unwrap().is_empty())
+        .unwrap();
+    let transcript =
+        exp.join(format!("sim_vandal__{}", victim["server"].as_str().unwrap())).join(format!("{}__rep1.transcript.jsonl", victim["task"].as_str().unwrap()));
+    let kept = std::fs::read_to_string(&transcript).unwrap();
+    let (head, world) = kept.trim_end().rsplit_once('\n').unwrap();
+    let mut event: serde_json::Value = serde_json::from_str(world).unwrap();
+    event["changes"].as_array_mut().unwrap().pop();
+    std::fs::write(&transcript, format!("{head}\n{event}\n")).unwrap();
+    let report = regrade(&exp, None, true);
+    let left = by_status(&report, "left");
+    assert_eq!(left.len(), 1, "{report}");
+    assert!(left[0]["why"].as_str().unwrap().contains("is not the one its record hashed"), "{report}");
+}
