@@ -33,11 +33,23 @@ pub enum Item {
         title: String,
         detail: String,
     },
+    /// What the session changed in the world, row by row (the transcript's last event).
+    World(Vec<WorldRow>),
     /// An event this reader does not know, kept verbatim.
     Other {
         event: String,
         body: String,
     },
+}
+
+/// One row the session changed: inserted, updated or deleted, and each changed column's value
+/// before and after (JSON text; `null` for an inserted row's before and a deleted row's after).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorldRow {
+    pub table: String,
+    pub id: i64,
+    pub op: String,
+    pub columns: Vec<(String, String, String)>,
 }
 
 /// A call as the model asked for it.
@@ -152,6 +164,10 @@ pub fn parse(jsonl: &str) -> Conversation {
                 transport_error: text(&e, "transport_error"),
             })),
             "answer" => c.items.push(Item::Answer(text(&e, "text").unwrap_or_default())),
+            "world" => match world_rows(&e) {
+                Some(rows) => c.items.push(Item::World(rows)),
+                None => c.items.push(Item::Other { event, body: pretty(line) }),
+            },
             // What the model was sent and answered is in the messages; the record has the usage.
             "response" | "end" => {}
             "tool_call_as_text" => c.items.push(Item::Problem {
@@ -176,6 +192,26 @@ pub fn parse(jsonl: &str) -> Conversation {
         }
     }
     c
+}
+
+/// The rows of a `world` event, or none when it is not one this reader can read.
+fn world_rows(e: &Value) -> Option<Vec<WorldRow>> {
+    e.get("changes")?
+        .as_array()?
+        .iter()
+        .map(|c| {
+            let columns = c
+                .get("columns")?
+                .as_object()?
+                .iter()
+                .map(|(k, v)| {
+                    let pair = v.as_array()?;
+                    Some((k.clone(), pair.first()?.to_string(), pair.get(1)?.to_string()))
+                })
+                .collect::<Option<Vec<_>>>()?;
+            Some(WorldRow { table: text(c, "table")?, id: c.get("id")?.as_i64()?, op: text(c, "op")?, columns })
+        })
+        .collect()
 }
 
 /// `s` pretty-printed when it is JSON, as it is otherwise.

@@ -23,6 +23,7 @@ fn model_transcript() -> String {
         r#"{"event":"response","turn":2,"latency_ms":640.0,"retries":1,"body":{}}"#,
         r#"{"event":"message","turn":2,"message":{"role":"assistant","content":"Done: <moved> & notified."}}"#,
         r#"{"event":"end","validity":{"class":"valid"},"final_answer":"Done: <moved> & notified."}"#,
+        r#"{"event":"world","changes":[{"table":"customers","id":4,"op":"updated","columns":{"tier":["gold","bronze"]}},{"table":"tickets","id":301,"op":"updated","columns":{"assignee_id":[7,9]}}]}"#,
     ]
     .join("\n")
         + "\n"
@@ -144,7 +145,24 @@ fn sessions_read_as_conversations() {
     assert!(first.contains("data-model=\"m\" data-module=\"m1\" data-arm=\"control\" data-task=\"t1\" data-outcome=\"passed\" data-tokens=\"202\" data-turns=\"4\" data-calls=\"1\""), "{first}");
     // The messages in order, by role.
     let classes: Vec<&str> = first.match_indices("<div class=\"msg ").map(|(i, m)| first[i + m.len()..].split('"').next().unwrap()).collect();
-    assert_eq!(classes, ["system", "system", "user", "assistant", "tool", "tool error", "assistant"], "offered, system, user, assistant, two results, answer");
+    assert_eq!(
+        classes,
+        ["system", "system", "user", "assistant", "tool", "tool error", "assistant", "world"],
+        "offered, system, user, assistant, two results, answer, the world's changes"
+    );
+    // What the session changed; none of it outside the footprint in this session's record.
+    assert!(first.contains("2 rows changed, all inside the task's footprint"), "{first}");
+    assert!(first.contains("<code>assignee_id</code>: 7 → 9") && !first.contains("class=\"collateral\""), "{first}");
+    // The fixture's one collateral write (t1, pattern, rep 1: customer 4's tier) is marked.
+    let pattern = &h[h.find("data-arm=\"pattern\" data-task=\"t1\" data-outcome=\"passed\"").unwrap()..];
+    let pattern = &pattern[..pattern.find("\n<details class=\"session\"").unwrap()];
+    assert!(pattern.contains("1 outside the task's footprint (collateral)"), "{pattern}");
+    assert!(
+        pattern.contains("<tr class=\"collateral\"><td>customers</td><td>4</td><td>updated · <span class=\"err\">collateral: untouched table</span>"),
+        "{pattern}"
+    );
+    assert!(pattern.contains("<div class=\"outside\"><code>tier</code>: &#34;gold&#34; → &#34;bronze&#34;</div>"), "{pattern}");
+    assert!(pattern.contains("<tr><td>tickets</td><td>301</td>"), "{pattern}");
     assert!(
         first.contains("calls <span class=\"name\">users_list</span><pre>{\n  &#34;q&#34;: &#34;Lena Novak&#34;\n}</pre>"),
         "arguments pretty-printed: {first}"

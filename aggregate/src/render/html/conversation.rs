@@ -50,10 +50,26 @@ pub(super) enum ItemView<'a> {
         title: &'a str,
         detail: Capped<'a>,
     },
+    /// What the session changed in the world; `outside` of its rows were collateral writes
+    /// (null when the record could not say).
+    World {
+        rows: Vec<WorldRowView<'a>>,
+        outside: Option<usize>,
+    },
     Other {
         event: &'a str,
         body: Capped<'a>,
     },
+}
+
+/// One changed row; `collateral` names its class when it was outside the task's footprint, and
+/// `columns` marks each column outside it.
+pub(super) struct WorldRowView<'a> {
+    pub(super) table: &'a str,
+    pub(super) id: i64,
+    pub(super) op: &'a str,
+    pub(super) collateral: Option<String>,
+    pub(super) columns: Vec<(&'a str, &'a str, &'a str, bool)>,
 }
 
 /// A call as the model asked for it: its arguments pretty-printed, and whether they are a JSON
@@ -145,11 +161,34 @@ pub(super) fn conversation_view<'a>(r: &'a SessionRecord, c: &'a transcript::Con
             Item::Call(call) => ItemView::Result(result_view(call, oracle)),
             Item::Answer(t) => ItemView::Answer(capped(t.as_str())),
             Item::Problem { turn, title, detail } => ItemView::Problem { turn: *turn, title, detail: capped(detail.as_str()) },
+            Item::World(rows) => world_view(r, rows),
             Item::Other { event, body } => ItemView::Other { event, body: capped(body.as_str()) },
         })
         .collect();
     let failed_turn = r.failed_turn.as_ref().map(|f| FailedTurnView { index: f.index, retries: f.retries, detail: capped(f.detail.as_str()) });
     ConversationView { oracle, items, failed_turn, unreadable: c.unreadable }
+}
+
+/// The session's changes with its collateral writes (`records::Collateral`) marked.
+fn world_view<'a>(r: &'a SessionRecord, rows: &'a [transcript::WorldRow]) -> ItemView<'a> {
+    let collateral = r.verifier.as_ref().and_then(|v| v.collateral.as_ref());
+    let rows: Vec<WorldRowView<'a>> = rows
+        .iter()
+        .map(|row| {
+            let write = collateral.and_then(|c| c.writes.iter().find(|w| w.table == row.table && w.id == row.id));
+            // An update outside the footprint in some columns only marks those; any other
+            // collateral write marks the whole row.
+            let outside = |col: &str| write.is_some_and(|w| w.columns.is_empty() || w.columns.iter().any(|c| c == col));
+            WorldRowView {
+                table: &row.table,
+                id: row.id,
+                op: &row.op,
+                collateral: write.map(|w| w.class.as_str().replace('_', " ")),
+                columns: row.columns.iter().map(|(k, b, a)| (k.as_str(), b.as_str(), a.as_str(), outside(k))).collect(),
+            }
+        })
+        .collect();
+    ItemView::World { rows, outside: collateral.map(|c| c.writes.len()) }
 }
 
 pub(super) fn result_view(c: &CallResult, oracle: bool) -> ResultView<'_> {
