@@ -8,6 +8,7 @@ use anyhow::Context;
 use backend::postgres::PostgresSource;
 use backend::{Cluster, World, WorldSpec};
 use serde::Serialize;
+use sha2::Digest;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum BenchCommand {
@@ -49,6 +50,23 @@ pub enum BenchCommand {
         /// Parallel sessions to time, comma-separated.
         #[arg(long, value_delimiter = ',', default_values_t = [1u32, 4])]
         jobs: Vec<u32>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// What keeping each session's changes costs, at each world scale and number of rows
+    /// written: the writes with the change log's triggers and without, reading the changes
+    /// (`world_diff`), and turning them into the transcript's event, its hash and the
+    /// collateral count.
+    Diff {
+        /// Scales to measure.
+        #[arg(long, value_delimiter = ',', default_values_t = [1u32, 16])]
+        scales: Vec<u32>,
+        /// Rows a session writes, comma-separated.
+        #[arg(long, value_delimiter = ',', default_values_t = [1usize, 10, 100])]
+        rows: Vec<usize>,
+        /// Samples per scale and row count.
+        #[arg(long, default_value_t = 30)]
+        n: usize,
         #[arg(long)]
         json: bool,
     },
@@ -125,6 +143,10 @@ pub async fn run(cmd: BenchCommand) -> anyhow::Result<()> {
             let figures = bench_suite(k, &jobs).await?;
             print(&figures, json)
         }
+        BenchCommand::Diff { scales, rows, n, json } => {
+            let figures = bench_diff(&scales, &rows, n).await?;
+            print(&figures, json)
+        }
         BenchCommand::Embedded { n, json } => {
             let figures = bench_embedded(n).await?;
             print(&figures, json)
@@ -157,6 +179,66 @@ async fn bench_reset(scales: &[u32], n: usize) -> anyhow::Result<Vec<Figure>> {
             };
             figures.push(Figure::from_samples(format!("reset.scale{scale}"), &between, target));
             figures.push(Figure::from_samples(format!("reset.scale{scale}.back_to_back"), &back_to_back, None));
+            world.destroy().await?;
+        }
+        cluster.close().await;
+        anyhow::Ok(figures)
+    }
+    .await;
+    source.shutdown()?;
+    result
+}
+
+async fn bench_diff(scales: &[u32], rows: &[usize], n: usize) -> anyhow::Result<Vec<Figure>> {
+    anyhow::ensure!(n > 0, "--n must be at least 1");
+    anyhow::ensure!(rows.iter().all(|&r| (1..=400).contains(&r)), "--rows must be between 1 and 400 (the tickets of a scale-1 world)");
+    let source = PostgresSource::from_env().await.context("no Postgres to benchmark on")?;
+    eprintln!("postgres: {}", source.describe());
+    let result = async {
+        let cluster = Cluster::connect(&source.admin_url()).await?;
+        let mut figures = Vec::new();
+        for &scale in scales {
+            let spec = WorldSpec { seed: WorldSpec::default().seed, scale };
+            cluster.ensure_template(spec).await?;
+            let world = World::create(cluster.clone(), &format!("bench_diff_{}", std::process::id()), spec).await?;
+            for &w in rows {
+                let (mut logged, mut unlogged, mut read, mut event) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+                for _ in 0..n {
+                    // The same writes twice, on fresh worlds: once noted by the triggers, once
+                    // with triggers off for the transaction (what the log adds to each write).
+                    for log in [false, true] {
+                        world.reset(spec).await?;
+                        let pool = world.pool();
+                        let mut tx = pool.begin().await?;
+                        if !log {
+                            sqlx::query("SET LOCAL session_replication_role = replica").execute(&mut *tx).await.context("turning triggers off (needs a superuser)")?;
+                        }
+                        let started = Instant::now();
+                        sqlx::query("UPDATE tickets SET title = title || ' (bench)', version = version + 1 WHERE id <= $1").bind(w as i64).execute(&mut *tx).await?;
+                        tx.commit().await?;
+                        if log { &mut logged } else { &mut unlogged }.push(started.elapsed());
+                    }
+                    let pool = world.pool();
+                    let started = Instant::now();
+                    let mut ro = backend::world::ReadOnly::begin(&pool).await?;
+                    let diff = ro.world_diff().await?;
+                    ro.end().await?;
+                    read.push(started.elapsed());
+                    anyhow::ensure!(diff.len() == w, "{w} rows written, {} read back", diff.len());
+                    let started = Instant::now();
+                    let e = crate::session::world_event(&diff);
+                    let hash = hex::encode(sha2::Sha256::digest(e.to_string().as_bytes()));
+                    // Against a footprint of all but the last row: one collateral write.
+                    let writes = tasks::collateral::collateral(&diff, &diff[..w - 1]);
+                    std::hint::black_box((hash, writes));
+                    event.push(started.elapsed());
+                }
+                let name = |what: &str| format!("diff.scale{scale}.rows{w}.{what}");
+                figures.push(Figure::from_samples(name("writes_logged"), &logged, None));
+                figures.push(Figure::from_samples(name("writes_unlogged"), &unlogged, None));
+                figures.push(Figure::from_samples(name("read"), &read, None));
+                figures.push(Figure::from_samples(name("event_hash_collateral"), &event, None));
+            }
             world.destroy().await?;
         }
         cluster.close().await;
