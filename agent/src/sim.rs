@@ -103,6 +103,10 @@ pub struct Slips {
     /// whose verifier misses a changed world passes it.
     #[serde(default)]
     pub vandal: f64,
+    /// The vandal's writes and nothing else, on every task: no read, no plan step, and "Done" as
+    /// its answer, question or change. The trivial agent that writes: it may pass no task.
+    #[serde(default)]
+    pub vandal_only: f64,
 }
 
 /// What a session was planned to do.
@@ -117,6 +121,7 @@ pub enum Planned {
     NoWork,
     EmptyAnswer,
     Vandal,
+    VandalOnly,
 }
 
 impl Planned {
@@ -134,6 +139,7 @@ impl Planned {
             Self::NoWork => "no_work",
             Self::EmptyAnswer => "empty_answer",
             Self::Vandal => "vandal",
+            Self::VandalOnly => "vandal_only",
         }
     }
 }
@@ -170,7 +176,7 @@ impl Profile {
                 return Err(format!("{role}.complete must lie in [0, 1], not {}", arm.complete));
             }
             let s = &arm.slips;
-            let weights = [s.skip_step, s.stop_early, s.wrong_answer, s.no_work, s.empty_answer, s.wrong_id, s.vandal];
+            let weights = [s.skip_step, s.stop_early, s.wrong_answer, s.no_work, s.empty_answer, s.wrong_id, s.vandal, s.vandal_only];
             if weights.iter().any(|w| !(w.is_finite() && *w >= 0.0)) {
                 return Err(format!("{role}.slips: every weight must be a finite number ≥ 0"));
             }
@@ -219,6 +225,7 @@ pub fn decide(profile: &Profile, seed: u64, task: &str, role: Role, rep: u32) ->
             // Last, so that a profile without it draws what it drew before it existed.
             (Planned::WrongId, s.wrong_id),
             (Planned::Vandal, s.vandal),
+            (Planned::VandalOnly, s.vandal_only),
         ];
         let mut u = rng.uniform() * weights.iter().map(|(_, w)| w).sum::<f64>();
         let mut chosen = Planned::StopEarly;
@@ -283,6 +290,11 @@ fn planned_plan(plan: &tasks::OraclePlan, planned: Planned, asks_for_change: boo
             (p, Planned::Vandal)
         }
         Planned::Vandal => (p, Planned::Vandal),
+        Planned::VandalOnly => {
+            p.steps.clear();
+            p.answer = "Done: the task is complete.".into();
+            (p, Planned::VandalOnly)
+        }
     }
 }
 
@@ -501,7 +513,8 @@ pub async fn run(conn: &ServerConnection, place: &Place<'_>, profile: &Profile, 
     let task_text = &place.task.text;
     let (decision, mut followed, done) = plan_at(profile, seed, place);
     let mut conversation = crate::oracle::Conversation::open(conn, false).await;
-    let vandal = if done.slip == Planned::Vandal { vandal_steps(place.plan, conversation.definitions(), task_text) } else { vec![] };
+    let vandal =
+        if matches!(done.slip, Planned::Vandal | Planned::VandalOnly) { vandal_steps(place.plan, conversation.definitions(), task_text) } else { vec![] };
     followed.steps.extend(vandal.iter().cloned());
     let mut outcome = conversation.task(task_text, &followed).await;
     conversation.close().await;

@@ -60,12 +60,30 @@ pub struct AnswerChecks {
     /// None may appear (case-insensitive): leaks, wrong picks.
     #[serde(default)]
     pub must_not_contain: Vec<String>,
-    /// Relations, as `[name, value]`: the name must appear, and at one of its mentions the
-    /// nearest of all the pairs' values (on its line when that line holds one, else anywhere)
-    /// must be its own. "Mateo Okafor has #121, Wen Nakamura #146" relates each name to its
-    /// ticket; the same words with the numbers swapped do not.
+    /// Relations, as `[name, value]` or `[name, [value, value, …]]` (any of them relates it): the
+    /// name must appear, and at one of its mentions the nearest of all the pairs' values of the
+    /// same kind (numbers compete with numbers, words with words; within the name's clause, else
+    /// its sentence, else anywhere) must be its own. "Mateo Okafor has #121, Wen Nakamura #146"
+    /// relates each name to its ticket; the same words with the numbers swapped do not.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub pairs: Vec<Vec<String>>,
+    pub pairs: Vec<Vec<PairPart>>,
+}
+
+/// One side of a pair: a phrase, or (for the value) any of several.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum PairPart {
+    One(String),
+    Any(Vec<String>),
+}
+
+impl PairPart {
+    fn phrases(&self) -> Vec<&str> {
+        match self {
+            Self::One(p) => vec![p.as_str()],
+            Self::Any(ps) => ps.iter().map(String::as_str).collect(),
+        }
+    }
 }
 
 pub use records::{Check, CheckKind, Verdict, VerifierOutcome as Outcome};
@@ -87,8 +105,11 @@ impl Verifier {
         if self.sql.is_empty() && self.unchanged.is_empty() && self.answer == AnswerChecks::default() {
             return Err("the verifier checks nothing".into());
         }
-        if let Some(p) = self.answer.pairs.iter().find(|p| p.len() != 2 || p.iter().any(|x| x.trim().is_empty())) {
-            return Err(format!("[answer] pairs: each pair is [name, value], both non-empty, not {p:?}"));
+        let well_formed = |p: &Vec<PairPart>| {
+            p.len() == 2 && matches!(&p[0], PairPart::One(_)) && p.iter().all(|x| !x.phrases().is_empty() && x.phrases().iter().all(|w| !w.trim().is_empty()))
+        };
+        if let Some(p) = self.answer.pairs.iter().find(|p| !well_formed(p)) {
+            return Err(format!("[answer] pairs: each pair is [name, value] or [name, [value, …]], none empty, not {p:?}"));
         }
         for a in &self.sql {
             if a.name.trim().is_empty() || a.query.trim().is_empty() {
@@ -248,22 +269,25 @@ impl Verifier {
             let why = mentions(&lower, m).then(|| format!("the answer contains {m:?}, which it must not"));
             check(format!("does not contain {m:?}"), CheckKind::Answer, true, why);
         }
-        let pairs: Vec<(&str, &str)> = self.answer.pairs.iter().map(|p| (p[0].as_str(), p[1].as_str())).collect();
-        for (p, related) in self.answer.pairs.iter().zip(relations(&lower, &pairs)) {
+        let pairs: Vec<(&str, Vec<&str>)> = self.answer.pairs.iter().map(|p| (p[0].phrases()[0], p[1].phrases())).collect();
+        for ((name, own), related) in pairs.iter().zip(relations(&lower, &pairs)) {
             // Two checks a pair: that the name comes with its value (an omission fails only this
             // one), and that it does not come with another (a wrong relation, said: an answer
             // that says what it must not).
+            let want = match own.as_slice() {
+                [one] => format!("{one:?}"),
+                many => format!("one of {many:?}"),
+            };
             let (given, other) = match &related {
                 Related::Yes => (None, None),
-                Related::NotMentioned => (Some(format!("the answer does not mention {:?}", p[0])), None),
-                Related::Nearest(other) if other.is_empty() => (Some(format!("the answer gives no value near {:?} (wanted {:?})", p[0], p[1])), None),
-                Related::Nearest(other) => (
-                    Some(format!("the answer does not give {:?} with {:?}", p[0], p[1])),
-                    Some(format!("the answer gives {:?} with {other:?}, not {:?}", p[0], p[1])),
-                ),
+                Related::NotMentioned => (Some(format!("the answer does not mention {name:?}")), None),
+                Related::Nearest(other) if other.is_empty() => (Some(format!("the answer gives no value near {name:?} (wanted {want})")), None),
+                Related::Nearest(other) => {
+                    (Some(format!("the answer does not give {name:?} with {want}")), Some(format!("the answer gives {name:?} with {other:?}, not {want}")))
+                }
             };
-            check(format!("gives {:?} with {:?}", p[0], p[1]), CheckKind::Answer, false, given);
-            check(format!("does not give {:?} with another value", p[0]), CheckKind::Answer, true, other);
+            check(format!("gives {name:?} with {want}"), CheckKind::Answer, false, given);
+            check(format!("does not give {name:?} with another value"), CheckKind::Answer, true, other);
         }
         Ok((failed, checks, diff))
     }
@@ -294,12 +318,16 @@ enum Related {
 /// end, `;`, or `.`, `!`, `?` before a space), at a comma not followed by a digit, and at " and ":
 /// "Mateo Okafor has #121 and Wen Nakamura has #146", "#121: Mateo Okafor", "the payments team
 /// owns the ledger service. The auth-lib repository is owned by checkout" each relate every pair.
-fn relations(lower: &str, pairs: &[(&str, &str)]) -> Vec<Related> {
+fn relations(lower: &str, pairs: &[(&str, Vec<&str>)]) -> Vec<Related> {
     let spans = |term: &str| {
         let len = term.to_lowercase().len();
         occurrences(lower, term).into_iter().map(move |i| (i, i + len)).collect::<Vec<_>>()
     };
-    let found: Vec<(usize, usize, &str)> = pairs.iter().flat_map(|(_, v)| spans(v).into_iter().map(move |(a, b)| (a, b, *v))).collect();
+    // A number ("121", "#3") competes only with numbers, a word only with words: a title's own
+    // number does not stand in the way of its status.
+    let numeric = |v: &str| v.trim_start_matches('#').chars().all(|c| c.is_ascii_digit());
+    let found: Vec<(usize, usize, &str)> =
+        pairs.iter().flat_map(|(_, vs)| vs.iter().flat_map(|v| spans(v).into_iter().map(move |(a, b)| (a, b, *v)))).collect();
     let (sentences, clauses) = (cuts(lower, false), cuts(lower, true));
     // The segment of `cut` positions that holds byte `i`: (start, end).
     let segment = |cut: &[usize], i: usize| {
@@ -313,15 +341,16 @@ fn relations(lower: &str, pairs: &[(&str, &str)]) -> Vec<Related> {
             if names.is_empty() {
                 return Related::NotMentioned;
             }
+            let kind = own.iter().all(|v| numeric(v));
             let mut seen = String::new();
             for &(s, e) in &names {
-                let apart: Vec<&(usize, usize, &str)> = found.iter().filter(|f| f.1 <= s || f.0 >= e).collect();
+                let apart: Vec<&(usize, usize, &str)> = found.iter().filter(|f| (f.1 <= s || f.0 >= e) && numeric(f.2) == kind).collect();
                 let within =
                     |(from, to): (usize, usize)| -> Vec<&(usize, usize, &str)> { apart.iter().copied().filter(|f| f.0 >= from && f.1 <= to).collect() };
                 let pool =
                     [within(segment(&clauses, s)), within(segment(&sentences, s)), apart.clone()].into_iter().find(|p| !p.is_empty()).unwrap_or_default();
                 match pool.into_iter().min_by_key(|f| if f.0 >= e { f.0 - e } else { s - f.1 }) {
-                    Some(f) if f.2.eq_ignore_ascii_case(own) => return Related::Yes,
+                    Some(f) if own.iter().any(|o| f.2.eq_ignore_ascii_case(o)) => return Related::Yes,
                     Some(f) if seen.is_empty() => seen = f.2.to_owned(),
                     _ => {}
                 }
@@ -451,7 +480,7 @@ mod tests {
     /// sentence; swapped values, or a name given with no value, fail.
     #[test]
     fn pairs_relate_each_name_to_its_own_value() {
-        let pairs = [("Mateo Okafor", "121"), ("Wen Nakamura", "146")];
+        let pairs = [("Mateo Okafor", vec!["121"]), ("Wen Nakamura", vec!["146"])];
         let rel = |answer: &str, name: &str, _value: &str| {
             let i = pairs.iter().position(|p| p.0 == name).unwrap();
             relations(&answer.to_lowercase(), &pairs).swap_remove(i)
@@ -486,6 +515,33 @@ mod tests {
         assert!(heaps.iter().any(|r| *r != Related::Yes), "{heaps:?}");
         let bad: Verifier = toml::from_str("unchanged = [\"*\"]\n[answer]\npairs = [[\"Mateo Okafor\"]]").unwrap();
         assert!(bad.check().unwrap_err().contains("[name, value]"));
+        let bad: Verifier = toml::from_str("unchanged = [\"*\"]\n[answer]\npairs = [[\"ledger\", []]]").unwrap();
+        assert!(bad.check().is_err(), "an empty set of values");
+    }
+
+    #[test]
+    fn a_pair_may_take_any_of_several_values_and_numbers_compete_only_with_numbers() {
+        // Any of the alternatives relates the name; a value of another pair does not.
+        let pairs = [("billing", vec!["replica"]), ("ledger", vec!["does not have", "no runbook", "none"])];
+        let right = "Billing has one: scale out by one replica. Ledger does not have one.";
+        assert_eq!(relations(&right.to_lowercase(), &pairs), [Related::Yes, Related::Yes]);
+        let swapped = relations(&"Ledger: scale out by one replica; billing has none.".to_lowercase(), &pairs);
+        assert_eq!(swapped, [Related::Nearest("none".into()), Related::Nearest("replica".into())]);
+        // A title with its number and its status: the number next to the title does not hide the
+        // status, and each is checked against its own kind.
+        let pairs =
+            [("bump dependencies", vec!["merged"]), ("bump dependencies", vec!["2"]), ("log request ids", vec!["open"]), ("log request ids", vec!["1"])];
+        let answer = "#1 \"Log request ids\" (open), #2 \"Bump dependencies\" (merged).";
+        assert_eq!(relations(&answer.to_lowercase(), &pairs), [Related::Yes, Related::Yes, Related::Yes, Related::Yes]);
+        let numbers_swapped = "#2 \"Log request ids\" (open), #1 \"Bump dependencies\" (merged).";
+        let read = relations(&numbers_swapped.to_lowercase(), &pairs);
+        assert_eq!((&read[0], &read[2]), (&Related::Yes, &Related::Yes), "the statuses still hold: {read:?}");
+        assert_eq!((&read[1], &read[3]), (&Related::Nearest("1".into()), &Related::Nearest("2".into())), "{read:?}");
+        // Written as TOML, both shapes.
+        let v: Verifier =
+            toml::from_str("unchanged = [\"*\"]\n[answer]\npairs = [[\"ledger\", [\"none\", \"no runbook\"]], [\"billing\", \"replica\"]]").unwrap();
+        v.check().unwrap();
+        assert_eq!(v.answer.pairs[0][1], PairPart::Any(vec!["none".into(), "no runbook".into()]));
     }
 
     /// A question (no state assertion) must keep the whole world: a list of a few tables left

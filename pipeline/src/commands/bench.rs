@@ -211,19 +211,28 @@ async fn bench_diff(scales: &[u32], rows: &[usize], n: usize) -> anyhow::Result<
                         let pool = world.pool();
                         let mut tx = pool.begin().await?;
                         if !log {
-                            sqlx::query("SET LOCAL session_replication_role = replica").execute(&mut *tx).await.context("turning triggers off (needs a superuser)")?;
+                            sqlx::query("SET LOCAL session_replication_role = replica")
+                                .execute(&mut *tx)
+                                .await
+                                .context("turning triggers off (needs a superuser)")?;
                         }
                         let started = Instant::now();
-                        sqlx::query("UPDATE tickets SET title = title || ' (bench)', version = version + 1 WHERE id <= $1").bind(w as i64).execute(&mut *tx).await?;
+                        sqlx::query("UPDATE tickets SET title = title || ' (bench)', version = version + 1 WHERE id <= $1")
+                            .bind(w as i64)
+                            .execute(&mut *tx)
+                            .await?;
                         tx.commit().await?;
                         if log { &mut logged } else { &mut unlogged }.push(started.elapsed());
                     }
+                    // As the verifier reads it: one more query in the transaction its checks
+                    // already opened (here, one check that reads the ticket table).
                     let pool = world.pool();
-                    let started = Instant::now();
                     let mut ro = backend::world::ReadOnly::begin(&pool).await?;
+                    ro.rows(&["SELECT count(*) FROM tickets".to_owned()]).await?;
+                    let started = Instant::now();
                     let diff = ro.world_diff().await?;
-                    ro.end().await?;
                     read.push(started.elapsed());
+                    ro.end().await?;
                     anyhow::ensure!(diff.len() == w, "{w} rows written, {} read back", diff.len());
                     let started = Instant::now();
                     let e = crate::session::world_event(&diff);

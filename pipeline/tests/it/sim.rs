@@ -155,7 +155,7 @@ fn a_missing_or_impossible_profile_is_refused_before_anything_is_written() {
     let t = text(&out);
     assert!(
         t.contains("model sim:nope: cannot read the simulated agent's profile")
-            && t.contains("sim:equal, sim:pattern_worse, sim:slips_only, sim:trivial, sim:vandal"),
+            && t.contains("sim:equal, sim:pattern_worse, sim:slips_only, sim:trivial, sim:vandal, sim:vandal_only"),
         "{t}"
     );
     assert_eq!(t.trim().lines().count(), 1, "one clean line: {t}");
@@ -172,26 +172,27 @@ fn a_missing_or_impossible_profile_is_refused_before_anything_is_written() {
     assert!(std::fs::read_dir(dir.path()).unwrap().flatten().all(|e| e.path() == bad), "nothing but the profile was written");
 }
 
-/// Trivial agents — no call, then a confident claim or an empty answer — over every task of every
-/// module, both arms: none may pass anything (a pass would be a task the bench lets through
-/// without the work).
-/// The committed profile `name` over every task of every module, both arms, once: the results
-/// folder (kept while the first value lives), the experiment and its records, and the number of
-/// tasks.
-fn everywhere(name: &str) -> (tempfile::TempDir, std::path::PathBuf, Vec<serde_json::Value>, usize) {
+/// The committed profiles `names` over every task of every module, both arms, once, in one run:
+/// the results folder (kept while the first value lives), the experiment and its records, and the
+/// number of tasks.
+fn everywhere(names: &[&str]) -> (tempfile::TempDir, std::path::PathBuf, Vec<serde_json::Value>, usize) {
     let dir = tempfile::tempdir().unwrap();
-    let out = run(dir.path(), name, &["--all", "--models", &format!("sim:{name}"), "--k", "1"]);
+    let models: Vec<String> = names.iter().map(|n| format!("sim:{n}")).collect();
+    let out = run(dir.path(), names[0], &["--all", "--models", &models.join(","), "--k", "1"]);
     assert!(out.status.success(), "{}", text(&out));
-    let exp = dir.path().join(name);
+    let exp = dir.path().join(names[0]);
     let recs = records(&exp);
     let every_task: usize = servers::registry::modules().iter().map(|m| tasks::load_module(&tasks_dir(), m).unwrap().len()).sum();
-    assert_eq!(recs.len(), every_task * 2, "every task of every module, both arms");
+    assert_eq!(recs.len(), every_task * 2 * names.len(), "every task of every module, both arms, each profile");
     (dir, exp, recs, every_task)
 }
 
+/// Trivial agents — no call, then a confident claim or an empty answer — over every task of every
+/// module, both arms: none may pass anything (a pass would be a task the bench lets through
+/// without the work).
 #[test]
 fn trivial_agents_pass_no_task_in_either_arm() {
-    let (_dir, exp, recs, _) = everywhere("trivial");
+    let (_dir, exp, recs, _) = everywhere(&["trivial"]);
     let mut done: BTreeMap<String, usize> = BTreeMap::new();
     for r in &recs {
         assert_eq!(r["validity"]["class"], "valid", "{r}");
@@ -209,7 +210,18 @@ fn trivial_agents_pass_no_task_in_either_arm() {
 /// a changed table is a verifier blind to a changed world.
 #[test]
 fn a_vandal_passes_no_task_and_fails_every_task_whose_world_it_damaged() {
-    let (_dir, exp, recs, every_task) = everywhere("vandal");
+    let (_dir, exp, all, every_task) = everywhere(&["vandal", "vandal_only"]);
+    // The vandal with nothing else — its writes, then "Done", on a question too — passes nothing.
+    let (only, recs): (Vec<serde_json::Value>, Vec<serde_json::Value>) = all.into_iter().partition(|r| r["model"]["id"] == "sim:vandal_only");
+    assert_eq!(only.len(), every_task * 2);
+    let mut damaged_only = 0;
+    for r in &only {
+        assert_eq!(r["validity"]["class"], "valid", "{r}");
+        assert_eq!(planted(&exp, r)["done"], "vandal_only");
+        assert_ne!(r["verifier"]["verdict"], "passed", "{} on {} passed a vandal that did nothing else: {}", r["task"], r["server"], r["verifier"]);
+        damaged_only += usize::from(!r["verifier"]["changed_tables"].as_array().unwrap().is_empty());
+    }
+    assert!(damaged_only > every_task / 2, "the vandal alone reached writes in {damaged_only} sessions");
     let (mut damaged, mut blind) = (BTreeMap::<String, usize>::new(), Vec::new());
     let mut collateral_writes = BTreeMap::<String, usize>::new();
     for r in &recs {
