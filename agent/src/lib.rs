@@ -17,6 +17,8 @@
 //!   wire types with exact usage; the API key never leaves it.
 //! * [`preflight`](mod@preflight): before a run, a few tokens check that the endpoint answers, serves the model
 //!   and returns native tool calls; it fails closed, naming what to fix.
+//! * [`judge`]: a pinned model as a grader of a failed answer's outcome class, asked only what
+//!   the class definitions leave open.
 //! * [`session`]: the model-driven agent loop, the fixed system prompt, the run-wide stop signal.
 //! * [`text_call`]: a function call the model wrote as text instead of a native tool call.
 //! * [`record`]: what a session produced ([`SessionOutcome`]); the record it becomes, and its
@@ -24,11 +26,12 @@
 //!
 //! The modules use each other one way only, so that each can be read from the ones below it:
 //! `record`, `config`, `text_call` at the bottom; `dialect` on `config`; `mcp` on `record`;
-//! `provider` on those; `session` on `provider` and `mcp`; `preflight` and `oracle` above; `sim`,
+//! `provider` on those; `session` on `provider` and `mcp`; `judge`, `preflight` and `oracle` above; `sim`,
 //! on `oracle`, at the top.
 
 pub mod config;
 pub mod dialect;
+pub mod judge;
 pub mod mcp;
 pub mod oracle;
 pub mod preflight;

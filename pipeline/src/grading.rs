@@ -22,7 +22,19 @@ pub fn grader_sha256() -> &'static str {
 
 /// The versions `task` is graded under by this binary now.
 pub fn graded(task: &tasks::Task, regraded_at: Option<chrono::DateTime<chrono::Utc>>) -> records::Graded {
-    records::Graded { verifier_sha256: task.verifier.sha256(), grader_sha256: grader_sha256().to_owned(), regraded_at }
+    records::Graded { verifier_sha256: task.verifier.sha256(), grader_sha256: grader_sha256().to_owned(), regraded_at, judge: None }
+}
+
+/// The versions `task` is graded under when `judge` gives the outcome classes: the rules for the
+/// rest, so the grader's hash covers both, and the judge's identity (model, endpoint,
+/// instructions) beside it.
+pub fn judged(task: &tasks::Task, regraded_at: Option<chrono::DateTime<chrono::Utc>>, judge: &records::JudgeInfo) -> records::Graded {
+    let mut h = Sha256::new();
+    for part in [grader_sha256(), "judge", &judge.model, &judge.base_url, &judge.prompt_sha256] {
+        h.update((part.len() as u64).to_le_bytes());
+        h.update(part.as_bytes());
+    }
+    records::Graded { grader_sha256: hex::encode(h.finalize()), judge: Some(judge.clone()), ..graded(task, regraded_at) }
 }
 
 /// The rows of a transcript's `world` event (`session::world_event`) as the session left them:

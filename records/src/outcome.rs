@@ -336,7 +336,7 @@ pub struct VerifierOutcome {
 
 /// The versions an outcome was graded under (docs/regrade.md). Outcomes graded under different
 /// versions are never pooled.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Graded {
     /// sha256 of the task's verifier as loaded (its checks, not its file's comments).
     pub verifier_sha256: String,
@@ -346,6 +346,27 @@ pub struct Graded {
     /// session's own run graded it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub regraded_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// Set when a model judged the outcome class instead of the rules (`pipeline regrade
+    /// --judge`): which model, and how far it agreed with the hand grades before it graded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<JudgeInfo>,
+}
+
+/// A model judge of outcome classes, pinned (temperature 0, a fixed seed) and graded on the gold
+/// set's held-out part before it graded anything.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgeInfo {
+    pub model: String,
+    pub base_url: String,
+    /// sha256 of the judge's instructions (`agent::judge::JUDGE_PROMPT`).
+    pub prompt_sha256: String,
+    /// Held-out gold cases the judge classed (those it could not are counted as disagreements).
+    pub cases: usize,
+    pub accuracy: f64,
+    /// Cohen's kappa; null when undefined (no spread in the labels).
+    pub kappa: Option<f64>,
+    /// Cases the judge gave no class (its endpoint failed, or its reply named none).
+    pub unanswered: usize,
 }
 
 /// What a session changed beyond the task's expected footprint (docs/collateral.md).

@@ -115,7 +115,7 @@ pub(super) fn models(s: &Summary, terms: &Terms) -> Section {
     for m in &s.models {
         blocks.push(Block::Heading { level: 2, text: Text::plain("Model ").and_code(&m.model).and(format!(" ({})", m.provider)) });
         for module in &m.modules {
-            module_blocks(&mut blocks, module, s.prices_loaded, s.method.graders.as_ref(), terms);
+            module_blocks(&mut blocks, module, s.prices_loaded, (s.method.graders.as_ref(), s.method.judge.as_ref()), terms);
         }
     }
     Section { kind: SectionKind::Models, heading: None, blocks }
@@ -139,7 +139,13 @@ fn diff(d: &Option<Diff>, rate: bool, suffix: &str, unit: Unit) -> Cell {
     Cell::figure(format!("{}{suffix}", diff_cell(d, rate)), d.as_ref().map(|d| d.mean), unit)
 }
 
-fn module_blocks(o: &mut Vec<Block>, m: &ModuleReport, prices_loaded: bool, graders: Option<&crate::graders::Agreement>, terms: &Terms) {
+fn module_blocks(
+    o: &mut Vec<Block>,
+    m: &ModuleReport,
+    prices_loaded: bool,
+    (graders, judge): (Option<&crate::graders::Agreement>, Option<&records::JudgeInfo>),
+    terms: &Terms,
+) {
     o.push(Block::Heading {
         level: 3,
         text: Text::plain(format!("{} — verdict: ", Comparison::label_in(&m.module, m.comparison.as_ref(), m.split))).strong(m.verdict.as_str()),
@@ -273,7 +279,21 @@ fn module_blocks(o: &mut Vec<Block>, m: &ModuleReport, prices_loaded: bool, grad
     }));
     if [p, c].iter().any(|a| a.as_ref().is_some_and(|a| a.outcome_classes.scored > 0)) {
         o.push(Block::Table(classes_table(p, c, terms)));
-        if let Some(said) = graders.and_then(|g| g.sentence("class", "hand-graded answers").map(|s| (g, s))) {
+        if let Some(j) = judge {
+            o.push(Block::Paragraph(
+                format!(
+                    "These classes are the judge's: the model {} at {} (temperature 0, seed 0; instructions sha256 {}) classed every failed session with an answer. How far to trust them: on the gold set's sealed part, before it graded anything, it agreed with the hand grade on {:.0} % of {} answers (κ {}; {} it gave no class). Classes it did not give are missing, never the rules'.",
+                    j.model,
+                    j.base_url,
+                    &j.prompt_sha256[..j.prompt_sha256.len().min(12)],
+                    100.0 * j.accuracy,
+                    j.cases,
+                    j.kappa.map_or("undefined".into(), |k| format!("{k:.2}")),
+                    j.unanswered
+                )
+                .into(),
+            ));
+        } else if let Some(said) = graders.and_then(|g| g.sentence("class", "hand-graded answers").map(|s| (g, s))) {
             o.push(Block::Paragraph(
                 format!(
                     "How far to trust these classes: on answers the graders were never tuned on (the gold set's sealed part, hand-graded before the graders ran; graded {}), the class {}.",

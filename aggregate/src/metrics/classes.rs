@@ -74,7 +74,13 @@ pub fn classify(r: &SessionRecord) -> Option<(OutcomeClass, Option<f64>)> {
     if !r.validity.is_valid() {
         return None;
     }
-    classify_answer(r.verifier.as_ref()?, r.final_answer.as_deref())
+    let v = r.verifier.as_ref()?;
+    // A model judged this record's class (`pipeline regrade --judge`): its class is the grade, and
+    // none when it gave none; the rules never stand in for it.
+    if v.graded.as_ref().is_some_and(|g| g.judge.is_some()) {
+        return v.class.as_ref().map(|c| (c.class, c.checks_held));
+    }
+    classify_answer(v, r.final_answer.as_deref())
 }
 
 /// The class of a verifier's judgement of one final answer (what [`classify`] reads off a

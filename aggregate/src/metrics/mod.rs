@@ -172,6 +172,10 @@ pub struct Method {
     /// was stated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub graders: Option<crate::graders::Agreement>,
+    /// The model that judged the outcome classes, with its agreement on the gold set's held-out
+    /// part (`pipeline regrade --judge`); null when the rules graded them.
+    #[serde(default)]
+    pub judge: Option<records::JudgeInfo>,
     /// What every header and row label of the report's tables means, and whether its figure is
     /// per session, per task or summed (and over what).
     #[serde(default)]
@@ -381,6 +385,7 @@ pub fn summarise_with(exp: &Experiment, prices: Option<&PriceTable>, opts: &Opti
             verdict_rules: verdict_rules(opts),
             power_method: POWER_METHOD.into(),
             graders: Some(crate::graders::agreement()),
+            judge: exp.sessions.iter().find_map(|s| s.record.verifier.as_ref()?.graded.as_ref()?.judge.clone()),
             definitions: crate::definitions::all(),
         },
         prices_loaded: prices.is_some(),

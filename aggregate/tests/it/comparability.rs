@@ -234,7 +234,7 @@ fn outcomes_of_different_verifiers_or_graders_are_never_pooled() {
 fn graded(verifier: &'static str, grader: &'static str) -> impl Fn(SessionRecord) -> SessionRecord {
     move |mut r: SessionRecord| {
         if let Some(v) = r.verifier.as_mut() {
-            v.graded = Some(records::Graded { verifier_sha256: verifier.into(), grader_sha256: grader.into(), regraded_at: None });
+            v.graded = Some(records::Graded { verifier_sha256: verifier.into(), grader_sha256: grader.into(), regraded_at: None, judge: None });
         }
         fingerprinted(arms_differ_plain(r))
     }

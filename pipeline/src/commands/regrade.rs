@@ -26,6 +26,71 @@ pub struct RegradeArgs {
     /// their final states rebuild and grade as they did.
     #[arg(long)]
     pub all: bool,
+    /// A model that judges the outcome classes instead of the rules (OpenAI-compatible chat
+    /// completions, pinned at temperature 0 and seed 0). It is graded on the gold set's held-out
+    /// part first, and its agreement goes into every record it classes and every report.
+    #[arg(long, value_name = "MODEL", requires = "judge_base_url")]
+    pub judge: Option<String>,
+    /// The judge's endpoint, including the version path (e.g. `http://127.0.0.1:8080/v1`).
+    #[arg(long, value_name = "URL", requires = "judge")]
+    pub judge_base_url: Option<String>,
+    /// The environment variable that holds the judge's API key (a local endpoint needs none).
+    #[arg(long, value_name = "VAR", default_value = "OPENAI_API_KEY")]
+    pub judge_api_key_env: String,
+}
+
+/// The judge, and what it is recorded as.
+struct Judge {
+    provider: agent::OpenAiCompatible,
+    info: records::JudgeInfo,
+}
+
+/// Sets up the judge and grades it on the gold set's held-out part: each case's answer, over its
+/// end state as the task's verifier judged it, classed by the judge against the hand grade.
+async fn judge_of(args: &RegradeArgs) -> anyhow::Result<Option<Judge>> {
+    let (Some(model), Some(base_url)) = (&args.judge, &args.judge_base_url) else { return Ok(None) };
+    let mut config = agent::ProviderConfig::new(base_url.clone(), args.judge_api_key_env.clone(), model.clone());
+    config.temperature = Some(0.0);
+    config.seed = Some(0);
+    let provider = agent::OpenAiCompatible::new(config).map_err(|e| anyhow::anyhow!("the judge {model}: {e}"))?;
+    eprintln!("grading the judge {model} on the gold set's held-out part first…");
+    let cases = crate::gold::verified(crate::gold::Part::HeldOut, true).await.context("applying the gold set's held-out part")?;
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    let mut unanswered = 0;
+    for (case, task, outcome) in &cases {
+        let Some(outcome) = outcome else { continue };
+        let judged = match agent::judge::judge_class(&provider, &task.text, outcome, Some(&case.answer)).await {
+            None => "none (could not score)".to_owned(),
+            Some(Ok(note)) => crate::gold::label(&note.class),
+            Some(Err(e)) => {
+                unanswered += 1;
+                if unanswered == 1 {
+                    eprintln!("  the judge gave no class for {}: {e}", case.id);
+                }
+                "unanswered".to_owned()
+            }
+        };
+        pairs.push((crate::gold::label(&case.class), judged));
+    }
+    anyhow::ensure!(!pairs.is_empty(), "the gold set's held-out part has no case to grade the judge on");
+    let agree = pairs.iter().filter(|(h, j)| h == j).count();
+    let kappa = aggregate::stats::cohen_kappa(&pairs.iter().map(|(h, j)| (h.as_str(), j.as_str())).collect::<Vec<_>>());
+    let info = records::JudgeInfo {
+        model: model.clone(),
+        base_url: base_url.clone(),
+        prompt_sha256: agent::judge::judge_prompt_sha256(),
+        cases: pairs.len(),
+        accuracy: agree as f64 / pairs.len() as f64,
+        kappa,
+        unanswered,
+    };
+    eprintln!(
+        "the judge {model} agreed with the hand grade on {agree} of {} held-out classes ({:.0} %, κ {}); {unanswered} unanswered",
+        pairs.len(),
+        100.0 * info.accuracy,
+        kappa.map_or("undefined".into(), |k| format!("{k:.2}"))
+    );
+    Ok(Some(Judge { provider, info }))
 }
 
 /// What became of one session.
@@ -62,9 +127,11 @@ pub async fn run(args: RegradeArgs) -> anyhow::Result<Exit> {
             by_key.insert((t.module.clone(), t.id.clone()), t);
         }
     }
+    let judge = judge_of(&args).await?;
     let backend = backend::local::LocalBackend::start(backend::WorldSpec::default()).await.context("starting the backend the final states are rebuilt in")?;
     let now = chrono::Utc::now();
     let mut out = Vec::new();
+    let mut judge_failures: Vec<String> = Vec::new();
     for s in &exp.sessions {
         let r = &s.record;
         let Some(old) = r.verifier.as_ref().filter(|_| r.validity.is_valid()) else { continue };
@@ -78,7 +145,10 @@ pub async fn run(args: RegradeArgs) -> anyhow::Result<Exit> {
         let mut task = task.clone();
         (task.meta.seed, task.meta.scale) = (r.world_seed, r.world_scale);
         let current = crate::grading::graded(&task, None);
-        if !args.all && old.graded.as_ref().is_some_and(|g| g.verifier_sha256 == current.verifier_sha256 && g.grader_sha256 == current.grader_sha256) {
+        if !args.all
+            && judge.is_none()
+            && old.graded.as_ref().is_some_and(|g| g.verifier_sha256 == current.verifier_sha256 && g.grader_sha256 == current.grader_sha256)
+        {
             note("unchanged", Some(old.verdict), Some(old.verdict), None);
             continue;
         }
@@ -86,6 +156,19 @@ pub async fn run(args: RegradeArgs) -> anyhow::Result<Exit> {
             Err(why) => note("left", Some(old.verdict), None, Some(why)),
             Ok(mut new) => {
                 new.graded = Some(crate::grading::graded(&task, Some(now)));
+                if let Some(j) = &judge {
+                    // The judge's class, or none: a class it did not give is missing, never the
+                    // rules' in its place (their outcome stays in `earlier_grades`).
+                    new.class = match agent::judge::judge_class(&j.provider, &task.text, &new, r.final_answer.as_deref()).await {
+                        None => None,
+                        Some(Ok(note)) => Some(note),
+                        Some(Err(e)) => {
+                            judge_failures.push(format!("{} on {} rep {}: {e}", r.task, r.server, r.rep));
+                            None
+                        }
+                    };
+                    new.graded = Some(crate::grading::judged(&task, Some(now), &j.info));
+                }
                 let status = if new.verdict == old.verdict { "regraded" } else { "verdict_changed" };
                 note(status, Some(old.verdict), Some(new.verdict), None);
                 let mut record: SessionRecord = r.clone();
@@ -108,11 +191,18 @@ pub async fn run(args: RegradeArgs) -> anyhow::Result<Exit> {
     for x in out.iter().filter(|x| x.status == "verdict_changed") {
         eprintln!("  {} on {} rep {}: {:?} → {:?}", x.task, x.server, x.rep, x.from.unwrap_or(Verdict::CouldNotScore), x.to.unwrap_or(Verdict::CouldNotScore));
     }
+    if let Some(j) = &judge {
+        eprintln!("outcome classes by the judge {} ({} session(s) it gave no class: their class is missing)", j.info.model, judge_failures.len());
+        for f in judge_failures.iter().take(10) {
+            eprintln!("  no class: {f}");
+        }
+    }
     for x in out.iter().filter(|x| x.status == "left") {
         eprintln!("  left as graded: {} on {} rep {}: {}", x.task, x.server, x.rep, x.why.as_deref().unwrap_or(""));
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "experiment": dir, "sessions": out }))?);
+        let judge = judge.as_ref().map(|j| &j.info);
+        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "experiment": dir, "judge": judge, "sessions": out }))?);
     }
     Ok(Exit::Ok)
 }

@@ -11,14 +11,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use std::path::PathBuf;
 
-use aggregate::metrics::classes::{OutcomeClass, explain_answer};
+use aggregate::metrics::classes::explain_answer;
 use aggregate::stats::cohen_kappa;
-use backend::postgres::PostgresSource;
-use backend::{Cluster, World, WorldSpec};
-use records::{Groundedness, ReferenceKind, Split, VerifierOutcome};
-use serde::{Deserialize, Serialize};
+use pipeline::gold::{Case, Part, label};
+use records::{Groundedness, ReferenceKind};
 
 /// The project's bar: every layer must agree with the human on at least this share of its items…
 /// Lowering it (or [`MIN_KAPPA`]) needs a reason in the commit that does it: the bar is what
@@ -29,133 +26,9 @@ const MIN_ACCURACY: f64 = 0.90;
 /// give by chance; an undefined kappa does not meet it).
 const MIN_KAPPA: f64 = 0.80;
 
-/// `tasks/gold/cases.toml`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct GoldSet {
-    case: Vec<Case>,
-}
-
-/// One graded answer (the file's header says what each field means).
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Case {
-    id: String,
-    source: String,
-    module: String,
-    task: String,
-    /// SQL run after the task's start state, in one transaction: the session's writes.
-    end_state: String,
-    answer: String,
-    verdict: HumanVerdict,
-    class: OutcomeClass,
-    /// `[text, kind, status]`, in the answer's order.
-    grounding: Vec<(String, ReferenceKind, Groundedness)>,
-    #[serde(default)]
-    #[allow(dead_code)] // for readers of the file; the test has nothing to check in it
-    note: String,
-}
-
-/// A person says a session passed or failed; "could not score" is a grader's state, never a grade.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum HumanVerdict {
-    Passed,
-    Failed,
-}
-
-/// The two parts of the set: `dev` (`cases.toml`), which the graders' rules may be tuned
-/// against, and `held_out` (`held_out.toml`), written after the rules were frozen and never
-/// used to tune them (docs/gold-set.md). The bar holds on the dev part; the held-out part's
-/// agreement is measured and stated, whatever it is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Part {
-    Dev,
-    HeldOut,
-}
-
-impl Part {
-    fn name(self) -> &'static str {
-        match self {
-            Part::Dev => "dev",
-            Part::HeldOut => "held_out",
-        }
-    }
-
-    fn path(self) -> PathBuf {
-        let file = match self {
-            Part::Dev => "cases.toml",
-            Part::HeldOut => "held_out.toml",
-        };
-        tasks::default_tasks_dir().join("gold").join(file)
-    }
-}
-
-/// The snake_case label serde gives `x` (how records and the gold file spell it).
-fn label<T: Serialize>(x: &T) -> String {
-    match serde_json::to_value(x) {
-        Ok(serde_json::Value::String(s)) => s,
-        other => format!("{other:?}"),
-    }
-}
-
-/// The gold set with each case's task, after every check that needs no database; panics naming
-/// every problem at once.
+/// The gold set's `part` with each case's task; panics naming every problem at once.
 fn load(part: Part) -> Vec<(Case, tasks::Task)> {
-    let path = part.path();
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read the gold set {}: {e}", path.display()));
-    let gold: GoldSet = toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let root = tasks::default_tasks_dir();
-    let mut modules: BTreeMap<String, Result<Vec<tasks::Task>, String>> = BTreeMap::new();
-    let mut ids = BTreeSet::new();
-    let mut problems = Vec::new();
-    let mut out = Vec::new();
-    for case in gold.case {
-        let id = case.id.clone();
-        if !ids.insert(id.clone()) {
-            problems.push(format!("{id}: the id repeats; give every case its own"));
-        }
-        if id.is_empty() || !id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') {
-            problems.push(format!("{id:?}: an id is snake_case (lowercase letters, digits, _)"));
-        }
-        if case.source.trim().is_empty() {
-            problems.push(format!("{id}: say where the answer comes from (source = …)"));
-        }
-        // The two definitions that tie the layers together, as the human must apply them too.
-        if (case.verdict == HumanVerdict::Passed) != (case.class == OutcomeClass::Correct) {
-            problems.push(format!("{id}: class `correct` goes with verdict `passed` and only with it (got {} / {})", label(&case.verdict), label(&case.class)));
-        }
-        if case.answer.trim().is_empty() && case.verdict == HumanVerdict::Failed && case.class != OutcomeClass::NoAnswer {
-            problems.push(format!("{id}: a failed session without an answer is `no_answer`"));
-        }
-        if case.answer.trim().is_empty() && !case.grounding.is_empty() {
-            problems.push(format!("{id}: an empty answer makes no reference"));
-        }
-        if servers::registry::module(&case.module).is_none() {
-            problems.push(format!("{id}: {:?} is not a registered module (modules: {})", case.module, servers::registry::modules().join(", ")));
-            continue;
-        }
-        let loaded = modules.entry(case.module.clone()).or_insert_with(|| tasks::load_module(&root, &case.module).map_err(|e| e.to_string()));
-        let task = match loaded {
-            Err(e) => {
-                problems.push(format!("{id}: module {:?} does not load: {e}", case.module));
-                continue;
-            }
-            Ok(tasks) => match tasks.iter().find(|t| t.id == case.task) {
-                Some(t) => t.clone(),
-                None => {
-                    problems.push(format!("{id}: no task {:?} in module {} (tasks are folder names under tasks/{})", case.task, case.module, case.module));
-                    continue;
-                }
-            },
-        };
-        if task.meta.split != Split::Dev {
-            problems.push(format!("{id}: {} is a held-out task; held-out tasks are never used for grading development, pick a dev task", task.key()));
-        }
-        out.push((case, task));
-    }
-    assert!(problems.is_empty(), "{}:\n  {}", path.display(), problems.join("\n  "));
-    out
+    pipeline::gold::load(part).unwrap_or_else(|problems| panic!("{}", problems.join("\n  ")))
 }
 
 #[test]
@@ -242,32 +115,13 @@ struct Graded {
 /// Applies every case of `part` to a fresh world and grades it; with `grade` false, only applies
 /// (what a writer of cases runs to check the SQL, without seeing any grader's output).
 async fn grade(part: Part, grade: bool) -> Graded {
-    let cases = load(part);
-    let source = PostgresSource::from_env().await.unwrap_or_else(|e| panic!("{e}"));
-    let cluster = Cluster::connect(&source.admin_url()).await.unwrap();
-    let world = World::create(cluster.clone(), &format!("gold{}{}", part.name().replace('_', ""), std::process::id()), WorldSpec::default()).await.unwrap();
-
+    let cases = pipeline::gold::verified(part, grade).await.unwrap_or_else(|e| panic!("{e:#}"));
     let (mut verdicts, mut classes, mut grounding) = (Layer::default(), Layer::default(), Layer::default());
     // What the verifier saw, per case, to read a disagreement by.
     let mut checks: BTreeMap<String, String> = BTreeMap::new();
-    for (case, task) in &cases {
-        task.prepare(&world).await.unwrap_or_else(|e| panic!("{}: preparing {}: {e}", case.id, task.key()));
-        // A reset swaps the world's database: the pool is the new one's.
-        let pool = world.pool();
-        let baseline = task.verifier.baseline(&pool).await.unwrap_or_else(|e| panic!("{}: the verifier's baseline of {}: {e}", case.id, task.key()));
-        if !case.end_state.trim().is_empty() {
-            let mut tx = pool.begin().await.unwrap();
-            sqlx::raw_sql(sqlx::AssertSqlSafe(case.end_state.clone()))
-                .execute(&mut *tx)
-                .await
-                .unwrap_or_else(|e| panic!("{}: its end_state does not apply to {}'s start state (fix the SQL): {e}", case.id, task.key()));
-            tx.commit().await.unwrap();
-        }
-        if !grade {
-            continue;
-        }
-        let outcome: VerifierOutcome = task.verifier.verify(&pool, &baseline, &case.answer).await;
-        let explained = explain_answer(&outcome, Some(&case.answer));
+    for (case, _, outcome) in &cases {
+        let Some(outcome) = outcome else { continue };
+        let explained = explain_answer(outcome, Some(&case.answer));
         let class = explained.as_ref().map(|c| c.class);
 
         verdicts.push(&case.id, label(&case.verdict), label(&outcome.verdict));
@@ -281,9 +135,6 @@ async fn grade(part: Part, grade: bool) -> Graded {
             grounding.push(&format!("{} {what}", case.id), human, theirs);
         }
     }
-    world.destroy().await.unwrap();
-    cluster.close().await;
-    source.shutdown().unwrap();
     Graded { layers: [("verdict", verdicts), ("class", classes), ("grounding", grounding)], checks, cases: cases.len() }
 }
 

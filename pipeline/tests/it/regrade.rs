@@ -115,3 +115,88 @@ fn a_regrade_reproduces_every_outcome_on_an_unchanged_tree_and_changes_only_what
     assert_eq!(left.len(), 1, "{report}");
     assert!(left[0]["why"].as_str().unwrap().contains("is not the one its record hashed"), "{report}");
 }
+
+/// A judge that knows the hand grades: for an answer of the gold set's held-out part it gives the
+/// human's class (a `correct`, which a judge may not give, is unreadable), for any other answer
+/// `honest_failure`. OpenAI's chat completion shape.
+fn hand_grade_judge() -> String {
+    let gold: toml::Value = toml::from_str(&std::fs::read_to_string(pipeline::gold::Part::HeldOut.path()).unwrap()).unwrap();
+    let grades: std::collections::BTreeMap<String, String> =
+        gold["case"].as_array().unwrap().iter().map(|c| (c["answer"].as_str().unwrap().to_owned(), c["class"].as_str().unwrap().to_owned())).collect();
+    let grades = std::sync::Arc::new(grades);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async move {
+            let chat = move |axum::Json(body): axum::Json<serde_json::Value>| {
+                let grades = grades.clone();
+                async move {
+                    let asked = body["messages"][1]["content"].as_str().unwrap_or_default();
+                    let answer = asked.split_once("FINAL ANSWER:\n").map_or("", |(_, a)| a);
+                    let class = grades.get(answer).map_or("honest_failure", String::as_str);
+                    let content = format!("{{\"class\": \"{class}\", \"claim\": \"(known)\"}}");
+                    axum::Json(serde_json::json!({
+                        "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
+                        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+                        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+                    }))
+                }
+            };
+            let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(chat));
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    format!("http://{}/v1", rx.recv().unwrap())
+}
+
+/// A model judge is graded on the held-out gold part before it classes anything, its classes
+/// replace the rules' (never mixed with them), and the report names it with its agreement. The
+/// judge here gives the hand grade whenever the definitions leave it a choice, so its agreement
+/// is known: it disagrees exactly where the verifier's verdict does (a pass it must call
+/// `correct`, a fail it is never asked to call one), the verdict layer's held-out agreement.
+#[test]
+fn a_judge_is_graded_on_the_held_out_gold_set_and_its_classes_are_reported_as_its_own() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = pipeline()
+        .args(["--module", "tool_orchestrator", "--tasks", "lena_goes_on_leave,hand_ticket_77_to_marcus", "--models", "oracle,sim:vandal_only"])
+        .args(["--k", "1", "--exp-name", "e", "--results-dir"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let exp = tmp.path().join("e");
+    let url = hand_grade_judge();
+    let out =
+        pipeline().args(["regrade", "--judge", "judge-model", "--judge-base-url", &url, "--json"]).arg(&exp).env_remove("OPENAI_API_KEY").output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let judge = &report["judge"];
+    let verdict = aggregate::graders::agreement().layer("verdict").cloned().unwrap();
+    assert_eq!(judge["cases"].as_u64(), Some(verdict.n as u64), "{judge}");
+    assert_eq!((judge["accuracy"].as_f64().unwrap() * 1000.0).round() / 1000.0, verdict.accuracy, "{judge}");
+    assert!(judge["unanswered"].as_u64().unwrap() > 0, "the hand grade `correct` of a failed verdict is no class a judge may give: {judge}");
+    assert_eq!(judge["prompt_sha256"].as_str().map(str::len), Some(64));
+
+    for r in records(&exp) {
+        let v = &r["verifier"];
+        assert_eq!(v["graded"]["judge"]["model"], "judge-model", "{v}");
+        let class = v["class"]["class"].as_str().unwrap();
+        if r["model"]["id"] == "oracle" {
+            assert_eq!(class, "correct", "a pass is correct by definition, never asked");
+        } else {
+            assert_eq!((class, v["class"]["decided_by"].as_str().unwrap()), ("honest_failure", "the judge: \"(known)\""), "{v}");
+        }
+    }
+    let out = pipeline().args(["aggregate", "--result-dir"]).arg(&exp).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let md = std::fs::read_to_string(exp.join("report.md")).unwrap();
+    assert!(md.contains("These classes are the judge's: the model judge-model at"), "{md}");
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(exp.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["method"]["judge"]["model"], "judge-model");
+    let sim = summary["models"].as_array().unwrap().iter().find(|m| m["model"] == "sim:vandal_only").unwrap();
+    let classes = &sim["modules"][0]["pattern"]["outcome_classes"]["classes"];
+    let honest = classes.as_array().unwrap().iter().find(|c| c["class"] == "honest_failure").unwrap();
+    assert_eq!(honest["n"], 2, "the judge's classes, not the rules' (which call a bare \"Done\" wrong_confident): {classes}");
+}
