@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use backend::postgres::PostgresSource;
-use backend::{Cluster, World, WorldSpec};
+use backend::{Cluster, PgPool, World, WorldSpec};
 use records::{Groundedness, OutcomeClass, ReferenceKind, Split, VerifierOutcome};
 use serde::{Deserialize, Serialize};
 
@@ -141,13 +141,24 @@ pub fn load(part: Part) -> Result<Vec<(Case, tasks::Task)>, Vec<String>> {
 /// the verdict, its checks and the answer's grounding. `grade` false only applies them (what a
 /// writer of cases runs to check the SQL, without seeing any grader's output).
 pub async fn verified(part: Part, grade: bool) -> anyhow::Result<Vec<(Case, tasks::Task, Option<VerifierOutcome>)>> {
+    each_applied(part, grade, async |case: &Case, task: &tasks::Task, _: &PgPool, outcome: Option<VerifierOutcome>| Ok((case.clone(), task.clone(), outcome)))
+        .await
+}
+
+/// [`verified`], with `each` called on every case while its world holds the case's end state
+/// (what a judge's references are resolved against).
+pub async fn each_applied<T>(
+    part: Part,
+    grade: bool,
+    mut each: impl AsyncFnMut(&Case, &tasks::Task, &PgPool, Option<VerifierOutcome>) -> anyhow::Result<T>,
+) -> anyhow::Result<Vec<T>> {
     let cases = load(part).map_err(|p| anyhow::anyhow!("the gold set does not load:\n  {}", p.join("\n  ")))?;
     let source = PostgresSource::from_env().await?;
     let result = async {
         let cluster = Cluster::connect(&source.admin_url()).await?;
         let world = World::create(cluster.clone(), &format!("gold{}{}", part.name().replace('_', ""), std::process::id()), WorldSpec::default()).await?;
         let mut out = Vec::new();
-        for (case, task) in cases {
+        for (case, task) in &cases {
             task.prepare(&world).await.map_err(|e| anyhow::anyhow!("{}: preparing {}: {e}", case.id, task.key()))?;
             // A reset swaps the world's database: the pool is the new one's.
             let pool = world.pool();
@@ -161,7 +172,7 @@ pub async fn verified(part: Part, grade: bool) -> anyhow::Result<Vec<(Case, task
                 tx.commit().await?;
             }
             let outcome = if grade { Some(task.verifier.verify(&pool, &baseline, &case.answer).await) } else { None };
-            out.push((case, task, outcome));
+            out.push(each(case, task, &pool, outcome).await?);
         }
         world.destroy().await?;
         cluster.close().await;
@@ -170,4 +181,33 @@ pub async fn verified(part: Part, grade: bool) -> anyhow::Result<Vec<(Case, task
     .await;
     source.shutdown()?;
     result
+}
+
+/// The label a reference gets on the side of the rater (human or extractor) that did not list it.
+pub const MISSING: &str = "missing";
+
+/// Pairs the human's references with the grader's by text and kind, in order; a reference only
+/// one of them lists is paired with [`MISSING`] on the other side.
+pub fn pair_references(human: &[(String, ReferenceKind, Groundedness)], grader: Option<&records::Grounding>) -> Vec<(String, String, String)> {
+    let grader: Vec<(String, ReferenceKind, Groundedness)> =
+        grader.map(|g| g.references.iter().map(|r| (r.text.clone(), r.kind, r.status)).collect()).unwrap_or_default();
+    let mut used = vec![false; grader.len()];
+    let mut out = Vec::new();
+    for (text, kind, status) in human {
+        let found = (0..grader.len()).find(|&i| !used[i] && grader[i].0 == *text && grader[i].1 == *kind);
+        let theirs = match found {
+            Some(i) => {
+                used[i] = true;
+                label(&grader[i].2)
+            }
+            None => MISSING.to_owned(),
+        };
+        out.push((format!("{text:?} ({})", label(kind)), label(status), theirs));
+    }
+    for (i, (text, kind, status)) in grader.iter().enumerate() {
+        if !used[i] {
+            out.push((format!("{text:?} ({})", label(kind)), MISSING.to_owned(), label(status)));
+        }
+    }
+    out
 }

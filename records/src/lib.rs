@@ -20,9 +20,9 @@ pub use fsio::write_atomically;
 pub use manifest::ExperimentManifest;
 pub use model::{Dialect, MaxTokensParam, Temperature};
 pub use outcome::{
-    CallKind, Check, CheckKind, ClassNote, Collateral, CollateralClass, CollateralWrite, FailedTurn, Graded, Groundedness, Grounding, InvalidReason, JudgeInfo,
-    Offered, OracleFloor, OutcomeClass, ProviderExtras, Reference, ReferenceKind, Retrieval, ToolCallRecord, TurnRecord, Usage, Validity, Verdict,
-    VerifierOutcome,
+    CallKind, Check, CheckKind, ClassNote, Collateral, CollateralClass, CollateralWrite, FailedTurn, Graded, Groundedness, Grounding, InvalidReason,
+    JudgeAgreement, JudgeInfo, Offered, OracleFloor, OutcomeClass, ProviderExtras, Reference, ReferenceKind, Retrieval, ToolCallRecord, TurnRecord, Usage,
+    Validity, Verdict, VerifierOutcome,
 };
 pub use session::{Auth, Contradiction, ConversationPlace, ExternalArmRecord, HarnessTimings, ModelSpec, SCHEMA_VERSION, ServerInfo, SessionRecord, Totals};
 

@@ -352,20 +352,30 @@ pub struct Graded {
     pub judge: Option<JudgeInfo>,
 }
 
-/// A model judge of outcome classes, pinned (temperature 0, a fixed seed) and graded on the gold
-/// set's held-out part before it graded anything.
+/// A model judge of outcome classes and grounding, pinned (temperature 0, a fixed seed) and graded
+/// on the gold set's held-out part before it graded anything.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JudgeInfo {
     pub model: String,
     pub base_url: String,
-    /// sha256 of the judge's instructions (`agent::judge::JUDGE_PROMPT`).
+    /// sha256 of the judge's instructions (`agent::judge`).
     pub prompt_sha256: String,
-    /// Held-out gold cases the judge classed (those it could not are counted as disagreements).
-    pub cases: usize,
+    /// Its outcome classes against the hand grades (one item per held-out case).
+    pub class: JudgeAgreement,
+    /// The references it found, resolved against each case's world, against the hand-read ones
+    /// (one item per reference either side lists).
+    pub grounding: JudgeAgreement,
+}
+
+/// How far a judge agreed with the hand grades on one layer of the gold set's held-out part.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgeAgreement {
+    pub items: usize,
     pub accuracy: f64,
     /// Cohen's kappa; null when undefined (no spread in the labels).
     pub kappa: Option<f64>,
-    /// Cases the judge gave no class (its endpoint failed, or its reply named none).
+    /// Answers it gave nothing usable for (its endpoint failed, or its reply was unreadable):
+    /// their items count as disagreements.
     pub unanswered: usize,
 }
 

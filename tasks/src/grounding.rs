@@ -435,9 +435,53 @@ struct Candidate {
 /// Judges every mention of `answer` against `known`, adds the names `known` holds wherever the
 /// answer writes them, settles overlaps and repeats.
 pub fn judge(answer: &str, mentions: &[Mention], known: &Known) -> Grounding {
+    judge_mentions(answer, mentions, known, false)
+}
+
+/// [`judge`] of the given mentions only — what a model judge found in the answer — resolved
+/// against the world by the same rules (exactly one, several, in part, none; denied in a sentence
+/// that says so). Names the world holds count only where they overlap a given mention: the
+/// extractor's own finds are not added.
+pub fn resolve(answer: &str, mentions: &[Mention], known: &Known) -> Grounding {
+    judge_mentions(answer, mentions, known, true)
+}
+
+/// A judge's reference — the words of the answer and the kind it says they name — as a
+/// [`Mention`] of the first place `answer` writes them (case-insensitive); none when the answer
+/// does not, or when an id kind's words hold no number.
+pub fn mention_of(answer: &str, text: &str, kind: ReferenceKind) -> Option<Mention> {
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    let start = answer.to_lowercase().find(&text.to_lowercase())?;
+    let end = start + text.len();
+    let words = &answer[start..end];
+    let number = || words.split(|c: char| !c.is_ascii_digit()).rev().find(|d| !d.is_empty()).and_then(|d| d.parse::<i64>().ok());
+    let what = match kind {
+        ReferenceKind::Ticket | ReferenceKind::Deploy | ReferenceKind::Notification => Named::Id(kind, number()?),
+        ReferenceKind::Customer | ReferenceKind::User if words.chars().all(|c| c.is_ascii_digit() || c == '#' || c.is_whitespace()) => {
+            Named::Id(kind, number()?)
+        }
+        ReferenceKind::Customer | ReferenceKind::User | ReferenceKind::Name => Named::Person(kind, words.to_owned()),
+        ReferenceKind::ChangeRequest => {
+            let repo = words.split_once('#').map(|(r, _)| r.trim().trim_end_matches(|c: char| !c.is_alphanumeric())).filter(|r| !r.is_empty());
+            Named::ChangeRequest(repo.map(str::to_owned), number()?)
+        }
+        ReferenceKind::Service => Named::Service { name: words.to_owned(), strong: true },
+        ReferenceKind::Repository => Named::Repository(words.rsplit('/').next().unwrap_or(words).to_owned()),
+        ReferenceKind::Runbook => Named::Runbook(words.to_owned()),
+    };
+    Some(Mention { start, end, what })
+}
+
+fn judge_mentions(answer: &str, mentions: &[Mention], known: &Known, only_mentioned: bool) -> Grounding {
     let sentences = sentences(answer);
     let denied_at = |at: usize| sentences.iter().find(|(s, e)| (*s..=*e).contains(&at)).is_some_and(|(s, e)| denies(&answer[*s..*e]));
     let mut candidates = dictionary(answer, known);
+    if only_mentioned {
+        candidates.retain(|c| mentions.iter().any(|m| m.start < c.end && c.start < m.end));
+    }
     let repo_in_sentence = |at: usize| -> Option<String> {
         let (s, e) = *sentences.iter().find(|(s, e)| (*s..=*e).contains(&at))?;
         repo_near(&answer[s..e], at - s, known)
@@ -731,6 +775,36 @@ fn settle(answer: &str, mut candidates: Vec<Candidate>) -> Grounding {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_judges_reference_becomes_the_mention_of_the_words_it_copied() {
+        let answer = "Ticket 77 went to Priya Raman; checkout/checkout-web#6 is merged, and the Acme customer (id 12) is told.";
+        let m = mention_of(answer, "ticket 77", ReferenceKind::Ticket).unwrap();
+        assert_eq!((&answer[m.start..m.end], m.what), ("Ticket 77", Named::Id(ReferenceKind::Ticket, 77)));
+        assert_eq!(mention_of(answer, "Priya Raman", ReferenceKind::User).unwrap().what, Named::Person(ReferenceKind::User, "Priya Raman".into()));
+        assert_eq!(
+            mention_of(answer, "checkout/checkout-web#6", ReferenceKind::ChangeRequest).unwrap().what,
+            Named::ChangeRequest(Some("checkout/checkout-web".into()), 6)
+        );
+        assert_eq!(mention_of(answer, "12", ReferenceKind::Customer).unwrap().what, Named::Id(ReferenceKind::Customer, 12));
+        assert_eq!(mention_of(answer, "checkout/checkout-web", ReferenceKind::Repository).unwrap().what, Named::Repository("checkout-web".into()));
+        // Words the answer does not hold, or an id kind without a number: nothing.
+        assert_eq!(mention_of(answer, "ticket 78", ReferenceKind::Ticket), None);
+        assert_eq!(mention_of(answer, "the ticket", ReferenceKind::Ticket), None);
+        assert_eq!(mention_of(answer, "  ", ReferenceKind::Service), None);
+    }
+
+    #[test]
+    fn resolving_a_judges_mentions_adds_nothing_the_judge_did_not_find() {
+        let known = Known { customers: vec!["Acme Retail".into()], users: vec!["Priya Raman".into()], ..Known::default() };
+        let answer = "Priya Raman owns it; Acme Retail was told.";
+        // The extractor finds both known names; resolving only the judge's mention keeps one.
+        assert_eq!(judge(answer, &[], &known).references.len(), 2);
+        let only = [mention_of(answer, "Priya Raman", ReferenceKind::User).unwrap()];
+        let g = resolve(answer, &only, &known);
+        assert_eq!(g.references.len(), 1, "{g:?}");
+        assert_eq!((g.references[0].text.as_str(), g.references[0].status), ("Priya Raman", Groundedness::Grounded));
+    }
+
     use super::*;
 
     /// A small world: two `payments-api` repositories, two users called Wen, a customer and a

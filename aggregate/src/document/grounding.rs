@@ -56,7 +56,17 @@ pub(super) fn section(s: &Summary, terms: &Terms) -> Option<Section> {
         "Whether the entities each valid, scored session's final answer names — ids of tickets, change requests and deploys; customers, users, services, repositories, runbooks — exist in the world as it stood after the session, read at verification. Grounded: exactly one has it; unresolved: several, or one only in part; hallucinated: none. What the answer itself says does not exist is denied and left out of the shares. An unknown name is read only after a kind word (customer …, assigned to …), so hallucinations are a lower bound. The rules are docs/grounding.md. Beside the results, never folded into them.",
     );
     let mut blocks = vec![Block::Paragraph(intro), Block::Table(terms.grid(&header, &align, rows))];
-    if let Some(g) = &s.method.graders
+    if let Some(j) = &s.method.judge {
+        blocks.push(Block::Paragraph(Text::plain(format!(
+            "The references are the judge's: the model {} at {} listed the entities each answer names, and the world as the session left it said whether each exists. How far to trust these shares: on the gold set's sealed part, before it graded anything, its references agreed with the hand-read ones on {:.0} % of {} (κ {}; {} answers it gave nothing usable for).",
+            j.model,
+            j.base_url,
+            100.0 * j.grounding.accuracy,
+            j.grounding.items,
+            j.grounding.kappa.map_or("undefined".into(), |k| format!("{k:.2}")),
+            j.grounding.unanswered
+        ))));
+    } else if let Some(g) = &s.method.graders
         && let Some(said) = g.sentence("grounding", "hand-read references")
     {
         blocks.push(Block::Paragraph(Text::plain(format!(

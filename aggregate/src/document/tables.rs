@@ -286,10 +286,10 @@ fn module_blocks(
                     j.model,
                     j.base_url,
                     &j.prompt_sha256[..j.prompt_sha256.len().min(12)],
-                    100.0 * j.accuracy,
-                    j.cases,
-                    j.kappa.map_or("undefined".into(), |k| format!("{k:.2}")),
-                    j.unanswered
+                    100.0 * j.class.accuracy,
+                    j.class.items,
+                    j.class.kappa.map_or("undefined".into(), |k| format!("{k:.2}")),
+                    j.class.unanswered
                 )
                 .into(),
             ));

@@ -45,8 +45,9 @@ struct Judge {
     info: records::JudgeInfo,
 }
 
-/// Sets up the judge and grades it on the gold set's held-out part: each case's answer, over its
-/// end state as the task's verifier judged it, classed by the judge against the hand grade.
+/// Sets up the judge and grades it on the gold set's held-out part, both layers: each case's
+/// class (its answer over its end state as the task's verifier judged it) and the references it
+/// finds in the answer, resolved against that state, against the hand grades.
 async fn judge_of(args: &RegradeArgs) -> anyhow::Result<Option<Judge>> {
     let (Some(model), Some(base_url)) = (&args.judge, &args.judge_base_url) else { return Ok(None) };
     let mut config = agent::ProviderConfig::new(base_url.clone(), args.judge_api_key_env.clone(), model.clone());
@@ -54,43 +55,74 @@ async fn judge_of(args: &RegradeArgs) -> anyhow::Result<Option<Judge>> {
     config.seed = Some(0);
     let provider = agent::OpenAiCompatible::new(config).map_err(|e| anyhow::anyhow!("the judge {model}: {e}"))?;
     eprintln!("grading the judge {model} on the gold set's held-out part first…");
-    let cases = crate::gold::verified(crate::gold::Part::HeldOut, true).await.context("applying the gold set's held-out part")?;
-    let mut pairs: Vec<(String, String)> = Vec::new();
-    let mut unanswered = 0;
-    for (case, task, outcome) in &cases {
-        let Some(outcome) = outcome else { continue };
-        let judged = match agent::judge::judge_class(&provider, &task.text, outcome, Some(&case.answer)).await {
+    let (mut classes, mut references) = (Vec::new(), Vec::new());
+    let (mut class_unanswered, mut reference_unanswered) = (0, 0);
+    let mut first_failure = None;
+    crate::gold::each_applied(crate::gold::Part::HeldOut, true, async |case: &crate::gold::Case, task: &tasks::Task, pool: &backend::PgPool, outcome| {
+        let Some(outcome) = outcome else { return Ok(()) };
+        let judged = match agent::judge::judge_class(&provider, &task.text, &outcome, Some(&case.answer)).await {
             None => "none (could not score)".to_owned(),
             Some(Ok(note)) => crate::gold::label(&note.class),
             Some(Err(e)) => {
-                unanswered += 1;
-                if unanswered == 1 {
-                    eprintln!("  the judge gave no class for {}: {e}", case.id);
-                }
+                class_unanswered += 1;
+                first_failure.get_or_insert_with(|| format!("{}: {e}", case.id));
                 "unanswered".to_owned()
             }
         };
-        pairs.push((crate::gold::label(&case.class), judged));
-    }
-    anyhow::ensure!(!pairs.is_empty(), "the gold set's held-out part has no case to grade the judge on");
-    let agree = pairs.iter().filter(|(h, j)| h == j).count();
-    let kappa = aggregate::stats::cohen_kappa(&pairs.iter().map(|(h, j)| (h.as_str(), j.as_str())).collect::<Vec<_>>());
+        classes.push((crate::gold::label(&case.class), judged));
+        // The references it finds, resolved against the case's end state by the rules that
+        // resolve the extractor's.
+        let grounding = match agent::judge::judge_references(&provider, &case.answer).await {
+            Ok(found) => Some(judge_grounding_in(pool, &case.answer, &found).await?),
+            Err(e) => {
+                reference_unanswered += 1;
+                first_failure.get_or_insert_with(|| format!("{}: {e}", case.id));
+                None
+            }
+        };
+        references.extend(crate::gold::pair_references(&case.grounding, grounding.as_ref()).into_iter().map(|(_, h, j)| (h, j)));
+        Ok(())
+    })
+    .await
+    .context("applying the gold set's held-out part")?;
+    anyhow::ensure!(!classes.is_empty(), "the gold set's held-out part has no case to grade the judge on");
+    let agreement = |pairs: &[(String, String)], unanswered| records::JudgeAgreement {
+        items: pairs.len(),
+        accuracy: if pairs.is_empty() { 0.0 } else { pairs.iter().filter(|(h, j)| h == j).count() as f64 / pairs.len() as f64 },
+        kappa: aggregate::stats::cohen_kappa(&pairs.iter().map(|(h, j)| (h.as_str(), j.as_str())).collect::<Vec<_>>()),
+        unanswered,
+    };
     let info = records::JudgeInfo {
         model: model.clone(),
         base_url: base_url.clone(),
         prompt_sha256: agent::judge::judge_prompt_sha256(),
-        cases: pairs.len(),
-        accuracy: agree as f64 / pairs.len() as f64,
-        kappa,
-        unanswered,
+        class: agreement(&classes, class_unanswered),
+        grounding: agreement(&references, reference_unanswered),
     };
-    eprintln!(
-        "the judge {model} agreed with the hand grade on {agree} of {} held-out classes ({:.0} %, κ {}); {unanswered} unanswered",
-        pairs.len(),
-        100.0 * info.accuracy,
-        kappa.map_or("undefined".into(), |k| format!("{k:.2}"))
-    );
+    if let Some(f) = first_failure {
+        eprintln!("  the judge gave nothing usable for {f}");
+    }
+    for (layer, a) in [("classes", &info.class), ("references", &info.grounding)] {
+        eprintln!(
+            "the judge {model} agreed with the hand grade on {:.0} % of {} held-out {layer} (κ {}); {} answers unanswered",
+            100.0 * a.accuracy,
+            a.items,
+            a.kappa.map_or("undefined".into(), |k| format!("{k:.2}")),
+            a.unanswered
+        );
+    }
     Ok(Some(Judge { provider, info }))
+}
+
+/// The judge's `found` references in `answer`, resolved against the world at `pool` by the same
+/// rules as the extractor's (`tasks::grounding::resolve`); words the answer does not hold are
+/// dropped.
+async fn judge_grounding_in(pool: &backend::PgPool, answer: &str, found: &[(String, records::ReferenceKind)]) -> anyhow::Result<records::Grounding> {
+    let mentions: Vec<tasks::grounding::Mention> = found.iter().filter_map(|(text, kind)| tasks::grounding::mention_of(answer, text, *kind)).collect();
+    let mut read = backend::world::ReadOnly::begin(pool).await?;
+    let known = tasks::grounding::read_known(&mut read, &mentions).await.map_err(|e| anyhow::anyhow!(e));
+    read.end().await?;
+    Ok(tasks::grounding::resolve(answer, &mentions, &known?))
 }
 
 /// What became of one session.
@@ -152,21 +184,11 @@ pub async fn run(args: RegradeArgs) -> anyhow::Result<Exit> {
             note("unchanged", Some(old.verdict), Some(old.verdict), None);
             continue;
         }
-        match regrade_one(&task, r, old, &s.transcript_path(), &backend).await {
+        match regrade_one(&task, r, old, &s.transcript_path(), &backend, judge.as_ref().map(|j| (j, &mut judge_failures))).await {
             Err(why) => note("left", Some(old.verdict), None, Some(why)),
             Ok(mut new) => {
                 new.graded = Some(crate::grading::graded(&task, Some(now)));
                 if let Some(j) = &judge {
-                    // The judge's class, or none: a class it did not give is missing, never the
-                    // rules' in its place (their outcome stays in `earlier_grades`).
-                    new.class = match agent::judge::judge_class(&j.provider, &task.text, &new, r.final_answer.as_deref()).await {
-                        None => None,
-                        Some(Ok(note)) => Some(note),
-                        Some(Err(e)) => {
-                            judge_failures.push(format!("{} on {} rep {}: {e}", r.task, r.server, r.rep));
-                            None
-                        }
-                    };
                     new.graded = Some(crate::grading::judged(&task, Some(now), &j.info));
                 }
                 let status = if new.verdict == old.verdict { "regraded" } else { "verdict_changed" };
@@ -192,7 +214,11 @@ pub async fn run(args: RegradeArgs) -> anyhow::Result<Exit> {
         eprintln!("  {} on {} rep {}: {:?} → {:?}", x.task, x.server, x.rep, x.from.unwrap_or(Verdict::CouldNotScore), x.to.unwrap_or(Verdict::CouldNotScore));
     }
     if let Some(j) = &judge {
-        eprintln!("outcome classes by the judge {} ({} session(s) it gave no class: their class is missing)", j.info.model, judge_failures.len());
+        eprintln!(
+            "outcome classes and references by the judge {} ({} time(s) it gave nothing usable: that class or grounding is missing)",
+            j.info.model,
+            judge_failures.len()
+        );
         for f in judge_failures.iter().take(10) {
             eprintln!("  no class: {f}");
         }
@@ -215,6 +241,7 @@ async fn regrade_one(
     old: &VerifierOutcome,
     transcript: &std::path::Path,
     backend: &backend::local::LocalBackend,
+    judge: Option<(&Judge, &mut Vec<String>)>,
 ) -> Result<VerifierOutcome, String> {
     let Some(kept) = old.world_diff_sha256.as_deref() else {
         return Err("its record kept no hash of its final state (written before final states were kept, or the world could not be read)".into());
@@ -254,6 +281,26 @@ async fn regrade_one(
         }
     }
     new.class = aggregate::metrics::classes::explain_answer(&new, r.final_answer.as_deref());
+    if let Some((j, failures)) = judge {
+        // The judge's class and references, or none: what it did not give is missing, never the
+        // rules' in its place (their outcome stays in `earlier_grades`).
+        let mut failed = |what: &str, e: agent::judge::JudgeError| failures.push(format!("{} on {} rep {} ({what}): {e}", r.task, r.server, r.rep));
+        new.class = match agent::judge::judge_class(&j.provider, &task.text, &new, r.final_answer.as_deref()).await {
+            None => None,
+            Some(Ok(note)) => Some(note),
+            Some(Err(e)) => {
+                failed("class", e);
+                None
+            }
+        };
+        new.grounding = match agent::judge::judge_references(&j.provider, answer).await {
+            Ok(found) => Some(judge_grounding_in(&pool, answer, &found).await.map_err(|e| format!("resolving the judge's references: {e:#}"))?),
+            Err(e) => {
+                failed("references", e);
+                None
+            }
+        };
+    }
     new.world_diff_sha256 = Some(kept.to_owned());
     new.collateral = old.collateral.clone();
     Ok(new)

@@ -14,8 +14,7 @@ use std::fmt::Write as _;
 
 use aggregate::metrics::classes::explain_answer;
 use aggregate::stats::cohen_kappa;
-use pipeline::gold::{Case, Part, label};
-use records::{Groundedness, ReferenceKind};
+use pipeline::gold::{Case, Part, label, pair_references};
 
 /// The project's bar: every layer must agree with the human on at least this share of its items…
 /// Lowering it (or [`MIN_KAPPA`]) needs a reason in the commit that does it: the bar is what
@@ -74,35 +73,6 @@ impl Layer {
     fn meets_the_bar(&self) -> bool {
         self.accuracy().is_some_and(|a| a >= MIN_ACCURACY) && self.kappa().is_some_and(|k| k >= MIN_KAPPA)
     }
-}
-
-/// The label a reference gets on the side of the rater (human or extractor) that did not list it.
-const MISSING: &str = "missing";
-
-/// Pairs the human's references with the grader's by text and kind, in order; a reference only
-/// one of them lists is paired with [`MISSING`] on the other side.
-fn pair_references(human: &[(String, ReferenceKind, Groundedness)], grader: Option<&records::Grounding>) -> Vec<(String, String, String)> {
-    let grader: Vec<(String, ReferenceKind, Groundedness)> =
-        grader.map(|g| g.references.iter().map(|r| (r.text.clone(), r.kind, r.status)).collect()).unwrap_or_default();
-    let mut used = vec![false; grader.len()];
-    let mut out = Vec::new();
-    for (text, kind, status) in human {
-        let found = (0..grader.len()).find(|&i| !used[i] && grader[i].0 == *text && grader[i].1 == *kind);
-        let theirs = match found {
-            Some(i) => {
-                used[i] = true;
-                label(&grader[i].2)
-            }
-            None => MISSING.to_owned(),
-        };
-        out.push((format!("{text:?} ({})", label(kind)), label(status), theirs));
-    }
-    for (i, (text, kind, status)) in grader.iter().enumerate() {
-        if !used[i] {
-            out.push((format!("{text:?} ({})", label(kind)), MISSING.to_owned(), label(status)));
-        }
-    }
-    out
 }
 
 /// One part's three layers, graded, and what the verifier saw per case.

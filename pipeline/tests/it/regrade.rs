@@ -121,8 +121,21 @@ fn a_regrade_reproduces_every_outcome_on_an_unchanged_tree_and_changes_only_what
 /// `honest_failure`. OpenAI's chat completion shape.
 fn hand_grade_judge() -> String {
     let gold: toml::Value = toml::from_str(&std::fs::read_to_string(pipeline::gold::Part::HeldOut.path()).unwrap()).unwrap();
-    let grades: std::collections::BTreeMap<String, String> =
-        gold["case"].as_array().unwrap().iter().map(|c| (c["answer"].as_str().unwrap().to_owned(), c["class"].as_str().unwrap().to_owned())).collect();
+    // answer → (class, references as the judge lists them)
+    let grades: std::collections::BTreeMap<String, (String, serde_json::Value)> = gold["case"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let references: Vec<serde_json::Value> = c["grounding"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| serde_json::json!({ "text": r[0].as_str().unwrap(), "kind": r[1].as_str().unwrap() }))
+                .collect();
+            (c["answer"].as_str().unwrap().to_owned(), (c["class"].as_str().unwrap().to_owned(), serde_json::Value::from(references)))
+        })
+        .collect();
     let grades = std::sync::Arc::new(grades);
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -133,8 +146,13 @@ fn hand_grade_judge() -> String {
                 async move {
                     let asked = body["messages"][1]["content"].as_str().unwrap_or_default();
                     let answer = asked.split_once("FINAL ANSWER:\n").map_or("", |(_, a)| a);
-                    let class = grades.get(answer).map_or("honest_failure", String::as_str);
-                    let content = format!("{{\"class\": \"{class}\", \"claim\": \"(known)\"}}");
+                    let known = grades.get(answer);
+                    let content = if body["messages"][0]["content"].as_str().unwrap_or_default().starts_with("List every entity") {
+                        serde_json::json!({ "references": known.map_or(serde_json::json!([]), |k| k.1.clone()) }).to_string()
+                    } else {
+                        let class = known.map_or("honest_failure", |k| k.0.as_str());
+                        format!("{{\"class\": \"{class}\", \"claim\": \"(known)\"}}")
+                    };
                     axum::Json(serde_json::json!({
                         "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
                         "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
@@ -174,14 +192,22 @@ fn a_judge_is_graded_on_the_held_out_gold_set_and_its_classes_are_reported_as_it
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let judge = &report["judge"];
     let verdict = aggregate::graders::agreement().layer("verdict").cloned().unwrap();
-    assert_eq!(judge["cases"].as_u64(), Some(verdict.n as u64), "{judge}");
-    assert_eq!((judge["accuracy"].as_f64().unwrap() * 1000.0).round() / 1000.0, verdict.accuracy, "{judge}");
-    assert!(judge["unanswered"].as_u64().unwrap() > 0, "the hand grade `correct` of a failed verdict is no class a judge may give: {judge}");
+    assert_eq!(judge["class"]["items"].as_u64(), Some(verdict.n as u64), "{judge}");
+    assert_eq!((judge["class"]["accuracy"].as_f64().unwrap() * 1000.0).round() / 1000.0, verdict.accuracy, "{judge}");
+    assert!(judge["class"]["unanswered"].as_u64().unwrap() > 0, "the hand grade `correct` of a failed verdict is no class a judge may give: {judge}");
     assert_eq!(judge["prompt_sha256"].as_str().map(str::len), Some(64));
+    // Its references are the hand-read ones, word for word: what is left to disagree on is how
+    // the world resolves them, which the rules do for the judge too. That must agree better than
+    // the rules' own extractor does (it misses forms a person reads), and every answer was read.
+    let rules = aggregate::graders::agreement().layer("grounding").cloned().unwrap();
+    assert_eq!(judge["grounding"]["unanswered"], 0, "{judge}");
+    assert!(judge["grounding"]["accuracy"].as_f64().unwrap() > rules.accuracy, "{judge} against the rules' {}", rules.accuracy);
+    assert!(judge["grounding"]["items"].as_u64().unwrap() as usize >= rules.n * 9 / 10, "{judge}");
 
     for r in records(&exp) {
         let v = &r["verifier"];
         assert_eq!(v["graded"]["judge"]["model"], "judge-model", "{v}");
+        assert!(v["grounding"]["references"].is_array(), "the judge's grounding, read: {v}");
         let class = v["class"]["class"].as_str().unwrap();
         if r["model"]["id"] == "oracle" {
             assert_eq!(class, "correct", "a pass is correct by definition, never asked");
