@@ -236,6 +236,7 @@ pub(crate) mod tests {
             max_tokens_param: Some(MaxTokensParam::MaxCompletionTokens),
             reasoning_effort: Some("low".into()),
             profile_sha256: None,
+            tokenizer: None,
         }
     }
 
@@ -245,7 +246,7 @@ pub(crate) mod tests {
         let c = ProviderConfig::for_model(&spec, "http://127.0.0.1:8080/v1", "KEY_VAR");
         // Every field named: one added to ModelSpec stops this compiling until it is decided here.
         // A simulated agent's profile is not sent anywhere.
-        let ModelSpec { id, provider: _, temperature, max_tokens, seed, dialect, max_tokens_param, reasoning_effort, profile_sha256: _ } = spec;
+        let ModelSpec { id, provider: _, temperature, max_tokens, seed, dialect, max_tokens_param, reasoning_effort, profile_sha256: _, tokenizer: _ } = spec;
         assert_eq!((c.base_url.as_str(), c.api_key_env.as_str(), c.model.as_str()), ("http://127.0.0.1:8080/v1", "KEY_VAR", id.as_str()));
         assert_eq!(c.temperature, temperature.and_then(Temperature::sent));
         assert_eq!(c.max_tokens, max_tokens);

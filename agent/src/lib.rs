@@ -21,11 +21,13 @@
 //!   the class definitions leave open.
 //! * [`session`]: the model-driven agent loop, the fixed system prompt, the run-wide stop signal.
 //! * [`text_call`]: a function call the model wrote as text instead of a native tool call.
+//! * [`tokens`]: token counts of what a model is sent — one of OpenAI's encodings (offline), a
+//!   llama.cpp server's `/tokenize`, or the bytes / 4 estimate, each figure labelled with which.
 //! * [`record`]: what a session produced ([`SessionOutcome`]); the record it becomes, and its
 //!   parts, are in the `records` crate.
 //!
 //! The modules use each other one way only, so that each can be read from the ones below it:
-//! `record`, `config`, `text_call` at the bottom; `dialect` on `config`; `mcp` on `record`;
+//! `record`, `config`, `text_call`, `tokens` at the bottom; `dialect` on `config`; `mcp` on `record`;
 //! `provider` on those; `session` on `provider` and `mcp`; `judge`, `preflight` and `oracle` above; `sim`,
 //! on `oracle`, at the top.
 
@@ -40,6 +42,7 @@ pub mod record;
 pub mod session;
 pub mod sim;
 pub mod text_call;
+pub mod tokens;
 
 pub use config::{ProviderConfig, RetryPolicy};
 pub use mcp::ServerConnection;

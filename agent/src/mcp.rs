@@ -133,7 +133,7 @@ impl Toolbox {
     pub fn build(tools: &[Tool], resources: Option<&[rmcp::model::ResourceTemplate]>) -> Self {
         let definitions = servers::offered::definitions(tools, resources);
         let functions = definitions.iter().filter_map(|d| d["function"]["name"].as_str().map(str::to_owned)).collect();
-        let definitions_bytes = definitions.iter().map(|d| d.to_string().len()).sum();
+        let definitions_bytes = crate::tokens::definitions_bytes(&definitions);
         Self { definitions, offered: Offered { functions, resource_functions: resources.is_some(), definitions_bytes } }
     }
 

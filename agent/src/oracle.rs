@@ -1,13 +1,15 @@
 //! The oracle provider: replays a task's oracle plan for the arm instead of calling a model.
 //! It is labelled `oracle` everywhere, records no usage (there is none), and measures the
-//! structural floor of the design: calls, and bytes of schemas, arguments and results, with a
-//! token figure that is explicitly an estimate.
+//! structural floor of the design: calls, and bytes of schemas, arguments and results, with
+//! token figures that are explicitly an estimate (bytes / 4) — and, where the run knows the
+//! tokenizer ([`crate::tokens`]), the same figures counted in it and labelled with it.
 
 use chrono::Utc;
 use serde_json::json;
 
 use crate::mcp::{ServerConnection, Toolbox};
 use crate::record::{CallKind, InvalidReason, OracleFloor, SessionOutcome, ToolCallRecord, Validity};
+use crate::tokens::{Tokenizer, TokenizerError};
 
 pub const PROVIDER: &str = "oracle";
 
@@ -28,9 +30,26 @@ text, counted calls and answers); a call that repeats an earlier call of the con
 /// definitions, and in a warm conversation everything its earlier tasks left), and call `j`'s
 /// arguments and result are resent in the `n − j` turns after it.
 pub fn estimated_input_tokens(fixed_bytes: usize, calls: &[(usize, usize)]) -> u64 {
-    let n = calls.len();
-    let history: usize = calls.iter().enumerate().map(|(j, (args, result))| (n - j) * (args + result)).sum();
-    (((n + 1) * fixed_bytes + history) / 4) as u64
+    let calls: Vec<(u64, u64)> = calls.iter().map(|&(a, r)| (a as u64, r as u64)).collect();
+    over_turns(fixed_bytes as u64, &calls) / 4
+}
+
+/// What a model following a plan one call per turn is sent over the plan's turns, in whatever
+/// unit `fixed` and `calls` are given (bytes, or tokens): `fixed` in each of the `n + 1` turns,
+/// call `j`'s arguments and result in the `n − j` turns after it.
+pub fn over_turns(fixed: u64, calls: &[(u64, u64)]) -> u64 {
+    let n = calls.len() as u64;
+    let history: u64 = calls.iter().zip(0..).map(|((args, result), j)| (n - j) * (args + result)).sum();
+    (n + 1) * fixed + history
+}
+
+/// The oracle's figures counted in a known tokenizer.
+struct Counted {
+    definitions: u64,
+    input: u64,
+    output: u64,
+    /// What this task leaves in a warm conversation's context: its text, calls and answer.
+    left: u64,
 }
 
 /// Connects and lists what the server offers; on failure, what went wrong and the server's stderr.
@@ -52,7 +71,12 @@ async fn connect_and_list(
 
 /// Runs `plan` through the server at `conn` and reports it as a session: a conversation of one task.
 pub async fn run(conn: &ServerConnection, task_text: &str, plan: &tasks::OraclePlan) -> SessionOutcome {
-    let mut c = Conversation::open(conn, false).await;
+    run_counting(conn, task_text, plan, None).await
+}
+
+/// [`run`], with the floor's tokens also counted in `tokenizer` where one is given.
+pub async fn run_counting(conn: &ServerConnection, task_text: &str, plan: &tasks::OraclePlan, tokenizer: Option<Tokenizer>) -> SessionOutcome {
+    let mut c = Conversation::open(conn, false).await.counting(tokenizer);
     let outcome = c.task(task_text, plan).await;
     c.close().await;
     outcome
@@ -73,11 +97,34 @@ pub struct Conversation {
     seen: Vec<(String, String, String)>,
     /// A plan that no longer replayed broke the conversation: later tasks are not attempted.
     ended: Option<String>,
+    /// The tokenizer the floors are also counted in (none: the estimate alone). Dropped when a
+    /// count fails: what the conversation's context holds in tokens is then unknown.
+    tokenizer: Option<Tokenizer>,
+    /// The definitions in tokens, counted once.
+    definitions_tokens: Option<u64>,
+    /// Tokens of the earlier tasks' text, counted calls and answers ([`Self::prior_bytes`]).
+    prior_tokens: u64,
 }
 
 impl Conversation {
     pub async fn open(conn: &ServerConnection, warm: bool) -> Self {
-        Self { connected: connect_and_list(conn).await, warm, prior_bytes: 0, seen: vec![], ended: None }
+        Self {
+            connected: connect_and_list(conn).await,
+            warm,
+            prior_bytes: 0,
+            seen: vec![],
+            ended: None,
+            tokenizer: None,
+            definitions_tokens: None,
+            prior_tokens: 0,
+        }
+    }
+
+    /// Also counts the floors in `tokenizer`, when it is a known one (the estimate is always
+    /// there; a count is never made with it).
+    pub fn counting(mut self, tokenizer: Option<Tokenizer>) -> Self {
+        self.tokenizer = tokenizer.filter(Tokenizer::counts);
+        self
     }
 
     /// The function definitions the server's tools and resources make (none when it could not
@@ -160,7 +207,20 @@ impl Conversation {
             }
         };
         let (calls, made) = self.recorded(&report.calls, replay_at_ms, &mut transcript);
+        let texts = counted_texts(&report.calls, &made, &self.seen);
         transcript.push(json!({ "event": "answer", "text": report.answer }));
+        let counted = match self.tokenizer.clone() {
+            None => None,
+            Some(t) => match count_task(&t, &toolbox.definitions, &mut self.definitions_tokens, self.prior_tokens, task_text, &texts, &report.answer).await {
+                Ok(c) => Some((t.label(), c)),
+                Err(e) => {
+                    // The bytes floor stands; the counts are null from here on, never a guess.
+                    transcript.push(json!({ "event": "tokenizer_error", "tokenizer": t.label(), "error": e.to_string() }));
+                    self.tokenizer = None;
+                    None
+                }
+            },
+        };
         let args_bytes: usize = calls.iter().map(|c| c.args_bytes).sum();
         let result_bytes: usize = calls.iter().map(|c| c.result_bytes).sum();
         let schema_bytes = toolbox.offered.definitions_bytes;
@@ -176,8 +236,15 @@ impl Conversation {
                 &calls.iter().map(|c| (c.args_bytes, c.result_bytes)).collect::<Vec<_>>(),
             )),
             input_estimate_method: Some(if self.warm { WARM_INPUT_ESTIMATE_METHOD } else { INPUT_ESTIMATE_METHOD }.into()),
+            tokenizer: counted.as_ref().map(|(label, _)| label.clone()),
+            definitions_tokens: counted.as_ref().map(|(_, c)| c.definitions),
+            input_tokens: counted.as_ref().map(|(_, c)| c.input),
+            output_tokens: counted.as_ref().map(|(_, c)| c.output),
         };
         self.prior_bytes += task_text.len() + args_bytes + result_bytes + report.answer.len();
+        if let Some((_, c)) = &counted {
+            self.prior_tokens += c.left;
+        }
         self.seen.extend(made);
         finish(Validity::Valid, calls, Some(report.answer), toolbox.offered.clone(), Some(floor), transcript, server_info.clone(), &server.stderr)
     }
@@ -231,9 +298,53 @@ impl Conversation {
     }
 }
 
+/// A task's figures in tokenizer `t`: each piece counted as the model would be sent it, then
+/// summed over the turns as the estimate sums bytes. `definitions_tokens` caches the
+/// definitions' count for the conversation; `prior` is what its earlier tasks left.
+async fn count_task(
+    t: &Tokenizer,
+    definitions: &[serde_json::Value],
+    definitions_tokens: &mut Option<u64>,
+    prior: u64,
+    task_text: &str,
+    calls: &[(String, String)],
+    answer: &str,
+) -> Result<Counted, TokenizerError> {
+    let definitions = match *definitions_tokens {
+        Some(d) => d,
+        None => {
+            let d = t.count_definitions(definitions).await?;
+            *definitions_tokens = Some(d);
+            d
+        }
+    };
+    let task = t.count(task_text).await?;
+    let fixed = t.count(crate::session::SYSTEM_PROMPT).await? + task + definitions + prior;
+    let mut counted = Vec::with_capacity(calls.len());
+    for (args, result) in calls {
+        counted.push((t.count(args).await?, t.count(result).await?));
+    }
+    let answer = t.count(answer).await?;
+    let args: u64 = counted.iter().map(|(a, _)| a).sum();
+    let results: u64 = counted.iter().map(|(_, r)| r).sum();
+    Ok(Counted { definitions, input: over_turns(fixed, &counted), output: args + answer, left: task + args + results + answer })
+}
+
+/// The (arguments, result) texts of the calls this task counts — those [`Conversation::recorded`]
+/// kept: not a repeat of an earlier task's call — as the model would be sent them (no
+/// arguments: none, as their bytes are 0).
+fn counted_texts(replayed: &[tasks::replay::CallRecord], made: &[(String, String, String)], seen: &[(String, String, String)]) -> Vec<(String, String)> {
+    replayed
+        .iter()
+        .zip(made)
+        .filter(|(_, key)| !seen.contains(key))
+        .map(|(c, _)| (if c.arguments.is_null() { String::new() } else { c.arguments.to_string() }, c.result.clone()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::estimated_input_tokens;
+    use super::{estimated_input_tokens, over_turns};
 
     #[test]
     fn every_turn_resends_what_came_before() {
@@ -241,5 +352,7 @@ mod tests {
         assert_eq!(estimated_input_tokens(400, &[]), 100);
         // Two calls: turns carry 400, 400 + 40, 400 + 40 + 80 bytes.
         assert_eq!(estimated_input_tokens(400, &[(10, 30), (20, 60)]), (400 + 440 + 520) / 4);
+        // Counted in tokens, the same turns with no division.
+        assert_eq!(over_turns(100, &[(3, 7), (5, 15)]), 100 + 110 + 130);
     }
 }

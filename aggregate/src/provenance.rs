@@ -117,24 +117,20 @@ mod models_json {
         /// A simulated agent's profile (absent for every other model, so reports keep their bytes).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         profile_sha256: Option<String>,
+        /// The oracle's tokenizer (absent for every other model and an oracle without one).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokenizer: Option<String>,
     }
 
     pub fn serialize<S: Serializer>(models: &[ModelSpec], s: S) -> Result<S::Ok, S::Error> {
-        let wire: Vec<Model> = models
-            .iter()
-            .cloned()
-            .map(|ModelSpec { id, provider, temperature, max_tokens, seed, dialect, max_tokens_param, reasoning_effort, profile_sha256 }| Model {
-                id,
-                provider,
-                temperature,
-                max_tokens,
-                seed,
-                dialect,
-                max_tokens_param,
-                reasoning_effort,
-                profile_sha256,
-            })
-            .collect();
+        let wire: Vec<Model> =
+            models
+                .iter()
+                .cloned()
+                .map(|ModelSpec { id, provider, temperature, max_tokens, seed, dialect, max_tokens_param, reasoning_effort, profile_sha256, tokenizer }| {
+                    Model { id, provider, temperature, max_tokens, seed, dialect, max_tokens_param, reasoning_effort, profile_sha256, tokenizer }
+                })
+                .collect();
         wire.serialize(s)
     }
 
@@ -142,7 +138,7 @@ mod models_json {
         let wire = Vec::<Model>::deserialize(d)?;
         Ok(wire
             .into_iter()
-            .map(|Model { id, provider, temperature, max_tokens, seed, dialect, max_tokens_param, reasoning_effort, profile_sha256 }| ModelSpec {
+            .map(|Model { id, provider, temperature, max_tokens, seed, dialect, max_tokens_param, reasoning_effort, profile_sha256, tokenizer }| ModelSpec {
                 id,
                 provider,
                 temperature,
@@ -152,6 +148,7 @@ mod models_json {
                 max_tokens_param,
                 reasoning_effort,
                 profile_sha256,
+                tokenizer,
             })
             .collect())
     }

@@ -52,7 +52,7 @@ pub async fn run_one(ctx: &RunContext, pending: &Pending, backend_url: &str, wor
             Ok((conn, guard)) => {
                 let outcome = if model.is_oracle() {
                     match task.plan_for(job.server.name) {
-                        Some(plan) => agent::oracle::run(&conn, &task.text, plan).await,
+                        Some(plan) => agent::oracle::run_counting(&conn, &task.text, plan, model.tokenizer()).await,
                         None => harness_failure(format!("no oracle plan for {}", job.server.name)),
                     }
                 } else if let Some(profile) = &model.sim {
@@ -311,7 +311,7 @@ impl<'a> Warm<'a> {
             Err(e) => self.failed = Some((InvalidReason::Infrastructure, format!("serving {} over HTTP: {e:#}", job.server.name), true)),
             Ok((conn, guard)) => {
                 let driver = if model.is_oracle() {
-                    Driver::Oracle(agent::oracle::Conversation::open(&conn, true).await)
+                    Driver::Oracle(agent::oracle::Conversation::open(&conn, true).await.counting(model.tokenizer()))
                 } else {
                     match ctx.providers.get(&model.spec.id) {
                         Some(provider) => Driver::Model(agent::session::Conversation::open(&conn, agent::SYSTEM_PROMPT, provider, &ctx.quota).await),

@@ -75,6 +75,9 @@ mod wire {
         /// unchanged.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         profile_sha256: Option<String>,
+        /// The oracle's tokenizer; absent without one, so those hashes are unchanged.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokenizer: Option<String>,
         base_url: Option<String>,
         transport: Transport,
         world_seed: u64,
@@ -112,6 +115,7 @@ mod wire {
                     max_tokens_param: w.max_tokens_param,
                     reasoning_effort: w.reasoning_effort,
                     profile_sha256: w.profile_sha256,
+                    tokenizer: w.tokenizer,
                 },
                 base_url: w.base_url,
                 transport: w.transport,
@@ -145,6 +149,7 @@ mod wire {
                 max_tokens_param: m.max_tokens_param,
                 reasoning_effort: m.reasoning_effort,
                 profile_sha256: m.profile_sha256,
+                tokenizer: m.tokenizer,
                 base_url: f.base_url,
                 transport: f.transport,
                 world_seed: f.world_seed,
@@ -232,6 +237,7 @@ pub const FIELDS: &[&str] = &[
     "max_tokens_param",
     "reasoning_effort",
     "profile_sha256",
+    "tokenizer",
     "base_url",
     "transport",
     "world_seed",
@@ -292,6 +298,7 @@ mod tests {
                 max_tokens_param: None,
                 reasoning_effort: None,
                 profile_sha256: None,
+                tokenizer: None,
             },
             base_url: Some("http://127.0.0.1:1/v1".into()),
             transport: Transport::Stdio,
@@ -331,6 +338,7 @@ mod tests {
             ("max_tokens_param", with_model(|m| m.max_tokens_param = Some(MaxTokensParam::MaxCompletionTokens))),
             ("reasoning_effort", with_model(|m| m.reasoning_effort = Some("high".into()))),
             ("profile_sha256", with_model(|m| m.profile_sha256 = Some("p".into()))),
+            ("tokenizer", with_model(|m| m.tokenizer = Some("o200k_base".into()))),
             ("base_url", Fingerprint { base_url: Some("http://other/v1".into()), ..sample() }),
             ("transport", Fingerprint { transport: Transport::Http, ..sample() }),
             ("world_seed", Fingerprint { world_seed: 1, ..sample() }),
@@ -353,6 +361,7 @@ mod tests {
                 max_tokens_param: Some(MaxTokensParam::MaxTokens),
                 reasoning_effort: Some("low".into()),
                 profile_sha256: Some("p".into()),
+                tokenizer: Some("o200k_base".into()),
                 ..sample().model
             },
             world_scale_override: Some(1),

@@ -216,6 +216,11 @@ pub struct ModelSpec {
     /// A simulated agent's profile: the sha256 of its TOML file (null for every other model).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_sha256: Option<String>,
+    /// The oracle's tokenizer: what its floors are counted in besides the bytes / 4 estimate
+    /// (`o200k_base`, `cl100k_base`, `llama:URL`). Absent for every other model, for an oracle
+    /// that knew none, and in older records, so their hashes are unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokenizer: Option<String>,
 }
 
 impl ModelSpec {
@@ -230,6 +235,7 @@ impl ModelSpec {
             max_tokens_param: None,
             reasoning_effort: None,
             profile_sha256: None,
+            tokenizer: None,
         }
     }
 

@@ -279,6 +279,23 @@ pub struct OracleFloor {
     pub estimated_input_tokens: Option<u64>,
     #[serde(default)]
     pub input_estimate_method: Option<String>,
+    /// The tokenizer the counts below were made with (`o200k_base`, `cl100k_base`,
+    /// `llama:URL`); absent when the run knew none, and then only the estimates exist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokenizer: Option<String>,
+    /// Counted, not estimated: the offered definitions in tokens of [`Self::tokenizer`], each
+    /// definition's JSON as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definitions_tokens: Option<u64>,
+    /// Counted: [`Self::estimated_input_tokens`]'s turns, each piece (system prompt, task,
+    /// definitions, earlier tasks, every call's arguments and result) in tokens of
+    /// [`Self::tokenizer`] instead of bytes / 4. The chat format's own tokens are not in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    /// Counted: what a model would write to follow the plan (every call's arguments and the
+    /// answer) in tokens of [`Self::tokenizer`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
 }
 
 /// The verifier's judgement of one session.

@@ -299,8 +299,8 @@ fn show(v: &serde_json::Value) -> String {
 /// Each parameter of the record's model beside the fingerprint's: (the record's field, the
 /// fingerprint's, both values). Destructured whole, so a new parameter does not compile until
 /// it is compared here too.
-fn model_pairs(record: &ModelSpec, fingerprint: &ModelSpec) -> [(&'static str, &'static str, serde_json::Value, serde_json::Value); 9] {
-    let ModelSpec { id, provider, temperature, max_tokens, seed, dialect, max_tokens_param, reasoning_effort, profile_sha256 } = record;
+fn model_pairs(record: &ModelSpec, fingerprint: &ModelSpec) -> [(&'static str, &'static str, serde_json::Value, serde_json::Value); 10] {
+    let ModelSpec { id, provider, temperature, max_tokens, seed, dialect, max_tokens_param, reasoning_effort, profile_sha256, tokenizer } = record;
     let f = fingerprint;
     [
         ("model.id", "model_id", j(id), j(&f.id)),
@@ -312,6 +312,7 @@ fn model_pairs(record: &ModelSpec, fingerprint: &ModelSpec) -> [(&'static str, &
         ("model.max_tokens_param", "max_tokens_param", j(max_tokens_param), j(&f.max_tokens_param)),
         ("model.reasoning_effort", "reasoning_effort", j(reasoning_effort), j(&f.reasoning_effort)),
         ("model.profile_sha256", "profile_sha256", j(profile_sha256), j(&f.profile_sha256)),
+        ("model.tokenizer", "tokenizer", j(tokenizer), j(&f.tokenizer)),
     ]
 }
 
@@ -357,6 +358,7 @@ mod tests {
             max_tokens_param: Some(MaxTokensParam::MaxCompletionTokens),
             reasoning_effort: Some("low".into()),
             profile_sha256: None,
+            tokenizer: None,
         };
         let fp = Fingerprint {
             model: model.clone(),

@@ -78,6 +78,30 @@ pub fn definitions(tools: &[Tool], resources: Option<&[ResourceTemplate]>) -> Ve
     out
 }
 
+/// The definitions of the server a manifest describes, as [`definitions`] makes them from a
+/// live listing: the same JSON per definition, its tools in the manifest's order (by name). What
+/// `pipeline servers` measures a footprint from without a second listing.
+pub fn definitions_of_manifest(manifest: &crate::ToolManifest) -> Vec<Value> {
+    let tools: Vec<Tool> = manifest
+        .tools
+        .iter()
+        .map(|t| {
+            let schema = t.input_schema.as_object().cloned().unwrap_or_default();
+            Tool::new(t.name.clone(), t.description.clone(), std::sync::Arc::new(schema))
+        })
+        .collect();
+    let templates: Vec<ResourceTemplate> = manifest
+        .resource_templates
+        .iter()
+        .map(|t| {
+            let mut template = ResourceTemplate::new(t.uri_template.clone(), t.name.clone());
+            template.description = Some(t.description.clone()).filter(|d| !d.is_empty());
+            template
+        })
+        .collect();
+    definitions(&tools, manifest.resources.then_some(templates.as_slice()))
+}
+
 /// Lists the server's tools, whether it has resources and its resource templates, and builds
 /// what a model is offered; `Err` when the tools cannot be listed.
 pub async fn of_server(peer: &Peer<RoleClient>) -> Result<(Vec<Tool>, Option<Vec<ResourceTemplate>>), rmcp::ServiceError> {

@@ -12,4 +12,5 @@ mod provider_extras;
 mod provider_faults;
 mod secrets;
 mod session_loop;
+mod tokenize;
 mod unparseable_output;

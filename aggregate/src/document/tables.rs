@@ -414,10 +414,60 @@ pub(super) fn oracle(s: &Summary, terms: &Terms) -> Option<Section> {
         ),
         Block::Table(terms.grid(&header, &[L, L, L, R, R, R, R, R], s.oracle_floors.iter().map(oracle_summary_row).collect())),
     ];
+    footprint(&mut blocks, s, terms);
     for f in &s.oracle_floors {
         oracle_tasks(&mut blocks, f, terms);
     }
     Some(Section { kind: SectionKind::Oracle, heading: Some("Oracle structural floors".into()), blocks })
+}
+
+/// Each arm's tool-list footprint — its definitions in bytes, and counted in the run's tokenizer
+/// where it knew one — with the floors counted in it beside the estimates above.
+fn footprint(o: &mut Vec<Block>, s: &Summary, terms: &Terms) {
+    let counted: Vec<&str> = s.oracle_floors.iter().filter_map(|f| f.tokenizer.as_deref()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+    let said = match counted[..] {
+        [] => Text::plain("No tokenizer was known for these runs: every token figure above is the ")
+            .strong("estimate")
+            .and(" (bytes / 4), and no count is shown. A run whose models are OpenAI models of one encoding, or one given ")
+            .and_code("--tokens")
+            .and(", counts them."),
+        _ => Text::plain("Counted, not estimated, where the run knew the tokenizer (")
+            .and(counted.join(", "))
+            .and("): each piece a model following the plan is sent — system prompt, task, each definition's JSON, every call's arguments and result — in tokens of that tokenizer, over the same turns as the estimate. The chat format's own tokens, and a provider's rendering of the definitions, are in neither figure. A module without a tokenizer shows none."),
+    };
+    let mut intro = Text::plain("Each arm's tool-list footprint: the definitions it offers a model. ");
+    intro.0.extend(said.0);
+    o.push(Block::Paragraph(intro));
+    let header = [
+        "module",
+        "role",
+        "server",
+        "definitions bytes",
+        "definitions tokens (counted)",
+        "input tokens / session (counted)",
+        "output tokens / session (counted)",
+        "tokenizer",
+    ];
+    let rows = s
+        .oracle_floors
+        .iter()
+        .flat_map(|f| {
+            f.per_session.iter().map(move |(role, m)| {
+                let tokens = |v: Option<f64>| Cell::figure(v.map_or("—".to_string(), readable), v, Unit::Tokens);
+                vec![
+                    Cell::text(Comparison::label_in(&f.module, f.comparison.as_ref(), f.split)),
+                    Cell::text(role.to_string()),
+                    Cell::text(f.server(*role)),
+                    Cell::figure(m.definitions_bytes.map_or("—".to_string(), readable), m.definitions_bytes, Unit::Bytes),
+                    tokens(m.definitions_tokens),
+                    tokens(m.input_tokens),
+                    tokens(m.output_tokens),
+                    Cell::text(f.tokenizer.clone().unwrap_or_else(|| "none: estimates only".into())),
+                ]
+            })
+        })
+        .collect();
+    o.push(Block::Table(terms.grid(&header, &[L, L, L, R, R, R, R, L], rows)));
 }
 
 fn oracle_summary_row(f: &OracleModule) -> Vec<Cell> {

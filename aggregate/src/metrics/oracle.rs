@@ -37,6 +37,11 @@ pub struct OracleModule {
     /// The tasks the losing rule could not judge, with why (absent when there are none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unjudged_tasks: Vec<super::splits::UnjudgedTask>,
+    /// The tokenizer every row's counted figures were made with (`o200k_base`, `cl100k_base`,
+    /// `llama:URL`); null when some row has none, or rows disagree: then the token figures are
+    /// the estimates alone.
+    #[serde(default)]
+    pub tokenizer: Option<String>,
 }
 
 impl OracleModule {
@@ -72,6 +77,17 @@ pub struct OraclePerSession {
     /// An estimate: what the model writes — the calls' arguments and the answer.
     #[serde(default)]
     pub estimated_output_tokens: Option<f64>,
+    /// The definitions the arm offers, in bytes: the arm's tool-list footprint.
+    #[serde(default)]
+    pub definitions_bytes: Option<f64>,
+    /// Counted in the module's tokenizer (null without one): the definitions, the input over
+    /// the plan's turns, and the output.
+    #[serde(default)]
+    pub definitions_tokens: Option<f64>,
+    #[serde(default)]
+    pub input_tokens: Option<f64>,
+    #[serde(default)]
+    pub output_tokens: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -101,6 +117,18 @@ pub struct OracleRow {
     /// (argument bytes + answer bytes) / 4.
     #[serde(default)]
     pub estimated_output_tokens: Option<u64>,
+    /// The tokenizer every valid session's floor was counted in; null when one had none or
+    /// two disagree, and then the three counts below are null too.
+    #[serde(default)]
+    pub tokenizer: Option<String>,
+    /// Counted, not estimated (medians like the rest): the definitions, the input over the
+    /// plan's turns, and the output, in tokens of [`Self::tokenizer`].
+    #[serde(default)]
+    pub definitions_tokens: Option<u64>,
+    #[serde(default)]
+    pub input_tokens: Option<u64>,
+    #[serde(default)]
+    pub output_tokens: Option<u64>,
 }
 
 pub(super) fn oracle_module(module: String, recs: &[&SessionRecord]) -> OracleModule {
@@ -114,6 +142,13 @@ pub(super) fn oracle_module(module: String, recs: &[&SessionRecord]) -> OracleMo
             let valid: Vec<_> = v.iter().filter(|r| r.validity.is_valid()).collect();
             let floors: Vec<_> = valid.iter().filter_map(|r| r.oracle.as_ref()).collect();
             let med = |f: fn(&records::OracleFloor) -> u64| lower_median(floors.iter().map(|x| f(x)).collect());
+            // Counts are read only when every floor was counted, in one tokenizer.
+            let tokenizer = one_tokenizer(floors.iter().map(|f| f.tokenizer.as_deref()));
+            let counted = |f: fn(&records::OracleFloor) -> Option<u64>| {
+                tokenizer.as_ref()?;
+                let values: Option<Vec<u64>> = floors.iter().map(|x| f(x)).collect();
+                lower_median(values?)
+            };
             OracleRow {
                 task,
                 role,
@@ -132,6 +167,10 @@ pub(super) fn oracle_module(module: String, recs: &[&SessionRecord]) -> OracleMo
                 estimated_output_tokens: lower_median(
                     valid.iter().filter_map(|r| Some((r.oracle.as_ref()?.args_bytes + r.final_answer.as_deref().map_or(0, str::len)) as u64 / 4)).collect(),
                 ),
+                definitions_tokens: counted(|f| f.definitions_tokens),
+                input_tokens: counted(|f| f.input_tokens),
+                output_tokens: counted(|f| f.output_tokens),
+                tokenizer,
             }
         })
         .collect();
@@ -146,7 +185,8 @@ pub(super) fn oracle_module(module: String, recs: &[&SessionRecord]) -> OracleMo
     };
     let total_estimated_tokens = total(|r| r.estimated_tokens);
     let total_estimated_input_tokens = total(|r| r.estimated_input_tokens);
-    let per_session = per_session(&rows);
+    let tokenizer = one_tokenizer(rows.iter().map(|r| r.tokenizer.as_deref()));
+    let per_session = per_session(&rows, tokenizer.is_some());
     OracleModule {
         module,
         comparison: None,
@@ -157,11 +197,19 @@ pub(super) fn oracle_module(module: String, recs: &[&SessionRecord]) -> OracleMo
         per_session,
         losing_tasks: Vec::new(),
         unjudged_tasks: Vec::new(),
+        tokenizer,
     }
 }
 
-/// Each role's [`OraclePerSession`] over its rows (one per task).
-fn per_session(rows: &[OracleRow]) -> BTreeMap<Role, OraclePerSession> {
+/// The one tokenizer all of `labels` name; none when one is absent, they differ, or there are none.
+fn one_tokenizer<'a>(mut labels: impl Iterator<Item = Option<&'a str>>) -> Option<String> {
+    let first = labels.next()??;
+    labels.all(|l| l == Some(first)).then(|| first.to_owned())
+}
+
+/// Each role's [`OraclePerSession`] over its rows (one per task); the counted figures only when
+/// the module's rows share a tokenizer (`counted`).
+fn per_session(rows: &[OracleRow], counted: bool) -> BTreeMap<Role, OraclePerSession> {
     let roles: BTreeSet<Role> = rows.iter().map(|r| r.role).collect();
     roles
         .into_iter()
@@ -178,6 +226,10 @@ fn per_session(rows: &[OracleRow]) -> BTreeMap<Role, OraclePerSession> {
                 estimated_tokens: mean(|r| r.estimated_tokens),
                 estimated_input_tokens: mean(|r| r.estimated_input_tokens),
                 estimated_output_tokens: mean(|r| r.estimated_output_tokens),
+                definitions_bytes: mean(|r| r.schema_bytes),
+                definitions_tokens: mean(|r| r.definitions_tokens).filter(|_| counted),
+                input_tokens: mean(|r| r.input_tokens).filter(|_| counted),
+                output_tokens: mean(|r| r.output_tokens).filter(|_| counted),
             };
             (role, means)
         })

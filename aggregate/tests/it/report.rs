@@ -363,3 +363,49 @@ fn adoption_counts_own_tools_waste_and_exact_repeats() {
     assert_eq!(table.rows[1][4], "structural 0");
     assert_eq!(table.rows[1][6], "unknown (arguments not kept)");
 }
+
+/// Oracle records counted in `tokenizers` (one per task and arm, in order t1 pattern, t1
+/// control, t2 pattern, t2 control), as a run with a known tokenizer writes them.
+fn counted_oracle(tokenizers: [Option<&str>; 4]) -> aggregate::Report {
+    let dir = tempfile::tempdir().unwrap();
+    let cells = [("pattern", "t1"), ("control", "t1"), ("pattern", "t2"), ("control", "t2")];
+    for ((role, task), tokenizer) in cells.into_iter().zip(tokenizers) {
+        let mut r = record("oracle", "m1", role, task, 1, S { turns: 0, input: None, cached: None, output: None, ..ok(V::Passed, 0, 0) });
+        let o = r.oracle.as_mut().unwrap();
+        o.estimated_input_tokens = Some(1000);
+        o.tokenizer = tokenizer.map(str::to_owned);
+        if tokenizer.is_some() {
+            (o.definitions_tokens, o.input_tokens, o.output_tokens) = (Some(90), Some(if task == "t1" { 800 } else { 1000 }), Some(12));
+        }
+        write(dir.path(), &r, true);
+    }
+    aggregate::report(dir.path(), None, &Options::default()).unwrap()
+}
+
+#[test]
+fn oracle_counts_are_shown_with_their_tokenizer_and_never_mixed() {
+    let rep = counted_oracle([Some("o200k_base"); 4]);
+    let f = &rep.summary.oracle_floors[0];
+    assert_eq!(f.tokenizer.as_deref(), Some("o200k_base"));
+    let p = &f.per_session[&Role::Pattern];
+    assert_eq!((p.definitions_bytes, p.definitions_tokens, p.input_tokens, p.output_tokens), (Some(400.0), Some(90.0), Some(900.0), Some(12.0)));
+    // The estimate stays beside the count.
+    assert_eq!(p.estimated_input_tokens, Some(1000.0));
+    let footprint =
+        tables(&rep.document).into_iter().find(|t| t.header.first().is_some_and(|h| h == "module") && t.header.contains(&"tokenizer".to_string())).unwrap();
+    assert_eq!(footprint.rows[0], ["m1", "pattern", "m1_pattern", "400", "90", "900", "12", "o200k_base"]);
+    assert!(rep.markdown.contains("Counted, not estimated, where the run knew the tokenizer (o200k_base)"), "the label is in the text");
+
+    // Two tokenizers in one module, or one arm without: no count at all, never a mixed one.
+    for tokenizers in [[Some("o200k_base"), Some("o200k_base"), Some("cl100k_base"), Some("o200k_base")], [Some("o200k_base"), None, Some("o200k_base"), None]]
+    {
+        let rep = counted_oracle(tokenizers);
+        let f = &rep.summary.oracle_floors[0];
+        assert_eq!(f.tokenizer, None, "{tokenizers:?}");
+        assert!(f.per_session.values().all(|m| m.input_tokens.is_none() && m.definitions_tokens.is_none()), "{tokenizers:?}");
+        assert!(f.per_session.values().all(|m| m.estimated_input_tokens == Some(1000.0)), "the estimates stay");
+    }
+    let rep = counted_oracle([None; 4]);
+    let footprint = tables(&rep.document).into_iter().find(|t| t.header.contains(&"tokenizer".to_string())).unwrap();
+    assert_eq!(footprint.rows[0], ["m1", "pattern", "m1_pattern", "400", "—", "—", "—", "none: estimates only"]);
+}

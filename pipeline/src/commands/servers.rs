@@ -17,6 +17,13 @@ pub struct ServersArgs {
     /// them: an external arm against a freshly seeded world of its own).
     #[arg(long, env = "BACKEND_URL", default_value = DEFAULT_BACKEND_URL)]
     pub backend_url: String,
+    /// Also print each server's tool-list footprint in tokens of TOKENIZER, beside its bytes:
+    /// `o200k_base` (GPT-4o, GPT-4.1, GPT-5, o-series), `cl100k_base` (GPT-4, GPT-3.5), both
+    /// counted offline, or `llama:URL`, a llama.cpp server's own `/tokenize` (its root, e.g.
+    /// `llama:http://127.0.0.1:8080`). What is counted is every function definition a model is
+    /// offered, as the JSON the request's `tools` array carries.
+    #[arg(long, value_name = "TOKENIZER")]
+    pub tokens: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -62,6 +69,16 @@ struct ServerRow {
     /// declares the capability and has a template or a resource to list.
     resources: Option<bool>,
     manifest_sha256: Option<String>,
+    /// Bytes of the function definitions a model is offered (the tools, and the two resource
+    /// functions where the server has resources), each definition's JSON as sent, summed.
+    definitions_bytes: Option<usize>,
+    /// With `--tokens`: those definitions in tokens of [`Self::tokenizer`] (null when the
+    /// server could not be listed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    definitions_tokens: Option<Option<u64>>,
+    /// With `--tokens`: the tokenizer that counted them (`o200k_base`, `cl100k_base`, `llama:URL`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tokenizer: Option<String>,
     /// The exact command line that runs this server over stdio (an external arm: its own
     /// command, placeholders unexpanded).
     command: Vec<String>,
@@ -94,6 +111,8 @@ pub fn stdio_command(name: &str, backend_url: &str) -> anyhow::Result<Vec<String
 }
 
 pub async fn list(args: ServersArgs) -> anyhow::Result<()> {
+    // Refused before anything is started, in one line that names the accepted values.
+    let tokenizer = args.tokens.as_deref().map(agent::tokens::Tokenizer::parse).transpose()?;
     let mut rows = Vec::new();
     for s in servers::registry::servers() {
         // A built-in server always lists; an external arm may not start (its dependencies not
@@ -115,6 +134,12 @@ pub async fn list(args: ServersArgs) -> anyhow::Result<()> {
             Some(a) => a.command.clone(),
             None => stdio_command(s.name, &args.backend_url)?,
         };
+        let definitions = manifest.as_ref().ok().map(servers::offered::definitions_of_manifest);
+        let definitions_tokens = match (&tokenizer, &definitions) {
+            (Some(t), Some(d)) => Some(Some(t.count_definitions(d).await.with_context(|| format!("counting the tokens of {}'s definitions", s.name))?)),
+            (Some(_), None) => Some(None),
+            (None, _) => None,
+        };
         rows.push(ServerRow {
             name: s.name,
             module: s.module,
@@ -124,6 +149,9 @@ pub async fn list(args: ServersArgs) -> anyhow::Result<()> {
             resource_templates: manifest.as_ref().ok().map(|m| m.resource_templates.len()),
             resources: manifest.as_ref().ok().map(|m| m.resources),
             manifest_sha256: manifest.as_ref().ok().map(ToolManifest::sha256),
+            definitions_bytes: definitions.as_deref().map(agent::tokens::definitions_bytes),
+            definitions_tokens,
+            tokenizer: tokenizer.as_ref().map(agent::tokens::Tokenizer::label),
             command,
             kind: if external.is_some() { "external" } else { "builtin" },
             external,
@@ -135,6 +163,9 @@ pub async fn list(args: ServersArgs) -> anyhow::Result<()> {
             println!("{}", serde_json::to_string(r)?);
         }
         return Ok(());
+    }
+    if let Some(t) = &tokenizer {
+        return print_with_tokens(&rows, &t.label());
     }
     println!("{:<18} {:<18} {:<8} {:<18} {:>5}  manifest sha256", "server", "module", "role", "paired with", "tools");
     for r in &rows {
@@ -150,6 +181,42 @@ pub async fn list(args: ServersArgs) -> anyhow::Result<()> {
             _ => String::new(),
         };
         println!("{:<18} {:<18} {:<8} {:<18} {:>5}  {sha}{note}", r.name, r.module, role, r.paired, tools);
+    }
+    Ok(())
+}
+
+/// The table with each server's definitions in bytes and in tokens of `tokenizer`.
+fn print_with_tokens(rows: &[ServerRow], tokenizer: &str) -> anyhow::Result<()> {
+    println!("definitions: every function a model is offered, as the JSON of the request's tools array; tokens: {tokenizer}");
+    println!(
+        "{:<18} {:<18} {:<8} {:<18} {:>5} {:>10} {:>8} {:>11}  manifest sha256",
+        "server", "module", "role", "paired with", "tools", "def. bytes", "tokens", "bytes/token"
+    );
+    for r in rows {
+        let role = match r.role {
+            Role::Pattern => "pattern",
+            Role::Control => "control",
+        };
+        let dash = || "—".to_owned();
+        let tokens = r.definitions_tokens.flatten();
+        let per_token = r.definitions_bytes.zip(tokens).filter(|(_, t)| *t > 0).map_or_else(dash, |(b, t)| format!("{:.2}", b as f64 / t as f64));
+        let sha = r.manifest_sha256.as_deref().map_or("—", |s| &s[..16]);
+        let note = match (&r.external, &r.error) {
+            (Some(_), Some(e)) => format!("  external, not startable: {e}"),
+            (Some(x), None) => format!("  external: {}", x.dir),
+            _ => String::new(),
+        };
+        println!(
+            "{:<18} {:<18} {:<8} {:<18} {:>5} {:>10} {:>8} {:>11}  {sha}{note}",
+            r.name,
+            r.module,
+            role,
+            r.paired,
+            r.tools.map_or_else(dash, |t| t.to_string()),
+            r.definitions_bytes.map_or_else(dash, |b| b.to_string()),
+            tokens.map_or_else(dash, |t| t.to_string()),
+            per_token
+        );
     }
     Ok(())
 }

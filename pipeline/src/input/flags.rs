@@ -20,6 +20,13 @@ pub struct RunArgs {
     /// agent (planted slips, synthetic usage: checks the instrument). Never pooled in reports.
     #[arg(long, value_delimiter = ',', env = "MCPBENCH_MODELS")]
     pub models: Vec<String>,
+    /// What the oracle's floors are counted in besides the bytes / 4 estimate: `o200k_base`,
+    /// `cl100k_base` (offline), or `llama:URL` (a llama.cpp server's `/tokenize`). Default: the
+    /// encoding of the run's models when they are OpenAI models of one encoding (gpt-4o, gpt-4.1,
+    /// gpt-5, o3 → o200k_base; gpt-4 → cl100k_base); else none, and the floors are the labelled
+    /// estimate alone.
+    #[arg(long, value_name = "TOKENIZER")]
+    pub tokens: Option<String>,
     /// Repetitions of every task on every arm.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub k: u32,

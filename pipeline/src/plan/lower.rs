@@ -20,7 +20,7 @@ impl RunPlan {
     /// Lowers the ad-hoc form, `pipeline --mcp/--module/--all …`.
     pub async fn from_flags(args: &RunArgs) -> anyhow::Result<Self> {
         let arms = select_servers(args)?;
-        let models = models_from_flags(args)?;
+        let models = super::model::with_oracle_tokenizer(models_from_flags(args)?, args.tokens.as_deref()).await?;
         if args.session_mode == SessionMode::Warm
             && let Some(m) = models.iter().find(|m| m.sim.is_some())
         {
@@ -287,6 +287,7 @@ fn models_from_flags(args: &RunArgs) -> anyhow::Result<Vec<ModelPlan>> {
             dialect: args.asking.dialect,
             max_tokens_param: args.asking.max_tokens_param,
             profile_sha256: None,
+            tokenizer: None,
         };
         let endpoint = Endpoint {
             base_url: args.base_url.clone().unwrap_or_default(),
@@ -313,6 +314,7 @@ pub fn model_plan(m: &ModelParams, request_timeout: std::time::Duration, headers
         dialect: m.dialect,
         max_tokens_param: m.max_tokens_param,
         profile_sha256: None,
+        tokenizer: None,
     };
     let endpoint = super::Endpoint {
         base_url: m.base_url.clone().unwrap_or_default(),

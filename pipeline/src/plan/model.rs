@@ -81,6 +81,13 @@ impl ModelPlan {
         self.spec.is_oracle()
     }
 
+    /// The oracle's tokenizer, when its spec names one (and only then: without one its floors
+    /// are the bytes / 4 estimate alone).
+    pub fn tokenizer(&self) -> Option<agent::tokens::Tokenizer> {
+        let label = self.spec.tokenizer.as_deref()?;
+        Some(agent::tokens::Tokenizer::parse(label).expect("a plan's tokenizer was parsed when the plan was made"))
+    }
+
     /// The simulated agent a spec's model parameters name, its profile read from `tasks_dir`: a
     /// simulated agent takes a seed and nothing an endpoint would.
     pub fn simulated_from(params: &crate::input::spec::ModelParams, tasks_dir: &Path) -> anyhow::Result<Self> {
@@ -137,4 +144,33 @@ impl ModelPlan {
         config.extra_headers = e.headers.clone();
         Some(config)
     }
+}
+
+/// What the oracle's floors are counted in, besides the estimate: `given` (`--tokens`), else the
+/// encoding the run's models share when every one of them is an OpenAI model of one encoding
+/// (gpt-4o and gpt-4.1 → o200k_base); else none, and the floors stay the labelled estimate.
+/// A llama.cpp server is not told from its URL: it is named (`--tokens llama:URL`), and asked
+/// once here, so a server that does not answer stops the run before it starts.
+pub async fn with_oracle_tokenizer(mut models: Vec<ModelPlan>, given: Option<&str>) -> anyhow::Result<Vec<ModelPlan>> {
+    let has_oracle = models.iter().any(ModelPlan::is_oracle);
+    let label = match given {
+        Some(given) => {
+            anyhow::ensure!(has_oracle, "--tokens {given}: the tokens it counts are the oracle's floors, and this run has no oracle; add oracle to --models");
+            let t = agent::tokens::Tokenizer::parse(given)?;
+            t.count("tokenizer check").await.map_err(|e| anyhow::anyhow!("--tokens {given}: {e}"))?;
+            Some(t.label())
+        }
+        None => {
+            let endpoint_models: Vec<&ModelPlan> = models.iter().filter(|m| m.spec.needs_endpoint()).collect();
+            let encodings: Option<Vec<agent::tokens::Encoding>> = endpoint_models.iter().map(|m| agent::tokens::Encoding::of_model(&m.spec.id)).collect();
+            match encodings.as_deref() {
+                Some([first, rest @ ..]) if rest.iter().all(|e| e == first) => Some(first.name().to_owned()),
+                _ => None,
+            }
+        }
+    };
+    for m in models.iter_mut().filter(|m| m.is_oracle()) {
+        m.spec.tokenizer = label.clone();
+    }
+    Ok(models)
 }

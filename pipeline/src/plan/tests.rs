@@ -143,3 +143,40 @@ async fn a_seed_no_endpoint_takes_is_refused_and_the_largest_one_is_sent_as_pinn
     assert_eq!(config.seed, Some(i64::MAX));
     assert_eq!(plan.models[0].spec.seed, Some(i64::MAX as u64));
 }
+
+#[tokio::test]
+async fn the_oracle_counts_in_the_encoding_its_run_s_models_share_and_else_estimates() {
+    let oracle_tokenizer = |models: &str| {
+        let models = models.to_owned();
+        async move {
+            let plan =
+                RunPlan::from_flags(&flags(&["--module", "resource_gateway", "--models", &models, "--base-url", "http://127.0.0.1:9/v1"])).await.unwrap();
+            plan.models.iter().find(|m| m.is_oracle()).unwrap().spec.tokenizer.clone()
+        }
+    };
+    assert_eq!(oracle_tokenizer("oracle,gpt-4o").await.as_deref(), Some("o200k_base"));
+    assert_eq!(oracle_tokenizer("oracle,gpt-4.1-mini,o3").await.as_deref(), Some("o200k_base"), "one encoding, two models");
+    assert_eq!(oracle_tokenizer("oracle,gpt-4").await.as_deref(), Some("cl100k_base"));
+    // Two encodings, a model no encoding is known for, or no model at all: the estimate alone.
+    assert_eq!(oracle_tokenizer("oracle,gpt-4o,gpt-4").await, None);
+    assert_eq!(oracle_tokenizer("oracle,gpt-4o,qwen2.5-coder-1.5b").await, None);
+    assert_eq!(oracle_tokenizer("oracle").await, None);
+    // A model is never given one: only the oracle's floors are counted.
+    let plan =
+        RunPlan::from_flags(&flags(&["--module", "resource_gateway", "--models", "oracle,gpt-4o", "--base-url", "http://127.0.0.1:9/v1"])).await.unwrap();
+    assert!(plan.models.iter().filter(|m| !m.is_oracle()).all(|m| m.spec.tokenizer.is_none()));
+    // --tokens names it whatever the models are.
+    let plan = RunPlan::from_flags(&flags(&[
+        "--module",
+        "resource_gateway",
+        "--models",
+        "oracle,gpt-4o",
+        "--tokens",
+        "cl100k_base",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+    ]))
+    .await
+    .unwrap();
+    assert_eq!(plan.models[0].spec.tokenizer.as_deref(), Some("cl100k_base"));
+}

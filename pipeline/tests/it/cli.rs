@@ -35,6 +35,60 @@ fn servers_json_lists_every_server_with_its_launch_command() {
     assert_eq!(patterns, servers::registry::MODULES.len());
 }
 
+#[tokio::test]
+async fn servers_tokens_counts_each_servers_definitions_as_sent() {
+    let rows = json_lines(&["servers", "--json", "--tokens", "o200k_base"]);
+    let builtin: Vec<_> = rows.iter().filter(|r| r["kind"] == "builtin").collect();
+    assert_eq!(builtin.len(), servers::registry::builtin().count());
+    for r in builtin {
+        let name = r["name"].as_str().unwrap();
+        assert_eq!(r["tokenizer"], "o200k_base", "{r}");
+        // What the agent would send this server's model, listed live: its definitions, each
+        // counted in o200k_base, summed — and their bytes.
+        let arm = servers::client::ArmClient::open(servers::registry::find(name).unwrap(), servers::manifest::NO_BACKEND).await.unwrap();
+        let (tools, resources) = servers::offered::of_server(arm.client.peer()).await.unwrap();
+        arm.close().await.unwrap();
+        let sent = servers::offered::definitions(&tools, resources.as_deref());
+        let tokens: u64 = sent.iter().map(|d| agent::tokens::Encoding::O200kBase.count(&d.to_string())).sum();
+        let bytes: usize = sent.iter().map(|d| d.to_string().len()).sum();
+        assert_eq!(r["definitions_tokens"].as_u64(), Some(tokens), "{name}");
+        assert_eq!(r["definitions_bytes"].as_u64(), Some(bytes as u64), "{name}");
+        // JSON in o200k_base runs at 3–6 bytes a token: a count of something else would not.
+        let per_token = bytes as f64 / tokens as f64;
+        assert!((3.0..6.0).contains(&per_token), "{name}: {bytes} bytes, {tokens} tokens");
+    }
+    // The table says which tokenizer, and shows the same figures.
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_pipeline")).args(["servers", "--tokens", "o200k_base"]).current_dir(env!("CARGO_MANIFEST_DIR")).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.lines().next().unwrap().ends_with("tokens: o200k_base"), "{table}");
+    let orchestrator = rows.iter().find(|r| r["name"] == "orchestrator").unwrap();
+    let line: Vec<&str> = table.lines().find(|l| l.starts_with("orchestrator ")).unwrap().split_whitespace().collect();
+    assert_eq!(line[5], orchestrator["definitions_bytes"].to_string(), "{table}");
+    assert_eq!(line[6], orchestrator["definitions_tokens"].to_string(), "{table}");
+    // Without --tokens the listing has the bytes and no token fields.
+    let plain = json_lines(&["servers", "--json"]);
+    let wrapper = plain.iter().find(|r| r["name"] == "wrapper").unwrap();
+    assert!(wrapper["definitions_bytes"].as_u64().unwrap() > 0);
+    assert!(wrapper.get("definitions_tokens").is_none() && wrapper.get("tokenizer").is_none(), "{wrapper}");
+}
+
+#[test]
+fn servers_tokens_refuses_an_unknown_tokenizer_in_one_line() {
+    let out = Command::new(env!("CARGO_BIN_EXE_pipeline"))
+        .args(["servers", "--tokens", "gpt-4o"])
+        .env("RUST_BACKTRACE", "1")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("error: unknown tokenizer \"gpt-4o\": use o200k_base, cl100k_base, or llama:URL"), "{stderr}");
+}
+
 #[test]
 fn list_json_has_every_task_with_plan_lengths_per_arm() {
     let rows = json_lines(&["list", "--json"]);

@@ -36,7 +36,7 @@ const PIPELINE: &[&str] = &[
 ];
 
 /// `agent/src`, top to bottom (the order `agent/src/lib.rs` describes).
-const AGENT: &[&str] = &["sim", "oracle", "preflight", "judge", "session", "provider", "mcp", "dialect", "text_call", "config", "record"];
+const AGENT: &[&str] = &["sim", "oracle", "preflight", "judge", "session", "provider", "mcp", "dialect", "text_call", "config", "record", "tokens"];
 
 /// Collects the second segment of every `crate::…` path, in code and in macro arguments.
 #[derive(Default)]

@@ -16,6 +16,7 @@ mod held_out;
 mod layers;
 mod local_endpoint;
 mod new_module;
+mod oracle_tokens;
 mod otlp;
 mod regrade;
 mod report_browser;

@@ -62,3 +62,20 @@ async fn no_server_offers_a_parameter_schema_that_admits_null() {
     assert_eq!(list.input_schema["properties"]["limit"]["type"], "integer");
     assert!(list.input_schema.get("required").is_none_or(|r| !r.as_array().unwrap().iter().any(|n| n == "limit")));
 }
+
+#[tokio::test]
+async fn a_manifest_gives_the_definitions_a_live_listing_gives() {
+    // `pipeline servers` measures each server's footprint from its manifest: it must be what the
+    // agent offers a model, definition for definition.
+    let url = "http://127.0.0.1:9";
+    for entry in servers::registry::builtin() {
+        let manifest = ToolManifest::of(entry, url).await.unwrap();
+        let arm = servers::client::ArmClient::open(entry, url).await.unwrap();
+        let (tools, resources) = servers::offered::of_server(arm.client.peer()).await.unwrap();
+        arm.close().await.unwrap();
+        let live: std::collections::BTreeSet<String> = servers::offered::definitions(&tools, resources.as_deref()).iter().map(|d| d.to_string()).collect();
+        let from_manifest: std::collections::BTreeSet<String> = servers::offered::definitions_of_manifest(&manifest).iter().map(|d| d.to_string()).collect();
+        assert_eq!(live, from_manifest, "{}", entry.name);
+        assert_eq!(live.len(), tools.len() + if resources.is_some() { 2 } else { 0 }, "{}: no two definitions alike", entry.name);
+    }
+}

@@ -44,6 +44,7 @@ pub fn model(id: &str) -> ModelSpec {
             max_tokens_param: None,
             reasoning_effort: None,
             profile_sha256: None,
+            tokenizer: None,
         }
     }
 }
@@ -143,6 +144,10 @@ pub fn record(m: &str, module: &str, role: &str, task: &str, rep: u32, s: S) -> 
             // t2's pattern record predates the input estimate: that role's total must be absent.
             estimated_input_tokens: (task != "t2" || role == "control").then_some(if role == "pattern" { 300 } else { 900 }),
             input_estimate_method: Some("turns".into()),
+            tokenizer: None,
+            definitions_tokens: None,
+            input_tokens: None,
+            output_tokens: None,
         }),
         cost_usd: None,
         harness: HarnessTimings::default(),

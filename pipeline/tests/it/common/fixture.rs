@@ -30,6 +30,7 @@ fn model_spec(oracle: bool) -> ModelSpec {
             max_tokens_param: None,
             reasoning_effort: None,
             profile_sha256: None,
+            tokenizer: None,
         }
     }
 }
@@ -162,6 +163,10 @@ fn record(experiment: &str, oracle: bool, role: Role, task: &str, rep: u32) -> S
             estimate_method: "estimate: bytes / 4".into(),
             estimated_input_tokens: Some(if role == Role::Pattern { 1_900 } else { 2_400 }),
             input_estimate_method: Some("estimate: one call per turn; bytes / 4".into()),
+            tokenizer: None,
+            definitions_tokens: None,
+            input_tokens: None,
+            output_tokens: None,
         }),
         cost_usd: None,
         harness: HarnessTimings::default(),
