@@ -126,7 +126,38 @@ pub async fn ground_truth(task: &Task, arm: &ServerEntry, world: &backend::World
 }
 
 /// [`ground_truth`] with the servers started as the run starts them (its catalogue size, say).
+/// A plan that changes the world is replayed twice: the task's footprint through the arm (what
+/// side effects are counted against, [`crate::collateral`]) is what the plan changes, so the
+/// second replay may change nothing outside the first's, nor leave out anything the first changed.
 pub async fn ground_truth_with(
+    task: &Task,
+    arm: &ServerEntry,
+    world: &backend::World,
+    backend_url: &str,
+    command: &[String],
+    settings: servers::launch::ArmSettings,
+) -> Result<GroundTruth, String> {
+    let first = ground_truth_once(task, arm, world, backend_url, command, settings).await?;
+    if first.footprint.is_empty() {
+        return Ok(first);
+    }
+    let second = ground_truth_once(task, arm, world, backend_url, command, settings).await?;
+    let beyond: Vec<String> = crate::collateral::collateral(&second.footprint, &first.footprint)
+        .into_iter()
+        .chain(crate::collateral::collateral(&first.footprint, &second.footprint))
+        .map(|w| format!("{} {} {}", w.table, w.id, w.op))
+        .collect();
+    if !beyond.is_empty() {
+        return Err(format!(
+            "the oracle plan through {} changes other rows from one replay to the next ({}): its footprint, which side effects are counted against, is not its own",
+            arm.name,
+            beyond.join(", ")
+        ));
+    }
+    Ok(first)
+}
+
+async fn ground_truth_once(
     task: &Task,
     arm: &ServerEntry,
     world: &backend::World,
