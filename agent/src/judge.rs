@@ -37,6 +37,19 @@ pub const REFERENCES_PROMPT: &str = concat!(
     r#"Reply with one JSON object and nothing else: {"references": [{"text": "<exact words>", "kind": "<kind>"}]}"#
 );
 
+/// The most a judge may write in one reply: a class with its claim, or a list of references, fits
+/// in far less; a model that does not stop is cut off and its reply is unreadable, not waited for.
+pub const MAX_TOKENS: u32 = 512;
+
+/// Pins `config` as a judge runs: temperature 0, seed 0, [`MAX_TOKENS`], and one retry (a
+/// timeout at temperature 0 repeats itself; a transient fault gets a second chance).
+pub fn pin(config: &mut crate::ProviderConfig) {
+    config.temperature = Some(0.0);
+    config.seed = Some(0);
+    config.max_tokens = Some(MAX_TOKENS);
+    config.retry.max_retries = 1;
+}
+
 /// sha256 of the judge's instructions ([`JUDGE_PROMPT`] and [`REFERENCES_PROMPT`]): part of its
 /// identity, beside its model and endpoint.
 pub fn judge_prompt_sha256() -> String {

@@ -394,6 +394,15 @@ pub struct JudgeAgreement {
     /// Answers it gave nothing usable for (its endpoint failed, or its reply was unreadable):
     /// their items count as disagreements.
     pub unanswered: usize,
+    /// The items it decided itself (for the class: failed sessions with an answer; a pass and an
+    /// empty answer are fixed by the definitions), and its agreement on those alone: how far to
+    /// trust what it adds. Null when it decided none.
+    #[serde(default)]
+    pub asked: usize,
+    #[serde(default)]
+    pub asked_accuracy: Option<f64>,
+    #[serde(default)]
+    pub asked_kappa: Option<f64>,
 }
 
 /// What a session changed beyond the task's expected footprint (docs/collateral.md).

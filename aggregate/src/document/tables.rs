@@ -280,16 +280,21 @@ fn module_blocks(
     if [p, c].iter().any(|a| a.as_ref().is_some_and(|a| a.outcome_classes.scored > 0)) {
         o.push(Block::Table(classes_table(p, c, terms)));
         if let Some(j) = judge {
+            let c = &j.class;
+            let kappa = |k: Option<f64>| k.map_or("undefined".into(), |k| format!("{k:.2}"));
             o.push(Block::Paragraph(
                 format!(
-                    "These classes are the judge's: the model {} at {} (temperature 0, seed 0; instructions sha256 {}) classed every failed session with an answer. How far to trust them: on the gold set's sealed part, before it graded anything, it agreed with the hand grade on {:.0} % of {} answers (κ {}; {} it gave no class). Classes it did not give are missing, never the rules'.",
+                    "These classes are the judge's: the model {} at {} (temperature 0, seed 0; instructions sha256 {}) classed every failed session with an answer; a pass is correct and an empty answer no answer by definition. How far to trust them: on the gold set's sealed part, before it graded anything, it agreed with the hand grade on {} of the {} answers it was asked to class (κ {}), and on {:.0} % of all {} with the fixed ones (κ {}; {} it gave no class). Classes it did not give are missing, never the rules'.",
                     j.model,
                     j.base_url,
                     &j.prompt_sha256[..j.prompt_sha256.len().min(12)],
-                    100.0 * j.class.accuracy,
-                    j.class.items,
-                    j.class.kappa.map_or("undefined".into(), |k| format!("{k:.2}")),
-                    j.class.unanswered
+                    c.asked_accuracy.map_or("— (none)".into(), |a| format!("{:.0} %", 100.0 * a)),
+                    c.asked,
+                    kappa(c.asked_kappa),
+                    100.0 * c.accuracy,
+                    c.items,
+                    kappa(c.kappa),
+                    c.unanswered
                 )
                 .into(),
             ));

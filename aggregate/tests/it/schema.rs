@@ -99,12 +99,36 @@ fn real_summaries_match_the_schema() {
     }
     // Dev and held-out tasks, reported apart, with the tasks the pattern loses on.
     held_out_fixture(&d("held_out"));
+    // Classes and references a model judged (`pipeline regrade --judge`).
+    let agreement = |items, asked| records::JudgeAgreement {
+        items,
+        accuracy: 0.5,
+        kappa: Some(0.25),
+        unanswered: 1,
+        asked,
+        asked_accuracy: (asked > 0).then_some(0.4),
+        asked_kappa: None,
+    };
+    let judge = records::JudgeInfo {
+        model: "judge".into(),
+        base_url: "http://127.0.0.1:8080/v1".into(),
+        prompt_sha256: "ab".repeat(32),
+        class: agreement(59, 30),
+        grounding: agreement(175, 175),
+    };
+    pairs(&d("judged"), "m", &["t1", "t2"], 1..=2, |mut r| {
+        let v = r.verifier.as_mut().unwrap();
+        v.graded = Some(records::Graded { verifier_sha256: "v".into(), grader_sha256: "g".into(), regraded_at: Some(r.ended_at), judge: Some(judge.clone()) });
+        v.class = Some(records::ClassNote { class: records::OutcomeClass::Correct, checks_held: None, decided_by: "the verifier passed".into() });
+        r
+    });
     let files = [
         summary_of(&d("planned"), Some(&prices), &opts()),
         summary_of(&d("old"), None, &opts()),
         summary_of(&d("weak"), None, &opts()),
         summary_of(&d("oracle"), None, &opts()),
         summary_of(&d("held_out"), None, &opts()),
+        summary_of(&d("judged"), None, &opts()),
     ];
     let (ok, text) = validate(&files);
     assert!(ok, "{text}");
@@ -119,6 +143,8 @@ fn real_summaries_match_the_schema() {
     let row = &oracle["oracle_floors"][0]["rows"][0];
     assert!(row["calls"].is_u64() && row["result_bytes"].is_u64(), "counts are integers: {row}");
     assert!(serde_json::to_string(&oracle).unwrap().contains("\"calls\":2,"), "not 2.0");
+    let judged: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&files[5]).unwrap()).unwrap();
+    assert_eq!(judged["method"]["judge"]["class"]["asked"], 30, "{}", judged["method"]);
 }
 
 #[test]

@@ -51,8 +51,7 @@ struct Judge {
 async fn judge_of(args: &RegradeArgs) -> anyhow::Result<Option<Judge>> {
     let (Some(model), Some(base_url)) = (&args.judge, &args.judge_base_url) else { return Ok(None) };
     let mut config = agent::ProviderConfig::new(base_url.clone(), args.judge_api_key_env.clone(), model.clone());
-    config.temperature = Some(0.0);
-    config.seed = Some(0);
+    agent::judge::pin(&mut config);
     let provider = agent::OpenAiCompatible::new(config).map_err(|e| anyhow::anyhow!("the judge {model}: {e}"))?;
     eprintln!("grading the judge {model} on the gold set's held-out part first…");
     let (mut classes, mut references) = (Vec::new(), Vec::new());
@@ -69,7 +68,9 @@ async fn judge_of(args: &RegradeArgs) -> anyhow::Result<Option<Judge>> {
                 "unanswered".to_owned()
             }
         };
-        classes.push((crate::gold::label(&case.class), judged));
+        // Asked: a failed session with an answer (the rest the definitions fix).
+        let asked = outcome.verdict == records::Verdict::Failed && !case.answer.trim().is_empty();
+        classes.push((crate::gold::label(&case.class), judged, asked));
         // The references it finds, resolved against the case's end state by the rules that
         // resolve the extractor's.
         let grounding = match agent::judge::judge_references(&provider, &case.answer).await {
@@ -80,17 +81,28 @@ async fn judge_of(args: &RegradeArgs) -> anyhow::Result<Option<Judge>> {
                 None
             }
         };
-        references.extend(crate::gold::pair_references(&case.grounding, grounding.as_ref()).into_iter().map(|(_, h, j)| (h, j)));
+        references.extend(crate::gold::pair_references(&case.grounding, grounding.as_ref()).into_iter().map(|(_, h, j)| (h, j, true)));
         Ok(())
     })
     .await
     .context("applying the gold set's held-out part")?;
     anyhow::ensure!(!classes.is_empty(), "the gold set's held-out part has no case to grade the judge on");
-    let agreement = |pairs: &[(String, String)], unanswered| records::JudgeAgreement {
-        items: pairs.len(),
-        accuracy: if pairs.is_empty() { 0.0 } else { pairs.iter().filter(|(h, j)| h == j).count() as f64 / pairs.len() as f64 },
-        kappa: aggregate::stats::cohen_kappa(&pairs.iter().map(|(h, j)| (h.as_str(), j.as_str())).collect::<Vec<_>>()),
-        unanswered,
+    let agreement = |items: &[(String, String, bool)], unanswered| {
+        let share =
+            |pairs: &[&(String, String, bool)]| (!pairs.is_empty()).then(|| pairs.iter().filter(|(h, j, _)| h == j).count() as f64 / pairs.len() as f64);
+        let kappa =
+            |pairs: &[&(String, String, bool)]| aggregate::stats::cohen_kappa(&pairs.iter().map(|(h, j, _)| (h.as_str(), j.as_str())).collect::<Vec<_>>());
+        let all: Vec<&(String, String, bool)> = items.iter().collect();
+        let asked: Vec<&(String, String, bool)> = items.iter().filter(|x| x.2).collect();
+        records::JudgeAgreement {
+            items: all.len(),
+            accuracy: share(&all).unwrap_or(0.0),
+            kappa: kappa(&all),
+            unanswered,
+            asked: asked.len(),
+            asked_accuracy: share(&asked),
+            asked_kappa: kappa(&asked),
+        }
     };
     let info = records::JudgeInfo {
         model: model.clone(),
@@ -104,10 +116,13 @@ async fn judge_of(args: &RegradeArgs) -> anyhow::Result<Option<Judge>> {
     }
     for (layer, a) in [("classes", &info.class), ("references", &info.grounding)] {
         eprintln!(
-            "the judge {model} agreed with the hand grade on {:.0} % of {} held-out {layer} (κ {}); {} answers unanswered",
+            "the judge {model} agreed with the hand grade on {:.0} % of {} held-out {layer} (κ {}); on the {} it decided itself, {} (κ {}); {} answers unanswered",
             100.0 * a.accuracy,
             a.items,
             a.kappa.map_or("undefined".into(), |k| format!("{k:.2}")),
+            a.asked,
+            a.asked_accuracy.map_or("—".into(), |x| format!("{:.0} %", 100.0 * x)),
+            a.asked_kappa.map_or("undefined".into(), |k| format!("{k:.2}")),
             a.unanswered
         );
     }

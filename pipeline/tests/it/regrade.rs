@@ -195,6 +195,12 @@ fn a_judge_is_graded_on_the_held_out_gold_set_and_its_classes_are_reported_as_it
     assert_eq!(judge["class"]["items"].as_u64(), Some(verdict.n as u64), "{judge}");
     assert_eq!((judge["class"]["accuracy"].as_f64().unwrap() * 1000.0).round() / 1000.0, verdict.accuracy, "{judge}");
     assert!(judge["class"]["unanswered"].as_u64().unwrap() > 0, "the hand grade `correct` of a failed verdict is no class a judge may give: {judge}");
+    // What it decided itself is counted apart: the failed answers only, where every miss is one
+    // of those unanswered `correct`s.
+    let asked = judge["class"]["asked"].as_u64().unwrap();
+    assert!(asked > 0 && asked < verdict.n as u64, "{judge}");
+    let missed = asked as f64 * (1.0 - judge["class"]["asked_accuracy"].as_f64().unwrap());
+    assert_eq!(missed.round() as u64, judge["class"]["unanswered"].as_u64().unwrap(), "{judge}");
     assert_eq!(judge["prompt_sha256"].as_str().map(str::len), Some(64));
     // Its references are the hand-read ones, word for word: what is left to disagree on is how
     // the world resolves them, which the rules do for the judge too. That must agree better than
