@@ -43,7 +43,7 @@ pub const MAX_TOKENS: u32 = 512;
 
 /// Pins `config` as a judge runs: temperature 0, seed 0, [`MAX_TOKENS`], and one retry (a
 /// timeout at temperature 0 repeats itself; a transient fault gets a second chance).
-pub fn pin(config: &mut crate::ProviderConfig) {
+pub fn pin(config: &mut crate::config::ProviderConfig) {
     config.temperature = Some(0.0);
     config.seed = Some(0);
     config.max_tokens = Some(MAX_TOKENS);
