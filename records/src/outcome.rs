@@ -388,7 +388,8 @@ pub struct JudgeInfo {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JudgeAgreement {
     pub items: usize,
-    pub accuracy: f64,
+    /// Null when there were no items (never a zero standing for a measurement).
+    pub accuracy: Option<f64>,
     /// Cohen's kappa; null when undefined (no spread in the labels).
     pub kappa: Option<f64>,
     /// Answers it gave nothing usable for (its endpoint failed, or its reply was unreadable):

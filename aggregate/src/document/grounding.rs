@@ -58,10 +58,10 @@ pub(super) fn section(s: &Summary, terms: &Terms) -> Option<Section> {
     let mut blocks = vec![Block::Paragraph(intro), Block::Table(terms.grid(&header, &align, rows))];
     if let Some(j) = &s.method.judge {
         blocks.push(Block::Paragraph(Text::plain(format!(
-            "The references are the judge's: the model {} at {} listed the entities each answer names, and the world as the session left it said whether each exists. How far to trust these shares: on the gold set's sealed part, before it graded anything, its references agreed with the hand-read ones on {:.0} % of {} (κ {}; {} answers it gave nothing usable for).",
+            "The references are the judge's: the model {} at {} listed the entities each answer names, and the world as the session left it said whether each exists. How far to trust these shares: on the gold set's sealed part, before it graded anything, its references agreed with the hand-read ones on {} of {} (κ {}; {} answers it gave nothing usable for).",
             j.model,
             j.base_url,
-            100.0 * j.grounding.accuracy,
+            j.grounding.accuracy.map_or("— (none)".into(), |a| format!("{:.0} %", 100.0 * a)),
             j.grounding.items,
             j.grounding.kappa.map_or("undefined".into(), |k| format!("{k:.2}")),
             j.grounding.unanswered

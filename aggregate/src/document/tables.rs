@@ -284,14 +284,14 @@ fn module_blocks(
             let kappa = |k: Option<f64>| k.map_or("undefined".into(), |k| format!("{k:.2}"));
             o.push(Block::Paragraph(
                 format!(
-                    "These classes are the judge's: the model {} at {} (temperature 0, seed 0; instructions sha256 {}) classed every failed session with an answer; a pass is correct and an empty answer no answer by definition. How far to trust them: on the gold set's sealed part, before it graded anything, it agreed with the hand grade on {} of the {} answers it was asked to class (κ {}), and on {:.0} % of all {} with the fixed ones (κ {}; {} it gave no class). Classes it did not give are missing, never the rules'.",
+                    "These classes are the judge's: the model {} at {} (temperature 0, seed 0; instructions sha256 {}) classed every failed session with an answer; a pass is correct and an empty answer no answer by definition. How far to trust them: on the gold set's sealed part, before it graded anything, it agreed with the hand grade on {} of the {} answers it was asked to class (κ {}), and on {} of all {} with the fixed ones (κ {}; {} it gave no class). Classes it did not give are missing, never the rules'.",
                     j.model,
                     j.base_url,
                     &j.prompt_sha256[..j.prompt_sha256.len().min(12)],
                     c.asked_accuracy.map_or("— (none)".into(), |a| format!("{:.0} %", 100.0 * a)),
                     c.asked,
                     kappa(c.asked_kappa),
-                    100.0 * c.accuracy,
+                    c.accuracy.map_or("— (none)".into(), |a| format!("{:.0} %", 100.0 * a)),
                     c.items,
                     kappa(c.kappa),
                     c.unanswered

@@ -102,7 +102,7 @@ fn real_summaries_match_the_schema() {
     // Classes and references a model judged (`pipeline regrade --judge`).
     let agreement = |items, asked| records::JudgeAgreement {
         items,
-        accuracy: 0.5,
+        accuracy: Some(0.5),
         kappa: Some(0.25),
         unanswered: 1,
         asked,

@@ -2,6 +2,7 @@
 //! one JSON object per figure per line. Targets live in `docs/performance.md`; these are
 //! measurements, not tests, because shared machines are noisy.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -154,12 +155,25 @@ pub async fn run(cmd: BenchCommand) -> anyhow::Result<()> {
     }
 }
 
-async fn bench_reset(scales: &[u32], n: usize) -> anyhow::Result<Vec<Figure>> {
-    anyhow::ensure!(n > 0, "--n must be at least 1");
+/// Runs `bench` on a cluster of the Postgres the environment names (or an embedded one), then
+/// closes it and stops the server it started, whatever `bench` returned.
+async fn on_cluster(bench: impl AsyncFnOnce(Arc<Cluster>) -> anyhow::Result<Vec<Figure>>) -> anyhow::Result<Vec<Figure>> {
     let source = PostgresSource::from_env().await.context("no Postgres to benchmark on")?;
     eprintln!("postgres: {}", source.describe());
     let result = async {
         let cluster = Cluster::connect(&source.admin_url()).await?;
+        let figures = bench(cluster.clone()).await;
+        cluster.close().await;
+        figures
+    }
+    .await;
+    source.shutdown()?;
+    result
+}
+
+async fn bench_reset(scales: &[u32], n: usize) -> anyhow::Result<Vec<Figure>> {
+    anyhow::ensure!(n > 0, "--n must be at least 1");
+    on_cluster(async |cluster: Arc<Cluster>| {
         let mut figures = Vec::new();
         for &scale in scales {
             let spec = WorldSpec { seed: WorldSpec::default().seed, scale };
@@ -181,21 +195,15 @@ async fn bench_reset(scales: &[u32], n: usize) -> anyhow::Result<Vec<Figure>> {
             figures.push(Figure::from_samples(format!("reset.scale{scale}.back_to_back"), &back_to_back, None));
             world.destroy().await?;
         }
-        cluster.close().await;
         anyhow::Ok(figures)
-    }
-    .await;
-    source.shutdown()?;
-    result
+    })
+    .await
 }
 
 async fn bench_diff(scales: &[u32], rows: &[usize], n: usize) -> anyhow::Result<Vec<Figure>> {
     anyhow::ensure!(n > 0, "--n must be at least 1");
     anyhow::ensure!(rows.iter().all(|&r| (1..=400).contains(&r)), "--rows must be between 1 and 400 (the tickets of a scale-1 world)");
-    let source = PostgresSource::from_env().await.context("no Postgres to benchmark on")?;
-    eprintln!("postgres: {}", source.describe());
-    let result = async {
-        let cluster = Cluster::connect(&source.admin_url()).await?;
+    on_cluster(async |cluster: Arc<Cluster>| {
         let mut figures = Vec::new();
         for &scale in scales {
             let spec = WorldSpec { seed: WorldSpec::default().seed, scale };
@@ -250,12 +258,9 @@ async fn bench_diff(scales: &[u32], rows: &[usize], n: usize) -> anyhow::Result<
             }
             world.destroy().await?;
         }
-        cluster.close().await;
         anyhow::Ok(figures)
-    }
-    .await;
-    source.shutdown()?;
-    result
+    })
+    .await
 }
 
 /// Idle time between resets standing in for a session (real ones take seconds).

@@ -96,7 +96,7 @@ async fn judge_of(args: &RegradeArgs) -> anyhow::Result<Option<Judge>> {
         let asked: Vec<&(String, String, bool)> = items.iter().filter(|x| x.2).collect();
         records::JudgeAgreement {
             items: all.len(),
-            accuracy: share(&all).unwrap_or(0.0),
+            accuracy: share(&all),
             kappa: kappa(&all),
             unanswered,
             asked: asked.len(),
@@ -116,8 +116,8 @@ async fn judge_of(args: &RegradeArgs) -> anyhow::Result<Option<Judge>> {
     }
     for (layer, a) in [("classes", &info.class), ("references", &info.grounding)] {
         eprintln!(
-            "the judge {model} agreed with the hand grade on {:.0} % of {} held-out {layer} (κ {}); on the {} it decided itself, {} (κ {}); {} answers unanswered",
-            100.0 * a.accuracy,
+            "the judge {model} agreed with the hand grade on {} of {} held-out {layer} (κ {}); on the {} it decided itself, {} (κ {}); {} answers unanswered",
+            a.accuracy.map_or("— (none)".into(), |x| format!("{:.0} %", 100.0 * x)),
             a.items,
             a.kappa.map_or("undefined".into(), |k| format!("{k:.2}")),
             a.asked,
