@@ -113,11 +113,15 @@ pub fn server_info(client: &Client) -> Option<records::ServerInfo> {
     Some(records::ServerInfo { name: info.name.clone(), version: info.version.clone() })
 }
 
-/// What the model is offered: OpenAI-style function definitions, and their names.
+/// What the model is offered: OpenAI-style function definitions, and their names — the arm's
+/// own, and any distractors the client lists beside them.
 #[derive(Debug, Clone)]
 pub struct Toolbox {
     pub definitions: Vec<Value>,
     pub offered: Offered,
+    /// The arm's own definitions, in its order (`definitions` without the distractors).
+    pub own: Vec<Value>,
+    pub distractors: servers::distractors::Distractors,
 }
 
 impl Toolbox {
@@ -131,14 +135,31 @@ impl Toolbox {
     /// The definitions of `tools`, with the resource functions when `resources` (the server's
     /// templates) is given.
     pub fn build(tools: &[Tool], resources: Option<&[rmcp::model::ResourceTemplate]>) -> Self {
-        let definitions = servers::offered::definitions(tools, resources);
+        let own = servers::offered::definitions(tools, resources);
+        Self::listed(own, resources.is_some(), servers::distractors::Distractors::none())
+    }
+
+    /// This toolbox with `distractors` listed around the arm's own functions (where they go:
+    /// [`servers::distractors`]); with none, unchanged.
+    pub fn beside(self, distractors: &servers::distractors::Distractors) -> Self {
+        Self::listed(self.own, self.offered.resource_functions, distractors.clone())
+    }
+
+    fn listed(own: Vec<Value>, resource_functions: bool, distractors: servers::distractors::Distractors) -> Self {
+        let definitions = distractors.around(own.clone());
         let functions = definitions.iter().filter_map(|d| d["function"]["name"].as_str().map(str::to_owned)).collect();
         let definitions_bytes = crate::tokens::definitions_bytes(&definitions);
-        Self { definitions, offered: Offered { functions, resource_functions: resources.is_some(), definitions_bytes } }
+        let offered = Offered { functions, resource_functions, definitions_bytes, distractors: distractors.len() };
+        Self { definitions, offered, own, distractors }
     }
 
     pub fn offers(&self, name: &str) -> bool {
         self.offered.functions.iter().any(|f| f == name)
+    }
+
+    /// What the client answers a call to distractor `name`; `None` when `name` is not one.
+    pub fn refusal(&self, name: &str) -> Option<String> {
+        self.distractors.refusal(name)
     }
 }
 

@@ -7,6 +7,8 @@
 use chrono::Utc;
 use serde_json::json;
 
+use servers::distractors::Distractors;
+
 use crate::mcp::{ServerConnection, Toolbox};
 use crate::record::{CallKind, InvalidReason, OracleFloor, SessionOutcome, ToolCallRecord, Validity};
 use crate::tokens::{Tokenizer, TokenizerError};
@@ -71,12 +73,19 @@ async fn connect_and_list(
 
 /// Runs `plan` through the server at `conn` and reports it as a session: a conversation of one task.
 pub async fn run(conn: &ServerConnection, task_text: &str, plan: &tasks::OraclePlan) -> SessionOutcome {
-    run_counting(conn, task_text, plan, None).await
+    run_counting(conn, &Distractors::none(), task_text, plan, None).await
 }
 
-/// [`run`], with the floor's tokens also counted in `tokenizer` where one is given.
-pub async fn run_counting(conn: &ServerConnection, task_text: &str, plan: &tasks::OraclePlan, tokenizer: Option<Tokenizer>) -> SessionOutcome {
-    let mut c = Conversation::open(conn, false).await.counting(tokenizer);
+/// [`run`], with `distractors` listed beside the arm's functions and the floor's tokens also
+/// counted in `tokenizer` where one is given.
+pub async fn run_counting(
+    conn: &ServerConnection,
+    distractors: &Distractors,
+    task_text: &str,
+    plan: &tasks::OraclePlan,
+    tokenizer: Option<Tokenizer>,
+) -> SessionOutcome {
+    let mut c = Conversation::open(conn, false).await.beside(distractors).counting(tokenizer);
     let outcome = c.task(task_text, plan).await;
     c.close().await;
     outcome
@@ -118,6 +127,20 @@ impl Conversation {
             definitions_tokens: None,
             prior_tokens: 0,
         }
+    }
+
+    /// Lists `distractors` beside the arm's functions: the floors count them, as a model would
+    /// be sent them; the plan never calls one.
+    pub fn beside(mut self, distractors: &Distractors) -> Self {
+        if let Ok((.., toolbox)) = &mut self.connected {
+            *toolbox = toolbox.clone().beside(distractors);
+        }
+        self
+    }
+
+    /// The arm's own function definitions, without distractors (what a plan can call).
+    pub fn own_definitions(&self) -> &[serde_json::Value] {
+        self.connected.as_ref().map(|(_, _, _, toolbox)| toolbox.own.as_slice()).unwrap_or_default()
     }
 
     /// Also counts the floors in `tokenizer`, when it is a known one (the estimate is always
@@ -283,6 +306,7 @@ impl Conversation {
                 is_error: c.is_error,
                 invalid_arguments: false,
                 unknown_tool: false,
+                distractor: false,
                 latency_ms: c.latency_ms,
                 at_ms: Some(replay_at_ms + c.at_ms),
                 arguments_sha256: Some(records::outcome::arguments_sha256(&c.arguments.to_string())),

@@ -25,6 +25,8 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::config::PROVIDER;
+use servers::distractors::Distractors;
+
 use crate::mcp::{self, LIST_RESOURCES, READ_RESOURCE, ServerConnection, Toolbox};
 use crate::provider::{OpenAiCompatible, ProviderFailure, WireToolCall};
 use crate::record::{CallKind, InvalidReason, Offered, SessionOutcome, ToolCallRecord, TurnRecord, Validity};
@@ -142,17 +144,18 @@ impl Session {
     }
 }
 
-/// Runs one session of `task_text` against the server at `conn`, driven by `provider`: a
-/// conversation of one task.
+/// Runs one session of `task_text` against the server at `conn` (with `distractors` listed
+/// beside it), driven by `provider`: a conversation of one task.
 pub async fn run(
     conn: &ServerConnection,
+    distractors: &Distractors,
     task_text: &str,
     system_prompt: &str,
     turn_cap: u32,
     provider: &OpenAiCompatible,
     stop: &StopSignal,
 ) -> SessionOutcome {
-    let mut conversation = Conversation::open(conn, system_prompt, provider, stop).await;
+    let mut conversation = Conversation::open(conn, distractors, system_prompt, provider, stop).await;
     let outcome = conversation.task(task_text, turn_cap).await;
     conversation.close().await;
     outcome
@@ -188,7 +191,13 @@ pub struct Conversation<'a> {
 impl<'a> Conversation<'a> {
     /// Connects to the server at `conn` and lists its tools. A failure is kept: the first task
     /// then ends invalid `mcp_transport`, as a cold session's would.
-    pub async fn open(conn: &ServerConnection, system_prompt: &str, provider: &'a OpenAiCompatible, stop: &'a StopSignal) -> Conversation<'a> {
+    pub async fn open(
+        conn: &ServerConnection,
+        distractors: &Distractors,
+        system_prompt: &str,
+        provider: &'a OpenAiCompatible,
+        stop: &'a StopSignal,
+    ) -> Conversation<'a> {
         let mut c = Conversation {
             client: None,
             toolbox: None,
@@ -208,9 +217,14 @@ impl<'a> Conversation<'a> {
             Ok((client, server)) => {
                 c.server = server;
                 c.server_info = mcp::server_info(&client);
-                match Toolbox::from_server(&client).await {
+                match Toolbox::from_server(&client).await.map(|t| t.beside(distractors)) {
                     Ok(t) => {
-                        c.opening.push(json!({ "event": "offered", "functions": t.offered.functions, "definitions": t.definitions }));
+                        let mut event = json!({ "event": "offered", "functions": t.offered.functions, "definitions": t.definitions });
+                        if !distractors.is_empty() {
+                            event["distractors"] =
+                                json!({ "count": distractors.len(), "before_arm": distractors.before_arm(), "sha256": distractors.sha256() });
+                        }
+                        c.opening.push(event);
                         c.toolbox = Some(t);
                         c.client = Some(client);
                     }
@@ -424,6 +438,7 @@ async fn run_call(s: &mut Session, client: &mcp::Client, toolbox: &Toolbox, turn
         is_error: false,
         invalid_arguments: false,
         unknown_tool: false,
+        distractor: false,
         latency_ms: 0.0,
         at_ms: None,
         arguments_sha256: Some(records::outcome::arguments_sha256(&args_text)),
@@ -433,6 +448,13 @@ async fn run_call(s: &mut Session, client: &mcp::Client, toolbox: &Toolbox, turn
         record.unknown_tool = true;
         record.is_error = true;
         format!("Error: there is no function named {name:?}. Call one of the functions you were given.")
+    } else if let Some(refusal) = toolbox.refusal(name) {
+        // A tool of another server the client lists, whatever its arguments: the arm never sees
+        // the call; that server refuses it.
+        record.distractor = true;
+        record.is_error = true;
+        record.at_ms = s.at_ms(0.0);
+        refusal
     } else if !matches!(parsed, Ok(Value::Object(_))) {
         record.invalid_arguments = true;
         record.is_error = true;
@@ -456,7 +478,7 @@ async fn run_call(s: &mut Session, client: &mcp::Client, toolbox: &Toolbox, turn
         result.text
     };
     record.result_bytes = text.len();
-    s.transcript.push(json!({
+    let mut event = json!({
         "event": "call",
         "turn": turn,
         "tool_call_id": id,
@@ -467,7 +489,11 @@ async fn run_call(s: &mut Session, client: &mcp::Client, toolbox: &Toolbox, turn
         "invalid_arguments": record.invalid_arguments,
         "unknown_tool": record.unknown_tool,
         "latency_ms": record.latency_ms,
-    }));
+    });
+    if record.distractor {
+        event["distractor"] = true.into();
+    }
+    s.transcript.push(event);
     s.tool_calls.push(record);
     Ok(text)
 }

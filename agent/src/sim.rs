@@ -509,12 +509,13 @@ fn plan_at(profile: &Profile, seed: u64, place: &Place<'_>) -> (Decision, tasks:
 }
 
 /// Runs the session at `place` as `profile` plans it.
-pub async fn run(conn: &ServerConnection, place: &Place<'_>, profile: &Profile, seed: u64) -> SessionOutcome {
+pub async fn run(conn: &ServerConnection, distractors: &servers::distractors::Distractors, place: &Place<'_>, profile: &Profile, seed: u64) -> SessionOutcome {
     let task_text = &place.task.text;
     let (decision, mut followed, done) = plan_at(profile, seed, place);
-    let mut conversation = crate::oracle::Conversation::open(conn, false).await;
+    let mut conversation = crate::oracle::Conversation::open(conn, false).await.beside(distractors);
+    // The vandal writes through the arm: its own tools, never a distractor's.
     let vandal =
-        if matches!(done.slip, Planned::Vandal | Planned::VandalOnly) { vandal_steps(place.plan, conversation.definitions(), task_text) } else { vec![] };
+        if matches!(done.slip, Planned::Vandal | Planned::VandalOnly) { vandal_steps(place.plan, conversation.own_definitions(), task_text) } else { vec![] };
     followed.steps.extend(vandal.iter().cloned());
     let mut outcome = conversation.task(task_text, &followed).await;
     conversation.close().await;

@@ -312,6 +312,18 @@ fn model_tables() -> Vec<Definition> {
             &["models[].modules[].<arm>.adoption.repeats"],
         ),
         def(
+            &["to distractors: calls (sessions)"],
+            Summed,
+            "the arm's valid sessions, when the run listed distractors (--distractors)",
+            "calls to distractors — tools of other servers the client listed beside the arm's own, the same in both arms — which the client refused and the arm never saw (not among the errors); in parentheses, the sessions that made at least one, of the valid sessions, and how many distractors were listed",
+            &[
+                "models[].modules[].<arm>.adoption.distractors.calls",
+                "models[].modules[].<arm>.adoption.distractors.sessions_with_calls",
+                "models[].modules[].<arm>.adoption.distractors.sessions",
+                "models[].modules[].<arm>.adoption.distractors.listed",
+            ],
+        ),
+        def(
             &["outcome class"],
             Summed,
             "the arm's valid sessions the verifier scored (passed or failed)",

@@ -226,6 +226,12 @@ impl Experiment {
             postgres: Some(backend::postgres::PostgresSource::planned()),
             split: Some(plan.split.as_str().to_owned()),
             seal: plan.seal.clone(),
+            distractors: plan.distractors.sha256().map(|sha256| records::manifest::ManifestDistractors {
+                count: plan.distractors.len(),
+                sha256,
+                before_arm: plan.distractors.before_arm() as u32,
+                names: plan.distractors.names().map(str::to_owned).collect(),
+            }),
         };
         if let Ok(Some(old)) = ExperimentManifest::read(&self.dir) {
             m.created_at = old.created_at;

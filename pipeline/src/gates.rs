@@ -537,7 +537,8 @@ async fn isolation(spec: &Spec, arm: &ServerEntry, backend_url: &str, serve: &[S
         f.add(Gate::Isolation, format!("arm {}: no frozen manifest to hold it to", arm.name));
         return;
     };
-    let functions = match offered(arm, spec.transport, backend_url, serve, spec.settings()).await {
+    let distractors = servers::distractors::Distractors::draw(spec.distractors.unwrap_or(0)).unwrap_or_default();
+    let functions = match offered(arm, spec.transport, backend_url, serve, spec.settings(), &distractors).await {
         Ok(functions) => functions,
         Err(e) => {
             f.add(Gate::Isolation, format!("arm {}: could not list what the agent is offered: {e:#}", arm.name));
@@ -547,6 +548,12 @@ async fn isolation(spec: &Spec, arm: &ServerEntry, backend_url: &str, serve: &[S
     let mut want: Vec<String> = frozen.tools.clone();
     if frozen.resources {
         want.extend([LIST_RESOURCES.to_owned(), READ_RESOURCE.to_owned()]);
+    }
+    // The distractors the client lists beside the arm are part of what is offered: exactly the
+    // spec's draw, no more, none missing, none sharing a name with the arm's own.
+    match servers::distractors::Distractors::draw(spec.distractors.unwrap_or(0)) {
+        Ok(d) => want.extend(d.names().map(str::to_owned)),
+        Err(e) => f.add(Gate::Isolation, format!("arm {}: {e}", arm.name)),
     }
     for name in &functions {
         if !want.contains(name) {
@@ -571,11 +578,12 @@ async fn offered(
     backend_url: &str,
     serve: &[String],
     settings: servers::launch::ArmSettings,
+    distractors: &servers::distractors::Distractors,
 ) -> anyhow::Result<Vec<String>> {
     let (conn, guard) = crate::arm::connect(arm, transport, backend_url, serve, settings).await?;
     let result = async {
         let (client, _server) = agent::mcp::connect(&conn).await?;
-        let toolbox = Toolbox::from_server(&client).await;
+        let toolbox = Toolbox::from_server(&client).await.map(|t| t.beside(distractors));
         let _ = client.cancel().await;
         anyhow::Ok(toolbox?.offered.functions)
     }

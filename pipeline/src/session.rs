@@ -52,7 +52,7 @@ pub async fn run_one(ctx: &RunContext, pending: &Pending, backend_url: &str, wor
             Ok((conn, guard)) => {
                 let outcome = if model.is_oracle() {
                     match task.plan_for(job.server.name) {
-                        Some(plan) => agent::oracle::run_counting(&conn, &task.text, plan, model.tokenizer()).await,
+                        Some(plan) => agent::oracle::run_counting(&conn, &ctx.plan.distractors, &task.text, plan, model.tokenizer()).await,
                         None => harness_failure(format!("no oracle plan for {}", job.server.name)),
                     }
                 } else if let Some(profile) = &model.sim {
@@ -60,13 +60,15 @@ pub async fn run_one(ctx: &RunContext, pending: &Pending, backend_url: &str, wor
                     match task.plan_for(job.server.name) {
                         Some(plan) => {
                             let place = agent::sim::Place { task, plan, role: job.server.role, rep: job.rep };
-                            agent::sim::run(&conn, &place, profile, seed).await
+                            agent::sim::run(&conn, &ctx.plan.distractors, &place, profile, seed).await
                         }
                         None => harness_failure(format!("no oracle plan for {} (the simulated agent follows it)", job.server.name)),
                     }
                 } else {
                     match ctx.providers.get(&model.spec.id) {
-                        Some(provider) => agent::session::run(&conn, &task.text, agent::SYSTEM_PROMPT, task.meta.turn_cap, provider, &ctx.quota).await,
+                        Some(provider) => {
+                            agent::session::run(&conn, &ctx.plan.distractors, &task.text, agent::SYSTEM_PROMPT, task.meta.turn_cap, provider, &ctx.quota).await
+                        }
                         None => harness_failure(format!("no provider for model {}", model.spec.id)),
                     }
                 };
@@ -311,10 +313,12 @@ impl<'a> Warm<'a> {
             Err(e) => self.failed = Some((InvalidReason::Infrastructure, format!("serving {} over HTTP: {e:#}", job.server.name), true)),
             Ok((conn, guard)) => {
                 let driver = if model.is_oracle() {
-                    Driver::Oracle(agent::oracle::Conversation::open(&conn, true).await.counting(model.tokenizer()))
+                    Driver::Oracle(agent::oracle::Conversation::open(&conn, true).await.beside(&ctx.plan.distractors).counting(model.tokenizer()))
                 } else {
                     match ctx.providers.get(&model.spec.id) {
-                        Some(provider) => Driver::Model(agent::session::Conversation::open(&conn, agent::SYSTEM_PROMPT, provider, &ctx.quota).await),
+                        Some(provider) => {
+                            Driver::Model(agent::session::Conversation::open(&conn, &ctx.plan.distractors, agent::SYSTEM_PROMPT, provider, &ctx.quota).await)
+                        }
                         None => {
                             self.failed = Some((InvalidReason::HarnessError, format!("no provider for model {}", model.spec.id), false));
                             guard.stop().await;

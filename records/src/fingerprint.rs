@@ -29,6 +29,11 @@ pub struct Fingerprint {
     /// For a module whose servers list a tool catalogue (tool_search): how many tools of other
     /// systems both arms listed beside the backend's own. Absent for every other module.
     pub catalogue: Option<u32>,
+    /// `--distractors N`: how many tools of other, unconnected servers the client listed beside
+    /// every arm's own (the same in both arms), and the listing's hash (the tools, their order
+    /// and the arm's place among them). Absent with none, so earlier hashes are unchanged.
+    pub distractors: Option<u32>,
+    pub distractors_sha256: Option<String>,
     pub task_sha256: String,
     pub turn_cap: u32,
     pub manifest_sha256: String,
@@ -88,6 +93,11 @@ mod wire {
         /// Absent for every module without a catalogue, and before catalogues.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         catalogue: Option<u32>,
+        /// Absent with no distractors, and before distractors.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        distractors: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        distractors_sha256: Option<String>,
         task_sha256: String,
         turn_cap: u32,
         manifest_sha256: String,
@@ -123,6 +133,8 @@ mod wire {
                 world_scale: w.world_scale,
                 world_scale_override: w.world_scale_override,
                 catalogue: w.catalogue,
+                distractors: w.distractors,
+                distractors_sha256: w.distractors_sha256,
                 task_sha256: w.task_sha256,
                 turn_cap: w.turn_cap,
                 manifest_sha256: w.manifest_sha256,
@@ -156,6 +168,8 @@ mod wire {
                 world_scale: f.world_scale,
                 world_scale_override: f.world_scale_override,
                 catalogue: f.catalogue,
+                distractors: f.distractors,
+                distractors_sha256: f.distractors_sha256,
                 task_sha256: f.task_sha256,
                 turn_cap: f.turn_cap,
                 manifest_sha256: f.manifest_sha256,
@@ -244,6 +258,8 @@ pub const FIELDS: &[&str] = &[
     "world_scale",
     "world_scale_override",
     "catalogue",
+    "distractors",
+    "distractors_sha256",
     "task_sha256",
     "turn_cap",
     "manifest_sha256",
@@ -306,6 +322,8 @@ mod tests {
             world_scale: 1,
             world_scale_override: None,
             catalogue: None,
+            distractors: None,
+            distractors_sha256: None,
             task_sha256: "t".into(),
             turn_cap: 12,
             manifest_sha256: "m1".into(),
@@ -345,6 +363,8 @@ mod tests {
             ("world_scale", Fingerprint { world_scale: 2, ..sample() }),
             ("world_scale_override", Fingerprint { world_scale_override: Some(2), ..sample() }),
             ("catalogue", Fingerprint { catalogue: Some(100), ..sample() }),
+            ("distractors", Fingerprint { distractors: Some(10), ..sample() }),
+            ("distractors_sha256", Fingerprint { distractors_sha256: Some("d".into()), ..sample() }),
             ("task_sha256", Fingerprint { task_sha256: "u".into(), ..sample() }),
             ("turn_cap", Fingerprint { turn_cap: 3, ..sample() }),
             ("manifest_sha256", Fingerprint { manifest_sha256: "m2".into(), ..sample() }),
@@ -366,6 +386,8 @@ mod tests {
             },
             world_scale_override: Some(1),
             catalogue: Some(25),
+            distractors: Some(10),
+            distractors_sha256: Some("d".into()),
             arm_sha256: Some("a".into()),
             session_mode: Some(crate::SessionMode::Warm),
             ..sample()

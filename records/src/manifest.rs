@@ -67,6 +67,23 @@ pub struct ExperimentManifest {
     /// (`--otlp-endpoint`): where to, and how many got there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub otlp: Option<OtlpExport>,
+    /// The distractors the client listed beside every arm's own tools (`--distractors`); absent
+    /// with none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distractors: Option<ManifestDistractors>,
+}
+
+/// The distractors of an experiment (see [`ExperimentManifest::distractors`]): every session
+/// of either arm listed exactly these, in this order, the arm's own tools after `before_arm` of
+/// them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestDistractors {
+    pub count: u32,
+    /// sha256 of the definitions as offered and the arm's place among them.
+    pub sha256: String,
+    pub before_arm: u32,
+    /// Their names, in listing order.
+    pub names: Vec<String>,
 }
 
 /// The trace export of a run (see [`ExperimentManifest::otlp`]). Export never fails a session:

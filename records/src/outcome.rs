@@ -213,6 +213,10 @@ pub struct ToolCallRecord {
     pub invalid_arguments: bool,
     /// The function was never offered; the call was not made.
     pub unknown_tool: bool,
+    /// The function is a distractor (a tool of another server the client listed): the arm never
+    /// saw the call; the client answered it with a refusal.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub distractor: bool,
     pub latency_ms: f64,
     /// When the call was made: milliseconds after the record's `started_at`. Null in records
     /// written before it was kept, and for a call refused before it was made.
@@ -256,6 +260,14 @@ pub struct Offered {
     pub resource_functions: bool,
     /// Bytes of the function definitions as sent to the model.
     pub definitions_bytes: usize,
+    /// How many of `functions` are distractors: tools of other servers the client listed beside
+    /// the arm's (`--distractors`), answered by the client with a refusal. 0 (absent) with none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub distractors: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// The structural floor measured by an oracle session: no model, no usage.

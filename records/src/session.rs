@@ -368,6 +368,8 @@ mod tests {
             world_scale: 1,
             world_scale_override: None,
             catalogue: None,
+            distractors: None,
+            distractors_sha256: None,
             task_sha256: "t".into(),
             turn_cap: 12,
             manifest_sha256: "m1".into(),

@@ -17,6 +17,7 @@
 pub mod backend_client;
 pub mod client;
 pub mod contain;
+pub mod distractors;
 pub mod external;
 pub mod flat;
 pub mod launch;

@@ -43,6 +43,11 @@ pub async fn banned_terms(module: &str, extra: &[&ServerEntry], backend_url: &st
             }
         }
     }
+    // A run may list distractors beside either arm: a task naming one, or its system, would
+    // point the model at it (or away from it), whatever the level.
+    for term in servers::distractors::banned_names() {
+        out.push(BannedTerm { term, source: "a distractor (a tool of another server the client may list)".into() });
+    }
     if let Some(m) = registry::module(module) {
         for t in m.specific_terms {
             out.push(BannedTerm { term: (*t).to_owned(), source: format!("term of {module}") });

@@ -203,3 +203,47 @@ async fn an_ordinary_answer_or_a_call_to_a_function_not_offered_is_not_flagged()
         assert!(!out.transcript.iter().any(|e| e["event"] == "tool_call_as_text"));
     }
 }
+
+/// Distractors are listed around the arm's tools in every request, a call to one is refused by
+/// the client (the arm never sees it) and recorded as a distractor call, and the session goes on.
+#[tokio::test]
+async fn a_distractor_is_listed_around_the_arms_tools_and_refused_by_the_client() {
+    let b = backend().await;
+    let server = wrapper_http(b.url()).await;
+    let distractors = servers::distractors::Distractors::draw(45).unwrap();
+    let names: Vec<String> = distractors.names().map(str::to_owned).collect();
+    let fake = FakeModel::start(vec![
+        Reply::json(tool_calls(&[("c1", &names[3], r#"{"id": "7"}"#), ("c2", "customers_get", r#"{"id": 1}"#)], usage(100, 20))),
+        Reply::json(text("Customer 1 is Northwind Traders.", usage(150, 8))),
+    ])
+    .await;
+    let p = provider(config(&fake.base_url));
+    let out =
+        tokio::time::timeout(Duration::from_secs(60), agent::session::run(&server.conn, &distractors, TASK, agent::SYSTEM_PROMPT, 10, &p, &StopSignal::new()))
+            .await
+            .unwrap();
+    assert_eq!(out.validity, Validity::Valid);
+    assert_eq!(out.offered.distractors, 45);
+    // 45 = a server of 40 and one of 5: the arm's tools go at the boundary nearest half, after 40.
+    let sent = fake.received()[0].tool_names();
+    assert_eq!(sent, out.offered.functions);
+    assert_eq!(sent[..40], names[..40]);
+    assert_eq!(sent[sent.len() - 5..], names[40..]);
+    let own: Vec<&String> = sent[40..sent.len() - 5].iter().collect();
+    assert!(own.iter().any(|n| *n == "customers_get") && !own.iter().any(|n| names.contains(n)), "{own:?}");
+
+    let (refused, made) = (&out.tool_calls[0], &out.tool_calls[1]);
+    assert_eq!((refused.name.as_str(), refused.distractor, refused.is_error, refused.unknown_tool), (names[3].as_str(), true, true, false));
+    assert_eq!((made.name.as_str(), made.distractor, made.is_error), ("customers_get", false, false));
+    // What the model read back for the distractor is the other server's refusal.
+    let m = fake.received()[1].messages().clone();
+    let answer = m.iter().find(|x| x["tool_call_id"] == "c1").unwrap()["content"].as_str().unwrap().to_owned();
+    assert!(answer.contains("no access") && answer.contains(&names[3]), "{answer}");
+    assert_eq!(refused.result_bytes, answer.len());
+    let offered = out.transcript.iter().find(|e| e["event"] == "offered").unwrap();
+    assert_eq!(offered["distractors"]["count"], 45);
+    assert_eq!(offered["distractors"]["before_arm"], 40);
+    let call = out.transcript.iter().find(|e| e["event"] == "call" && e["tool_call_id"] == "c1").unwrap();
+    assert_eq!(call["distractor"], true);
+    b.shutdown().await.unwrap();
+}

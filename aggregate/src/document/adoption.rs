@@ -14,20 +14,33 @@ pub(super) fn section(s: &Summary, terms: &Terms) -> Option<Section> {
     if s.models.is_empty() {
         return None;
     }
-    let header = ["model · module", "arm", "calls", "most called", "to the pattern's own tools", "wasted: errors / unknown / not JSON", "exact repeats"];
+    let mut header =
+        vec!["model · module", "arm", "calls", "most called", "to the pattern's own tools", "wasted: errors / unknown / not JSON", "exact repeats"];
+    let mut align = vec![Align::Left, Align::Left, Align::Right, Align::Left, Align::Right, Align::Right, Align::Right];
+    let listed =
+        s.models.iter().flat_map(|m| &m.modules).flat_map(|module| [&module.pattern, &module.control]).flatten().any(|a| a.adoption.distractors.is_some());
+    if listed {
+        header.push("to distractors: calls (sessions)");
+        align.push(Align::Right);
+    }
     let mut rows = Vec::new();
     for m in &s.models {
         for module in &m.modules {
             for (role, arm) in [("pattern", &module.pattern), ("control", &module.control)] {
                 let Some(a) = arm else { continue };
-                rows.push(row(&format!("{} · {}", m.model, Comparison::label_in(&module.module, module.comparison.as_ref(), module.split)), role, a));
+                let mut cells = row(&format!("{} · {}", m.model, Comparison::label_in(&module.module, module.comparison.as_ref(), module.split)), role, a);
+                if listed {
+                    cells.push(distractor_cell(a));
+                }
+                rows.push(cells);
             }
         }
     }
-    let align = [Align::Left, Align::Left, Align::Right, Align::Left, Align::Right, Align::Right, Align::Right];
-    let intro = Text::plain(
-        "How each arm's valid sessions used what they were offered. A control has no tools of its own design: its share is a structural zero, not a failure to adopt. Beside the results, never folded into them.",
-    );
+    let mut intro = "How each arm's valid sessions used what they were offered. A control has no tools of its own design: its share is a structural zero, not a failure to adopt. Beside the results, never folded into them.".to_owned();
+    if listed {
+        intro.push_str(" Distractors are tools of other servers the client listed beside both arms' own (the same in both); a call to one never reached the arm and was refused.");
+    }
+    let intro = Text::plain(intro);
     Some(Section {
         kind: SectionKind::Adoption,
         heading: Some("Adoption".into()),
@@ -71,4 +84,14 @@ fn row(label: &str, role: &str, a: &ArmMetrics) -> Vec<Cell> {
         wasted,
         repeats,
     ]
+}
+
+/// Calls to distractors and the sessions that made one, of the valid sessions.
+fn distractor_cell(a: &ArmMetrics) -> Cell {
+    match &a.adoption.distractors {
+        Some(d) => {
+            Cell::figure(format!("{} ({} of {} sessions, {} listed)", d.calls, d.sessions_with_calls, d.sessions, d.listed), Some(d.calls as f64), Unit::Calls)
+        }
+        None => Cell::text("none listed"),
+    }
 }

@@ -442,6 +442,19 @@ fn footprint(o: &mut Vec<Block>, s: &Summary, terms: &Terms) {
     };
     let mut intro = Text::plain("Each arm's tool-list footprint: the definitions it offers a model. ");
     intro.0.extend(said.0);
+    let listed: std::collections::BTreeSet<u32> = s.oracle_floors.iter().filter_map(|f| f.distractors).collect();
+    if !listed.is_empty() {
+        let n: Vec<String> = listed.iter().map(u32::to_string).collect();
+        intro = intro
+            .and(format!(
+                " Every figure here includes the {} distractors the client listed beside both arms' own tools (the same definitions in both arms); ",
+                n.join(" or ")
+            ))
+            .and_code("pipeline servers --tokens ENCODING")
+            .and(" gives each arm without them, and with ")
+            .and_code("--distractors N")
+            .and(" with them.");
+    }
     o.push(Block::Paragraph(intro));
     let header = [
         "module",

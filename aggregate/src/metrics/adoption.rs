@@ -34,6 +34,21 @@ pub struct Adoption {
     /// Calls that repeat an earlier call of the same session exactly (same function, same
     /// arguments). Null when a call's arguments were not kept (records written before).
     pub repeats: Option<usize>,
+    /// When the sessions were offered distractors (tools of other servers the client listed
+    /// beside the arm's, `--distractors`): how many were listed (the most any session was), the
+    /// calls made to them (refused by the client, never reaching the arm; not among `errors`),
+    /// and the valid sessions that made at least one, of `sessions`. All null without distractors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distractors: Option<DistractorUse>,
+}
+
+/// An arm's calls to distractors (see [`Adoption::distractors`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DistractorUse {
+    pub listed: u32,
+    pub calls: usize,
+    pub sessions_with_calls: usize,
+    pub sessions: usize,
 }
 
 /// The adoption of `recs` (valid sessions only); distinctive calls are filled in by [`distinctive`].
@@ -61,10 +76,16 @@ pub fn adoption(recs: &[&SessionRecord]) -> Adoption {
         by_tool,
         distinctive_calls: None,
         distinctive_share: None,
-        errors: count(|c| c.is_error && !c.unknown_tool && !c.invalid_arguments),
+        errors: count(|c| c.is_error && !c.unknown_tool && !c.invalid_arguments && !c.distractor),
         unknown_tools: count(|c| c.unknown_tool),
         invalid_arguments: count(|c| c.invalid_arguments),
         repeats,
+        distractors: valid.iter().map(|r| r.offered.distractors).max().filter(|n| *n > 0).map(|listed| DistractorUse {
+            listed,
+            calls: count(|c| c.distractor),
+            sessions_with_calls: valid.iter().filter(|r| r.tool_calls.iter().any(|c| c.distractor)).count(),
+            sessions: valid.len(),
+        }),
     }
 }
 

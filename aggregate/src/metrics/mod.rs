@@ -367,6 +367,14 @@ pub fn summarise_with(exp: &Experiment, prices: Option<&PriceTable>, opts: &Opti
     if sessions.iter().any(|s| s.record.conversation.is_some()) {
         notices.push("Warm sessions: per model, arm and rep one conversation worked through the tasks one after another (the world reset before each). Each task is its own record: its turns, calls and tokens are those of the requests made for it, and every such request carried the conversation's earlier tasks. Never pooled with cold sessions; see Order effects, and compare with a cold run of the same plan (aggregate --compare COLD WARM --along session_mode).".to_string());
     }
+    let listed: std::collections::BTreeSet<u32> = sessions.iter().map(|s| s.record.offered.distractors).filter(|n| *n > 0).collect();
+    if !listed.is_empty() {
+        let n: Vec<String> = listed.iter().map(u32::to_string).collect();
+        notices.push(format!(
+            "Distractors: beside each arm's own tools the client listed {} tools of other, unconnected servers (--distractors; the same tools, in the same place, for both arms; docs/distractors.md). A call to one never reached the arm: the client refused it, and Adoption counts it. Every token and definitions figure includes them.",
+            n.join(" or ")
+        ));
+    }
 
     let mut summary = Summary {
         schema: SUMMARY_SCHEMA.into(),

@@ -42,6 +42,10 @@ pub struct OracleModule {
     /// the estimates alone.
     #[serde(default)]
     pub tokenizer: Option<String>,
+    /// The distractors listed beside both arms' tools (`--distractors`; the most any session
+    /// was offered): inside every definitions figure, the same in both arms. Absent with none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distractors: Option<u32>,
 }
 
 impl OracleModule {
@@ -198,6 +202,7 @@ pub(super) fn oracle_module(module: String, recs: &[&SessionRecord]) -> OracleMo
         losing_tasks: Vec::new(),
         unjudged_tasks: Vec::new(),
         tokenizer,
+        distractors: recs.iter().map(|r| r.offered.distractors).max().filter(|n| *n > 0),
     }
 }
 

@@ -54,7 +54,27 @@ fn reports() -> Vec<(tempfile::TempDir, Report)> {
     let rep = aggregate::report(dir.path(), None, &Options::default()).unwrap();
     out.push((dir, rep));
     out.push(held_out_report());
+    out.push(distractors_report());
     out
+}
+
+/// Ten distractors listed beside both arms; each of the pattern's sessions called one of them
+/// once, besides its own two calls.
+pub fn distractors_report() -> (tempfile::TempDir, Report) {
+    let dir = tempfile::tempdir().unwrap();
+    for task in ["t1", "t2", "t3"] {
+        for role in ["pattern", "control"] {
+            let mut r = record("m", "m1", role, task, 1, ok(V::Passed, 100, 2));
+            r.offered.distractors = 10;
+            if role == "pattern" {
+                let own = r.tool_calls[0].clone();
+                r.tool_calls.push(records::ToolCallRecord { name: "fleetwise_list_vehicles".into(), is_error: true, distractor: true, ..own });
+            }
+            write(dir.path(), &r, false);
+        }
+    }
+    let rep = aggregate::report(dir.path(), None, &Options::default()).unwrap();
+    (dir, rep)
 }
 
 /// Dev and held-out tasks of one module: the model's pattern fails the held-out task its control
@@ -196,4 +216,19 @@ fn the_document_carries_each_terms_definition_to_its_cell() {
         // The page shows it as the cell's title.
         assert!(rep.html.contains("<th title=\"the model id the sessions ran"), "a header's definition on the page");
     }
+}
+
+#[test]
+fn distractor_calls_are_counted_apart_from_the_errors_and_said_above_the_report() {
+    let (_dir, rep) = distractors_report();
+    let s: serde_json::Value = serde_json::from_str(&rep.json).unwrap();
+    let module = &s["models"][0]["modules"][0];
+    let (p, c) = (&module["pattern"]["adoption"], &module["control"]["adoption"]);
+    assert_eq!(p["distractors"], serde_json::json!({ "listed": 10, "calls": 3, "sessions_with_calls": 3, "sessions": 3 }));
+    assert_eq!(c["distractors"], serde_json::json!({ "listed": 10, "calls": 0, "sessions_with_calls": 0, "sessions": 3 }));
+    // A refused distractor call is wasted on another server, not an error of the arm.
+    assert_eq!(p["errors"], 0, "{p}");
+    assert_eq!(p["calls"].as_u64().unwrap(), c["calls"].as_u64().unwrap() + 3);
+    assert!(rep.markdown.contains("| 3 (3 of 3 sessions, 10 listed) |"), "{}", rep.markdown);
+    assert!(rep.markdown.contains("the client listed 10 tools of other, unconnected servers"));
 }

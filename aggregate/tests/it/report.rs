@@ -334,6 +334,7 @@ fn adoption_counts_own_tools_waste_and_exact_repeats() {
         is_error,
         invalid_arguments: false,
         unknown_tool: false,
+        distractor: false,
         latency_ms: 1.0,
         at_ms: None,
         arguments_sha256: args.map(records::outcome::arguments_sha256),

@@ -47,6 +47,10 @@ pub struct FreezeArgs {
     /// module's).
     #[arg(long)]
     pub catalogue: Option<u32>,
+    /// How many tools of other, unconnected servers the client lists beside each arm's own
+    /// (default: none).
+    #[arg(long)]
+    pub distractors: Option<u32>,
     /// OpenAI-compatible base URL (model runs only).
     #[arg(long, env = "OPENAI_BASE_URL")]
     pub base_url: Option<String>,
@@ -152,6 +156,7 @@ pub async fn freeze(args: &FreezeArgs) -> anyhow::Result<Spec> {
         session_mode: args.session_mode,
         split: args.split,
         catalogue: args.catalogue,
+        distractors: args.distractors.filter(|n| *n > 0),
         treatment: vec!["server".into()],
         allow_dirty: args.allow_dirty,
         model,

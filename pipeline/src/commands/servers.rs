@@ -24,6 +24,10 @@ pub struct ServersArgs {
     /// offered, as the JSON the request's `tools` array carries.
     #[arg(long, value_name = "TOKENIZER")]
     pub tokens: Option<String>,
+    /// Also give each server's footprint with N distractors listed beside it (tools of other
+    /// servers the client lists, as a run's `--distractors N`): bytes, and tokens with `--tokens`.
+    #[arg(long, value_name = "N")]
+    pub distractors: Option<u32>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -79,6 +83,14 @@ struct ServerRow {
     /// With `--tokens`: the tokenizer that counted them (`o200k_base`, `cl100k_base`, `llama:URL`).
     #[serde(skip_serializing_if = "Option::is_none")]
     tokenizer: Option<String>,
+    /// With `--distractors N`: N, and the definitions with the distractors listed around the
+    /// server's own, in bytes (and in tokens with `--tokens`; null when not listed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    distractors: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    with_distractors_bytes: Option<Option<usize>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    with_distractors_tokens: Option<Option<u64>>,
     /// The exact command line that runs this server over stdio (an external arm: its own
     /// command, placeholders unexpanded).
     command: Vec<String>,
@@ -113,6 +125,7 @@ pub fn stdio_command(name: &str, backend_url: &str) -> anyhow::Result<Vec<String
 pub async fn list(args: ServersArgs) -> anyhow::Result<()> {
     // Refused before anything is started, in one line that names the accepted values.
     let tokenizer = args.tokens.as_deref().map(agent::tokens::Tokenizer::parse).transpose()?;
+    let distractors = args.distractors.map(servers::distractors::Distractors::draw).transpose().map_err(|e| anyhow::anyhow!(e))?;
     let mut rows = Vec::new();
     for s in servers::registry::servers() {
         // A built-in server always lists; an external arm may not start (its dependencies not
@@ -140,6 +153,14 @@ pub async fn list(args: ServersArgs) -> anyhow::Result<()> {
             (Some(_), None) => Some(None),
             (None, _) => None,
         };
+        let with = distractors.as_ref().map(|d| definitions.clone().map(|own| d.around(own)));
+        let with_distractors_tokens = match (&tokenizer, &with) {
+            (Some(t), Some(Some(d))) => {
+                Some(Some(t.count_definitions(d).await.with_context(|| format!("counting the tokens of {}'s definitions with distractors", s.name))?))
+            }
+            (Some(_), Some(None)) => Some(None),
+            _ => None,
+        };
         rows.push(ServerRow {
             name: s.name,
             module: s.module,
@@ -152,6 +173,9 @@ pub async fn list(args: ServersArgs) -> anyhow::Result<()> {
             definitions_bytes: definitions.as_deref().map(agent::tokens::definitions_bytes),
             definitions_tokens,
             tokenizer: tokenizer.as_ref().map(agent::tokens::Tokenizer::label),
+            distractors: distractors.as_ref().map(servers::distractors::Distractors::len),
+            with_distractors_bytes: with.as_ref().map(|d| d.as_deref().map(agent::tokens::definitions_bytes)),
+            with_distractors_tokens,
             command,
             kind: if external.is_some() { "external" } else { "builtin" },
             external,
@@ -163,6 +187,18 @@ pub async fn list(args: ServersArgs) -> anyhow::Result<()> {
             println!("{}", serde_json::to_string(r)?);
         }
         return Ok(());
+    }
+    if let Some(d) = &distractors {
+        let bytes = agent::tokens::definitions_bytes(&d.definitions());
+        let tokens = match &tokenizer {
+            Some(t) => format!(", {} tokens of {}", t.count_definitions(&d.definitions()).await.context("counting the distractors' tokens")?, t.label()),
+            None => String::new(),
+        };
+        println!(
+            "with --distractors {}: {} definitions of other servers listed beside each server's own, {bytes} bytes{tokens}; the JSON rows give each server's total",
+            d.len(),
+            d.len()
+        );
     }
     if let Some(t) = &tokenizer {
         return print_with_tokens(&rows, &t.label());

@@ -74,6 +74,8 @@ pub enum Factor {
     StateSize,
     /// `--catalogue`: how many tools of other systems a catalogue module's arms list.
     Catalogue,
+    /// `--distractors`: how many tools of other servers the client lists beside both arms'.
+    Distractors,
 }
 
 impl Factor {
@@ -83,6 +85,7 @@ impl Factor {
             Self::WorldScale => "scale",
             Self::StateSize => "size",
             Self::Catalogue => "catalogue",
+            Self::Distractors => "distractors",
         }
     }
 
@@ -91,6 +94,7 @@ impl Factor {
             Self::WorldScale => "world scale",
             Self::StateSize => "state size",
             Self::Catalogue => "catalogue size",
+            Self::Distractors => "distractors listed",
         }
     }
 }
@@ -108,6 +112,9 @@ pub struct Level {
     /// The catalogue size of this level's servers (catalogue sweeps; the fixed `--catalogue` of
     /// another sweep of a catalogue module, or null: the module's default).
     pub catalogue: Option<u32>,
+    /// The distractors listed beside both arms at this level (distractor sweeps; the fixed
+    /// `--distractors` of another sweep, or null: none).
+    pub distractors: Option<u32>,
     pub experiment: String,
     pub pattern: Option<LevelArm>,
     pub control: Option<LevelArm>,
@@ -140,6 +147,11 @@ pub struct SweepReport {
     pub cost: String,
     pub levels: Vec<Level>,
     pub crossover: Crossover,
+    /// How the pattern's cost difference, and its success difference, move from the smallest
+    /// level to the largest: grows, shrinks, stays or flips (point differences; each level's
+    /// intervals are in its row).
+    pub cost_trend: String,
+    pub success_trend: String,
 }
 
 /// Where the pattern starts to pay within the levels run.
@@ -199,17 +211,22 @@ pub fn crossover(levels: &[(u32, Option<f64>)]) -> Crossover {
 }
 
 pub async fn run(args: SweepArgs) -> anyhow::Result<Exit> {
-    let several = [(Factor::WorldScale, &args.run.scale), (Factor::StateSize, &args.run.size), (Factor::Catalogue, &args.run.catalogue)]
-        .into_iter()
-        .filter(|(_, levels)| levels.len() >= 2)
-        .map(|(f, levels)| (f, levels.clone()))
-        .collect::<Vec<_>>();
+    let several = [
+        (Factor::WorldScale, &args.run.scale),
+        (Factor::StateSize, &args.run.size),
+        (Factor::Catalogue, &args.run.catalogue),
+        (Factor::Distractors, &args.run.distractors),
+    ]
+    .into_iter()
+    .filter(|(_, levels)| levels.len() >= 2)
+    .map(|(f, levels)| (f, levels.clone()))
+    .collect::<Vec<_>>();
     let (factor, mut levels) = match &several[..] {
         [one] => one.clone(),
         [] => anyhow::bail!(
-            "a sweep needs at least two levels: --scale 1,2,4,8 (world scale), --size 1,2,4,8 (task family size) or --catalogue 25,50,100 (catalogue size)"
+            "a sweep needs at least two levels: --scale 1,2,4,8 (world scale), --size 1,2,4,8 (task family size), --catalogue 25,50,100 (catalogue size) or --distractors 0,10,50,200 (tools of other servers listed)"
         ),
-        _ => anyhow::bail!("a sweep varies one factor: give several levels to one of --scale, --size and --catalogue, not to two"),
+        _ => anyhow::bail!("a sweep varies one factor: give several levels to one of --scale, --size, --catalogue and --distractors, not to two"),
     };
     levels.sort_unstable();
     levels.dedup();
@@ -243,6 +260,7 @@ pub async fn run(args: SweepArgs) -> anyhow::Result<Exit> {
             Factor::WorldScale => run.scale = vec![level],
             Factor::StateSize => run.size = vec![level],
             Factor::Catalogue => run.catalogue = vec![level],
+            Factor::Distractors => run.distractors = vec![level],
         }
         let w = factor.word();
         run.exp_name = Some(format!("{w}{level}"));
@@ -263,6 +281,7 @@ pub async fn run(args: SweepArgs) -> anyhow::Result<Exit> {
     let fixed = Fixed {
         scale: args.run.scale.first().copied().filter(|_| factor != Factor::WorldScale),
         catalogue: args.run.catalogue.first().copied().filter(|_| factor != Factor::Catalogue),
+        distractors: args.run.distractors.first().copied().filter(|_| factor != Factor::Distractors),
     };
     let report = report(&sweep_dir, &name, &module, &model, factor, &levels, fixed, split)?;
     records::write_atomically(&sweep_dir.join("sweep.json"), &serde_json::to_vec_pretty(&report)?)?;
@@ -285,6 +304,7 @@ pub async fn run(args: SweepArgs) -> anyhow::Result<Exit> {
 pub struct Fixed {
     pub scale: Option<u32>,
     pub catalogue: Option<u32>,
+    pub distractors: Option<u32>,
 }
 
 /// Reports every level (writing its own report into its folder) and reads the sweep off them.
@@ -306,12 +326,13 @@ pub fn report(
         let dir: PathBuf = sweep_dir.join(format!("{w}{level}"));
         let r = aggregate::report(&dir, None, &aggregate::Options::default()).with_context(|| format!("reporting {w} {level} ({})", dir.display()))?;
         r.write(&dir).with_context(|| format!("writing the report of {w} {level}"))?;
-        let (scale, size, catalogue) = match factor {
-            Factor::WorldScale => (Some(level), None, fixed.catalogue),
-            Factor::StateSize => (fixed.scale, Some(level), fixed.catalogue),
-            Factor::Catalogue => (fixed.scale, None, Some(level)),
+        let (scale, size, catalogue, distractors) = match factor {
+            Factor::WorldScale => (Some(level), None, fixed.catalogue, fixed.distractors),
+            Factor::StateSize => (fixed.scale, Some(level), fixed.catalogue, fixed.distractors),
+            Factor::Catalogue => (fixed.scale, None, Some(level), fixed.distractors),
+            Factor::Distractors => (fixed.scale, None, fixed.catalogue, Some(level)),
         };
-        out.push(Level { experiment: format!("{w}{level}"), scale, size, catalogue, ..level_of(&r.summary, level, module, split, oracle) });
+        out.push(Level { experiment: format!("{w}{level}"), scale, size, catalogue, distractors, ..level_of(&r.summary, level, module, split, oracle) });
     }
     let (diffs, reasons) = comparable(&out, oracle, w);
     let crossover = match crossover(&diffs) {
@@ -320,7 +341,14 @@ pub fn report(
         }
         found => found,
     };
+    let cost_points: Vec<(u32, Option<f64>)> = out.iter().map(|l| (l.level, l.cost_difference_per_session)).collect();
+    let success_points: Vec<(u32, Option<f64>)> = out
+        .iter()
+        .map(|l| (l.level, l.pattern.as_ref().and_then(|p| p.success_rate).zip(l.control.as_ref().and_then(|c| c.success_rate)).map(|(p, c)| (p - c) * 100.0)))
+        .collect();
     Ok(SweepReport {
+        cost_trend: trend(&cost_points, true, w, "tokens"),
+        success_trend: trend(&success_points, false, w, "points"),
         sweep: name.to_owned(),
         module: module.to_owned(),
         split,
@@ -416,6 +444,7 @@ fn level_of(s: &Summary, level: u32, module: &str, split: records::Split, oracle
         scale: None,
         size: None,
         catalogue: None,
+        distractors: None,
         experiment: String::new(),
         pattern,
         control,
@@ -436,11 +465,55 @@ fn ci(v: Option<[f64; 2]>) -> String {
     v.map_or(String::new(), |[lo, hi]| format!(" [{lo:.1}, {hi:.1}]"))
 }
 
+/// How the pattern's difference from the control (pattern − control, in `unit`) moves over
+/// `points` (level, difference; null where a level has none): "grows", "shrinks" or "stays"
+/// when the pattern is on one side throughout, "flips" when it changes side. A difference is
+/// an advantage when it is below zero (`lower_is_better`: a cost) or above it (success).
+pub fn trend(points: &[(u32, Option<f64>)], lower_is_better: bool, w: &str, unit: &str) -> String {
+    let known: Vec<(u32, f64)> = points.iter().filter_map(|(l, d)| d.map(|d| (*l, d))).collect();
+    if known.len() < 2 {
+        return "unknown (fewer than two levels have a difference)".into();
+    }
+    let advantage = |d: f64| if lower_is_better { -d } else { d };
+    let at = |(l, d): (u32, f64)| format!("{d:+.0} {unit} at {w} {l}");
+    let (first, last) = (known[0], known[known.len() - 1]);
+    let side = |d: f64| {
+        let a = advantage(d);
+        if a > 0.0 {
+            1
+        } else if a < 0.0 {
+            -1
+        } else {
+            0
+        }
+    };
+    if let Some(pair) = known.windows(2).find(|p| side(p[0].1) * side(p[1].1) < 0) {
+        let now = if side(pair[1].1) > 0 { "ahead" } else { "behind" };
+        return format!("flips between {w} {} and {w} {} (from {} to {}: the pattern is {now} from there)", pair[0].0, pair[1].0, at(pair[0]), at(pair[1]));
+    }
+    let (a0, a1) = (advantage(first.1), advantage(last.1));
+    let span = format!("from {} to {}", at(first), at(last));
+    if (a1 - a0).abs() <= 0.01 * a0.abs().max(a1.abs()) {
+        return format!("stays level ({span})");
+    }
+    let behind = a0 < 0.0 || a1 < 0.0;
+    match (behind, a1.abs() > a0.abs()) {
+        (false, true) => format!("the pattern's advantage grows ({span})"),
+        (false, false) => format!("the pattern's advantage shrinks ({span})"),
+        (true, true) => format!("the pattern's disadvantage grows ({span})"),
+        (true, false) => format!("the pattern's disadvantage shrinks ({span})"),
+    }
+}
+
 /// The sweep as a table a person reads.
 pub fn markdown(r: &SweepReport) -> String {
     let mut o = format!("# Sweep {} — {} with {}, over {}\n\n", r.sweep, r.module, r.model, r.factor);
     let w = r.factor_kind.word();
     o.push_str(&format!("**Crossover:** {}.\n\n", r.crossover.sentence(&r.cost, r.factor_kind)));
+    o.push_str(&format!(
+        "**From the smallest level to the largest** (pattern − control, point differences): cost per session {}; success {}.\n\n",
+        r.cost_trend, r.success_trend
+    ));
     o.push_str(&format!("Cost compared: {}. Every level is its own experiment (`{w}<L>/`, with its own report); levels are never pooled.\n\n", r.cost));
     o.push_str(match r.split {
         records::Split::Dev => "Tasks: the module's dev tasks (`--split held_out` sweeps its held-out tasks; the two are never pooled).\n\n",
@@ -521,6 +594,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_trend_says_whether_the_advantage_grows_shrinks_stays_or_flips() {
+        let t = |p: &[(u32, Option<f64>)], lower: bool| trend(p, lower, "distractors", "tokens");
+        assert!(t(&[(0, Some(-100.0)), (10, Some(-150.0)), (200, Some(-400.0))], true).starts_with("the pattern's advantage grows (from -100"));
+        assert!(t(&[(0, Some(-400.0)), (200, Some(-100.0))], true).starts_with("the pattern's advantage shrinks"));
+        assert!(t(&[(0, Some(100.0)), (200, Some(300.0))], true).starts_with("the pattern's disadvantage grows"));
+        let flip = t(&[(0, Some(-50.0)), (10, Some(-10.0)), (50, Some(30.0))], true);
+        assert!(flip.starts_with("flips between distractors 10 and distractors 50") && flip.ends_with("behind from there)"), "{flip}");
+        // Success: higher is better for the pattern.
+        let flip = t(&[(0, Some(-5.0)), (50, Some(10.0))], false);
+        assert!(flip.contains("ahead from there"), "{flip}");
+        assert!(t(&[(0, Some(0.0)), (50, Some(0.0))], false).starts_with("stays level"));
+        // A missing level is skipped; fewer than two known is unknown.
+        assert!(t(&[(0, Some(-1.0)), (10, None), (50, Some(-3.0))], true).contains("grows"));
+        assert!(t(&[(0, None), (50, Some(-3.0))], true).starts_with("unknown"));
+    }
+
+    #[test]
     fn the_crossover_is_where_the_pattern_stays_cheaper() {
         assert_eq!(crossover(&[(1, Some(50.0)), (2, Some(10.0)), (4, Some(-5.0)), (8, Some(-40.0))]), Crossover::At { from: 4, after: Some(2) });
         assert_eq!(crossover(&[(1, Some(-1.0)), (2, Some(-3.0))]), Crossover::FromTheStart { from: 1 });
@@ -537,6 +627,7 @@ mod tests {
             scale: None,
             size: Some(level),
             catalogue: None,
+            distractors: None,
             experiment: format!("size{level}"),
             pattern: None,
             control: None,

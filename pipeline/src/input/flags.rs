@@ -54,6 +54,11 @@ pub struct RunArgs {
     /// comma-separated). Default: the module's (100).
     #[arg(long, value_delimiter = ',')]
     pub catalogue: Vec<u32>,
+    /// How many tools of other, unconnected servers the client lists beside each arm's own —
+    /// the same tools, in the same place, for both arms; a call to one is refused by the client
+    /// and counted (`pipeline sweep` takes several, comma-separated). Default 0: the arm alone.
+    #[arg(long, value_delimiter = ',')]
+    pub distractors: Vec<u32>,
     /// Sessions run in parallel, each on its own isolated world.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub jobs: u32,

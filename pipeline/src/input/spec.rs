@@ -72,6 +72,10 @@ pub struct Spec {
     /// module's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub catalogue: Option<u32>,
+    /// How many tools of other, unconnected servers the client lists beside each arm's own;
+    /// absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distractors: Option<u32>,
     /// The keys in which arms may differ (`server`, and any per-arm model key).
     pub treatment: Vec<String>,
     /// A dirty work tree passes G2 (the manifest then says so, loudly).
@@ -247,6 +251,9 @@ impl Spec {
         anyhow::ensure!(!self.model.id.trim().is_empty(), "model.id: must not be empty");
         anyhow::ensure!(self.arms.len() >= 2, "arms: an experiment compares two arms, the spec has {}", self.arms.len());
         servers::registry::check_settings(self.settings(), &[self.module.as_str()]).map_err(|e| anyhow::anyhow!("catalogue: {e}"))?;
+        if let Some(n) = self.distractors {
+            servers::distractors::Distractors::draw(n).map_err(|e| anyhow::anyhow!("distractors: {e}"))?;
+        }
         Ok(())
     }
 

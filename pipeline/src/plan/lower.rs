@@ -73,6 +73,15 @@ impl RunPlan {
         check_experiment_name(&experiment).context("--exp-name")?;
         let manifests = manifests_of(&arms, settings).await?;
         check_external_plans(&arms, &tasks, &manifests)?;
+        let distractors = match args.distractors[..] {
+            [] => servers::distractors::Distractors::none(),
+            [one] => drawn(one, &manifests)?,
+            _ => bail!(
+                "--distractors {:?} names several levels; a series of levels is a sweep: `{} sweep … --distractors …`",
+                args.distractors,
+                crate::invoked::program()
+            ),
+        };
         let seal = crate::held_out::require_seal(&tasks_dir, tasks.iter().flat_map(|m| m.tasks.iter().map(|t| &**t))).await?;
         Ok(Self {
             exp_dir: args.results_dir.join(&experiment),
@@ -87,6 +96,7 @@ impl RunPlan {
             jobs: args.jobs,
             scale_override,
             catalogue,
+            distractors,
             build: BuildInfo::binary(),
             preflight_skipped: args.skip_preflight,
             retry_invalid: args.retry_invalid,
@@ -138,6 +148,7 @@ impl RunPlan {
         let listed = manifests_of(&arms, spec.settings()).await?;
         let modules = [ModuleTasks { module: spec.module.clone(), tasks: selected.iter().cloned().map(Arc::new).collect() }];
         check_external_plans(&arms, &modules, &listed)?;
+        let distractors = drawn(spec.distractors.unwrap_or(0), &listed)?;
         let manifests: BTreeMap<String, String> = listed.into_iter().map(|(name, m)| (name, m.sha256())).collect();
         for (name, sha) in &manifests {
             anyhow::ensure!(
@@ -167,6 +178,7 @@ impl RunPlan {
             jobs: spec.jobs,
             scale_override: None,
             catalogue: spec.catalogue,
+            distractors,
             manifests,
             build: BuildInfo::binary(),
             preflight_skipped: options.skip_preflight,
@@ -323,4 +335,19 @@ pub fn model_plan(m: &ModelParams, request_timeout: std::time::Duration, headers
         headers,
     };
     super::ModelPlan::model(pinned, endpoint)
+}
+
+/// The run's `n` distractors, refused when an arm lists a tool under a distractor's name: the
+/// client would list two functions of one name, and a call could not say which it meant.
+fn drawn(n: u32, manifests: &BTreeMap<String, servers::ToolManifest>) -> anyhow::Result<servers::distractors::Distractors> {
+    let distractors = servers::distractors::Distractors::draw(n).map_err(|e| anyhow::anyhow!(e))?;
+    for (arm, m) in manifests {
+        if let Some(t) = m.tools.iter().find(|t| distractors.contains(&t.name)) {
+            bail!(
+                "--distractors {n}: arm {arm} lists a tool named {:?}, which is also one of the distractors the client lists beside it; rename that tool, or run with fewer distractors",
+                t.name
+            );
+        }
+    }
+    Ok(distractors)
 }

@@ -73,6 +73,9 @@ pub struct RunPlan {
     pub scale_override: Option<u32>,
     /// `--catalogue`: the catalogue size of modules that list one, chosen by the run.
     pub catalogue: Option<u32>,
+    /// `--distractors`: the tools of other servers the client lists beside every arm's own
+    /// (none: the arm's alone).
+    pub distractors: servers::distractors::Distractors,
     /// sha256 of each arm's tool manifest, by server name.
     pub manifests: BTreeMap<String, String>,
     /// The binary that runs the sessions.
@@ -200,6 +203,8 @@ impl RunPlan {
             world_scale: s.task.meta.scale,
             world_scale_override: self.scale_override,
             catalogue: servers::registry::module(s.server.module).and_then(|m| m.catalogue_size(self.settings())),
+            distractors: (!self.distractors.is_empty()).then(|| self.distractors.len()),
+            distractors_sha256: self.distractors.sha256(),
             task_sha256: s.task.sha256.clone(),
             turn_cap: s.task.meta.turn_cap,
             manifest_sha256: self.manifests.get(s.server.name).cloned().unwrap_or_default(),

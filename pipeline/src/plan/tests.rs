@@ -111,6 +111,32 @@ async fn a_catalogue_reaches_its_modules_fingerprints_and_manifests_and_nothing_
 }
 
 #[tokio::test]
+async fn distractors_reach_every_fingerprint_and_are_refused_past_the_pool_or_as_a_series() {
+    let chosen = RunPlan::from_flags(&flags(&["--module", "tool_search,code_execution", "--models", "oracle", "--distractors", "10"])).await.unwrap();
+    let plain = RunPlan::from_flags(&flags(&["--module", "tool_search,code_execution", "--models", "oracle"])).await.unwrap();
+    let sha = servers::distractors::Distractors::draw(10).unwrap().sha256();
+    assert!(sha.is_some());
+    for s in chosen.sessions() {
+        let f = chosen.fingerprint(&s);
+        assert_eq!((f.distractors, &f.distractors_sha256), (Some(10), &sha), "every module's sessions, {}", s.server.name);
+    }
+    assert!(plain.sessions().iter().all(|s| plain.fingerprint(s).distractors.is_none() && plain.fingerprint(s).distractors_sha256.is_none()));
+    // The arms' own manifests do not change: distractors are the client's, not the servers'.
+    assert_eq!(chosen.manifests, plain.manifests);
+    let (a, b) = (&chosen.sessions()[0], &plain.sessions()[0]);
+    let d: Vec<String> = chosen.fingerprint(a).differences(&plain.fingerprint(b)).into_iter().map(|d| d.field).collect();
+    assert_eq!(d, ["distractors", "distractors_sha256"]);
+    let max = servers::distractors::MAX;
+    let e = RunPlan::from_flags(&flags(&["--module", "code_execution", "--models", "oracle", "--distractors", &(max + 1).to_string()]))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains(&format!("--distractors {}", max + 1)) && e.contains(&format!("at most {max}")), "{e}");
+    let e = RunPlan::from_flags(&flags(&["--module", "code_execution", "--models", "oracle", "--distractors", "10,50"])).await.unwrap_err().to_string();
+    assert!(e.contains("sweep") && e.contains("--distractors"), "{e}");
+}
+
+#[tokio::test]
 async fn a_catalogue_is_refused_where_no_module_lists_one_or_out_of_range() {
     let e = RunPlan::from_flags(&flags(&["--module", "code_execution", "--models", "oracle", "--catalogue", "100"])).await.unwrap_err().to_string();
     assert!(e.contains("--catalogue 100") && e.contains("tool_search"), "{e}");

@@ -295,6 +295,58 @@ fn a_sweep_runs_each_level_as_its_own_experiment_and_reads_off_the_crossover() {
     assert!(text(&out).contains("pipeline sweep"), "{}", text(&out));
 }
 
+/// A sweep over distractors: each level lists that many tools of other servers beside both arms,
+/// every oracle session still passes (G7 at every level), and the definitions grow by exactly the
+/// distractors' own.
+#[test]
+fn a_sweep_over_distractors_lists_them_beside_both_arms_at_every_level() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = pipeline()
+        .args(["sweep", "--module", "resource_gateway", "--models", "oracle", "--distractors", "20,0"])
+        .args(["--exp-name", "dsw", "--results-dir"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let sweep = tmp.path().join("dsw");
+    let bytes = |level: u32| -> std::collections::BTreeMap<String, u64> {
+        records(&sweep.join(format!("distractors{level}")))
+            .iter()
+            .map(|r| (r["server"].as_str().unwrap().to_owned(), r["offered"]["definitions_bytes"].as_u64().unwrap()))
+            .collect()
+    };
+    let drawn = servers::distractors::Distractors::draw(20).unwrap();
+    let added = agent::tokens::definitions_bytes(&drawn.definitions()) as u64;
+    for (server, b0) in bytes(0) {
+        assert_eq!(bytes(20)[&server], b0 + added, "{server}: its own definitions plus the distractors'");
+    }
+    for level in [0u64, 20] {
+        let exp = sweep.join(format!("distractors{level}"));
+        let recs = records(&exp);
+        assert_eq!(recs.len(), 2 * common::dev_task_count("resource_gateway"));
+        assert!(recs.iter().all(|r| r["verifier"]["verdict"] == "passed"), "every oracle session passes with {level} distractors");
+        assert!(recs.iter().all(|r| r["offered"]["distractors"].as_u64().unwrap_or(0) == level));
+        assert!(recs.iter().all(|r| r["fingerprint"]["distractors"].as_u64() == (level > 0).then_some(level)));
+        let manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(exp.join("manifest.json")).unwrap()).unwrap();
+        if level > 0 {
+            let names: Vec<&str> = manifest["distractors"]["names"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+            assert_eq!(names, drawn.names().collect::<Vec<_>>());
+            assert_eq!(manifest["distractors"]["sha256"].as_str(), drawn.sha256().as_deref());
+            let report = std::fs::read_to_string(exp.join("report.md")).unwrap();
+            assert!(report.contains("the client listed 20 tools of other, unconnected servers"), "{report}");
+        } else {
+            assert!(manifest.get("distractors").is_none());
+        }
+    }
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(sweep.join("sweep.json")).unwrap()).unwrap();
+    assert_eq!(report["factor_kind"], "distractors");
+    let levels: Vec<u64> = report["levels"].as_array().unwrap().iter().map(|l| l["distractors"].as_u64().unwrap()).collect();
+    assert_eq!(levels, [0, 20]);
+    assert!(report["success_trend"].as_str().unwrap().starts_with("stays level"), "{report}");
+    let md = std::fs::read_to_string(sweep.join("sweep.md")).unwrap();
+    assert!(md.contains("**From the smallest level to the largest**") && md.contains("distractors listed"), "{md}");
+}
+
 /// A sweep over a task family's size: each size its own experiment of that size's instances.
 #[test]
 fn a_sweep_over_state_size_runs_each_family_size_as_its_own_experiment() {

@@ -260,5 +260,10 @@ pub async fn wrapper_without_backend() -> HttpServer {
 pub const TASK: &str = "What is the name of customer 1?";
 
 pub async fn run(conn: &ServerConnection, p: &OpenAiCompatible, stop: &StopSignal, cap: u32) -> agent::SessionOutcome {
-    tokio::time::timeout(Duration::from_secs(60), agent::session::run(conn, TASK, agent::SYSTEM_PROMPT, cap, p, stop)).await.expect("the session ends")
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        agent::session::run(conn, &servers::distractors::Distractors::none(), TASK, agent::SYSTEM_PROMPT, cap, p, stop),
+    )
+    .await
+    .expect("the session ends")
 }

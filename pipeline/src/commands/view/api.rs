@@ -23,7 +23,7 @@ pub(super) struct IndexView {
 #[derive(Serialize)]
 pub(super) struct GroupView {
     name: String,
-    /// `scale`, `size` or `catalogue` for a sweep's levels.
+    /// `scale`, `size`, `catalogue` or `distractors` for a sweep's levels.
     factor: Option<&'static str>,
     levels: Vec<ExperimentView>,
     /// The files `pipeline sweep` wrote beside the levels, if it did.

@@ -70,7 +70,7 @@ impl Listing {
             if levels.is_empty() {
                 continue;
             }
-            let factor = ["scale", "size", "catalogue"].into_iter().find(|f| levels.iter().all(|l| level_number(l, f).is_some()));
+            let factor = ["scale", "size", "catalogue", "distractors"].into_iter().find(|f| levels.iter().all(|l| level_number(l, f).is_some()));
             let mut group = Group { name, dir, factor, levels };
             if let Some(f) = group.factor {
                 group.levels.sort_by_key(|l| level_number(l, f));

@@ -30,16 +30,16 @@ pub const LEVELS: &[u32] = &[25, 50, 100, 200, 400, 800];
 const ORDER_SEED: &str = "tool_search catalogue 1";
 
 /// One system a company connects: its tool prefix, its name, what it is, its entities.
-struct System {
-    prefix: &'static str,
-    name: &'static str,
-    kind: &'static str,
-    entities: [Entity; 5],
+pub(crate) struct System {
+    pub(crate) prefix: &'static str,
+    pub(crate) name: &'static str,
+    pub(crate) kind: &'static str,
+    pub(crate) entities: [Entity; 5],
 }
 
 /// An entity of a system: singular and plural (snake_case), and the fields a new one takes
 /// (the first is required).
-struct Entity(&'static str, &'static str, &'static [&'static str]);
+pub(crate) struct Entity(pub(crate) &'static str, pub(crate) &'static str, pub(crate) &'static [&'static str]);
 
 const SYSTEMS: &[System] = &[
     System {
@@ -285,7 +285,7 @@ const SYSTEMS: &[System] = &[
 ];
 
 /// The verbs every entity gets, in the order tools are generated.
-const VERBS: &[&str] = &["list", "get", "create", "update", "delete", "search", "archive", "export"];
+pub(crate) const VERBS: &[&str] = &["list", "get", "create", "update", "delete", "search", "archive", "export"];
 
 /// Tools another system offers for what the backend's own tools do, and the one tool a task
 /// asks for that no connected system has (an invoice): placed first, so every catalogue from
@@ -372,13 +372,13 @@ fn order() -> &'static [Slot] {
 }
 
 /// A tool's name: the system's prefix, the verb, the entity (plural for the verbs over many).
-fn name(system: &System, entity: &Entity, verb: &str) -> String {
+pub(crate) fn name(system: &System, entity: &Entity, verb: &str) -> String {
     let Entity(one, many, _) = *entity;
     let noun = if matches!(verb, "list" | "search" | "export") { many } else { one };
     format!("{}_{verb}_{noun}", system.prefix)
 }
 
-fn tool(system: &System, entity: &Entity, verb: &str) -> Tool {
+pub(crate) fn tool(system: &System, entity: &Entity, verb: &str) -> Tool {
     let Entity(one, many, fields) = *entity;
     let (s, m, sys, kind) = (words(one), words(many), system.name, system.kind);
     let (name, description, schema) = match verb {
