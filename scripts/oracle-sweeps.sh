@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The oracle sweeps committed under docs/sweeps/: every module over world scale 1, 2, 4, 8, and
-# each task family over its sizes. The oracle replays its plans, so this spends nothing and the
+# The oracle sweeps committed under docs/sweeps/: every module over world scale 1, 2, 4, 8 and
+# over distractors 0, 10, 50, 200, and each task family over its sizes. The oracle replays its plans, so this spends nothing and the
 # curves are the structural floors (estimates; see each level's report, Method).
 #
 #   scripts/oracle-sweeps.sh [RESULTS_DIR]     # default: results/
@@ -29,6 +29,10 @@ for module in tool_orchestrator domain_adapter stateful_session proxy_aggregator
 done
 # tool_search's factor is the catalogue's size (its tasks' facts are written for world scale 1).
 run tool_search_catalogue --module tool_search --catalogue 25,50,100,200,400,800
+# Every module over distractors: tools of other servers the client lists beside both arms.
+for module in tool_orchestrator domain_adapter stateful_session proxy_aggregator resource_gateway code_execution tool_search; do
+    run "${module}_distractors" --module "$module" --distractors 0,10,50,200
+done
 # One sweep per task family, so a level's figure is that family's instance alone.
 run globex_ticket_batch_size --module tool_orchestrator --tasks globex_ticket_batch --size 1,2,4,8
 run initech_handover_size --module tool_orchestrator --tasks initech_handover --size 1,2,4,8,16

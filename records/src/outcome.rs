@@ -264,10 +264,13 @@ pub struct Offered {
     /// the arm's (`--distractors`), answered by the client with a refusal. 0 (absent) with none.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub distractors: u32,
+    /// Of `definitions_bytes`, the distractors' (the same in both arms); 0 (absent) with none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub distractors_bytes: usize,
 }
 
-fn is_zero(n: &u32) -> bool {
-    *n == 0
+fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
+    *n == T::default()
 }
 
 /// The structural floor measured by an oracle session: no model, no usage.

@@ -442,12 +442,12 @@ fn footprint(o: &mut Vec<Block>, s: &Summary, terms: &Terms) {
     };
     let mut intro = Text::plain("Each arm's tool-list footprint: the definitions it offers a model. ");
     intro.0.extend(said.0);
-    let listed: std::collections::BTreeSet<u32> = s.oracle_floors.iter().filter_map(|f| f.distractors).collect();
+    let listed: std::collections::BTreeSet<(u32, u64)> = s.oracle_floors.iter().filter_map(|f| f.distractors.zip(f.distractors_bytes)).collect();
     if !listed.is_empty() {
-        let n: Vec<String> = listed.iter().map(u32::to_string).collect();
+        let n: Vec<String> = listed.iter().map(|(n, bytes)| format!("{n} distractors ({} bytes of definitions)", readable(*bytes as f64))).collect();
         intro = intro
             .and(format!(
-                " Every figure here includes the {} distractors the client listed beside both arms' own tools (the same definitions in both arms); ",
+                " Every figure here includes the {} the client listed beside both arms' own tools (the same definitions in both arms); ",
                 n.join(" or ")
             ))
             .and_code("pipeline servers --tokens ENCODING")

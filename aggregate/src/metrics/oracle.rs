@@ -46,6 +46,9 @@ pub struct OracleModule {
     /// was offered): inside every definitions figure, the same in both arms. Absent with none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub distractors: Option<u32>,
+    /// Of each definitions figure, the distractors' bytes (absent with none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distractors_bytes: Option<u64>,
 }
 
 impl OracleModule {
@@ -203,6 +206,7 @@ pub(super) fn oracle_module(module: String, recs: &[&SessionRecord]) -> OracleMo
         unjudged_tasks: Vec::new(),
         tokenizer,
         distractors: recs.iter().map(|r| r.offered.distractors).max().filter(|n| *n > 0),
+        distractors_bytes: recs.iter().map(|r| r.offered.distractors_bytes as u64).max().filter(|n| *n > 0),
     }
 }
 

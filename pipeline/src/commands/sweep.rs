@@ -346,8 +346,21 @@ pub fn report(
         .iter()
         .map(|l| (l.level, l.pattern.as_ref().and_then(|p| p.success_rate).zip(l.control.as_ref().and_then(|c| c.success_rate)).map(|(p, c)| (p - c) * 100.0)))
         .collect();
+    // The same difference as a share of the control's cost, at the smallest and largest level:
+    // a fixed cost both arms pay (distractors, say) grows the one and shrinks the other.
+    let share = |l: &Level| {
+        let control = l.control.as_ref().and_then(|c| if oracle { c.floor_estimated_input_tokens_per_session } else { c.input_tokens_mean });
+        l.cost_difference_per_session.zip(control).filter(|(_, c)| *c > 0.0).map(|(d, c)| d / c * 100.0)
+    };
+    let mut cost_trend = trend(&cost_points, true, w, "tokens");
+    if let (Some(first), Some(last)) = (out.first(), out.last())
+        && let (Some(a), Some(b)) = (share(first), share(last))
+        && out.len() > 1
+    {
+        cost_trend.push_str(&format!("; as a share of the control's cost, {a:+.1} % at {w} {} and {b:+.1} % at {w} {}", first.level, last.level));
+    }
     Ok(SweepReport {
-        cost_trend: trend(&cost_points, true, w, "tokens"),
+        cost_trend,
         success_trend: trend(&success_points, false, w, "points"),
         sweep: name.to_owned(),
         module: module.to_owned(),

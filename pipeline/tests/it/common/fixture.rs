@@ -142,7 +142,13 @@ fn record(experiment: &str, oracle: bool, role: Role, task: &str, rep: u32) -> S
                 arguments_sha256: None,
             })
             .collect(),
-        offered: Offered { functions: vec!["users_list".into(), "tickets_get".into()], resource_functions: false, definitions_bytes: 400, distractors: 0 },
+        offered: Offered {
+            functions: vec!["users_list".into(), "tickets_get".into()],
+            resource_functions: false,
+            definitions_bytes: 400,
+            distractors: 0,
+            distractors_bytes: 0,
+        },
         final_answer: Some("Moved the tickets.".into()),
         verifier: (!invalid).then(|| VerifierOutcome {
             verdict: if failed { Verdict::Failed } else { Verdict::Passed },
