@@ -339,7 +339,7 @@ pub fn model_plan(m: &ModelParams, request_timeout: std::time::Duration, headers
 
 /// The run's `n` distractors, refused when an arm lists a tool under a distractor's name: the
 /// client would list two functions of one name, and a call could not say which it meant.
-fn drawn(n: u32, manifests: &BTreeMap<String, servers::ToolManifest>) -> anyhow::Result<servers::distractors::Distractors> {
+pub(super) fn drawn(n: u32, manifests: &BTreeMap<String, servers::ToolManifest>) -> anyhow::Result<servers::distractors::Distractors> {
     let distractors = servers::distractors::Distractors::draw(n).map_err(|e| anyhow::anyhow!(e))?;
     for (arm, m) in manifests {
         if let Some(t) = m.tools.iter().find(|t| distractors.contains(&t.name)) {

@@ -136,6 +136,26 @@ async fn distractors_reach_every_fingerprint_and_are_refused_past_the_pool_or_as
     assert!(e.contains("sweep") && e.contains("--distractors"), "{e}");
 }
 
+#[test]
+fn an_arm_with_a_tool_under_a_distractors_name_is_refused_naming_both() {
+    let taken = servers::distractors::Distractors::draw(5).unwrap().names().nth(4).unwrap().to_owned();
+    let manifest = |names: &[&str]| servers::ToolManifest {
+        server: "mine".into(),
+        tools: names
+            .iter()
+            .map(|n| servers::manifest::ManifestTool { name: (*n).into(), description: String::new(), input_schema: serde_json::json!({}) })
+            .collect(),
+        resource_templates: vec![],
+        resources: false,
+        extra: None,
+    };
+    let arms = std::collections::BTreeMap::from([("mine".to_owned(), manifest(&["lookup", &taken]))]);
+    let e = super::lower::drawn(5, &arms).unwrap_err().to_string();
+    assert!(e.contains("--distractors 5") && e.contains("arm mine") && e.contains(&taken) && e.contains("rename"), "{e}");
+    // One distractor fewer leaves that name out of the draw: nothing shares a name.
+    assert_eq!(super::lower::drawn(4, &arms).unwrap().len(), 4);
+}
+
 #[tokio::test]
 async fn a_catalogue_is_refused_where_no_module_lists_one_or_out_of_range() {
     let e = RunPlan::from_flags(&flags(&["--module", "code_execution", "--models", "oracle", "--catalogue", "100"])).await.unwrap_err().to_string();

@@ -412,11 +412,13 @@ fn g6_a_spec_states_the_temperature_or_the_provider_default() {
 
 /// A spec of a catalogue module pins its catalogue size: freeze lists the servers at that size,
 /// check and run start them at it, every record's fingerprint carries it; a size the module does
-/// not take is refused when the spec is read.
+/// not take is refused when the spec is read. Its distractors likewise: G1 holds the arms to
+/// their manifests plus exactly the draw, and every record lists them.
 #[test]
 fn a_catalogue_spec_pins_its_size_from_freeze_to_the_records() {
     let env = Env::new();
     let mut args = vec!["freeze", "--module", "tool_search", "--tasks", "resolve_ticket_77", "--exp-name", "e", "--models", "oracle", "--catalogue", "50"];
+    args.extend(["--distractors", "10"]);
     if env.binary_dirty {
         args.push("--allow-dirty");
     }
@@ -424,6 +426,7 @@ fn a_catalogue_spec_pins_its_size_from_freeze_to_the_records() {
     assert!(out.status.success(), "freeze failed: {}", String::from_utf8_lossy(&out.stderr));
     let spec: toml::Table = std::fs::read_to_string(env.spec_path()).unwrap().parse().unwrap();
     assert_eq!(spec["catalogue"].as_integer(), Some(50));
+    assert_eq!(spec["distractors"].as_integer(), Some(10));
     let tools = spec["hashes"]["manifests"]["tool_search_wrapper"]["tools"].as_array().unwrap().len();
     assert_eq!(tools, 26 + 50, "the control was listed at the spec's size");
 
@@ -435,6 +438,7 @@ fn a_catalogue_spec_pins_its_size_from_freeze_to_the_records() {
     assert_eq!(recs.len(), 2);
     for r in &recs {
         assert_eq!(r["fingerprint"]["catalogue"], 50, "{r}");
+        assert_eq!((&r["fingerprint"]["distractors"], &r["offered"]["distractors"]), (&10.into(), &10.into()), "{r}");
         assert_eq!(r["verifier"]["verdict"], "passed", "{r}");
     }
 
@@ -444,6 +448,12 @@ fn a_catalogue_spec_pins_its_size_from_freeze_to_the_records() {
     let out = env.cmd("check");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("catalogue") && err.contains("25 to 800"), "{err}");
+    let mut bad = spec.clone();
+    bad.insert("distractors".into(), toml::Value::Integer(10_000));
+    env.write_spec(&bad);
+    let out = env.cmd("check");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("distractors: --distractors 10000") && err.contains("at most 600"), "{err}");
 }
 
 /// A warm spec: freeze writes `session_mode = "warm"`, run starts one conversation per arm and
