@@ -15,7 +15,7 @@ use crate::plan::RunPlan;
 /// Why a run stopped before every planned session had run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Halt {
-    /// `quota`, `circuit_breaker`, `infrastructure` or `interrupted`.
+    /// `quota`, `circuit_breaker`, `infrastructure`, `interrupted` or `budget`.
     pub kind: &'static str,
     pub detail: String,
 }
@@ -42,6 +42,8 @@ pub struct RunContext {
     footprints: Mutex<std::collections::HashMap<String, Footprint>>,
     /// Sends each written record as a trace (`--otlp-endpoint`); taken at the run's end.
     otlp: Mutex<Option<crate::otlp::Exporter>>,
+    /// The plan's budgets, with what has been spent against them.
+    budgets: Vec<crate::budget::Budget>,
 }
 
 /// A task's expected footprint through one arm: what its oracle plan changes there, and where
@@ -68,6 +70,7 @@ impl RunContext {
         otlp: Option<crate::otlp::Exporter>,
     ) -> Self {
         Self {
+            budgets: plan.budgets.iter().cloned().map(crate::budget::Budget::new).collect(),
             plan,
             providers,
             serve_prefix,
@@ -161,7 +164,36 @@ impl RunContext {
     /// A session's record was written: it goes out as a trace, a failure of the harness's own
     /// infrastructure halts the run, the circuit breaker and the counters see it, and progress is
     /// reported.
+    /// Admits a pair of `sessions` sessions under every budget; when one could be exceeded, halts
+    /// the run (`budget`) naming it, and the pair is not started.
+    pub fn admit_pair(&self, sessions: usize) -> bool {
+        for b in &self.budgets {
+            if let Err(why) = b.check(sessions) {
+                self.halt("budget", format!("{}: {why}", b.limit.flag()));
+                return false;
+            }
+        }
+        for b in &self.budgets {
+            b.commit(sessions);
+        }
+        true
+    }
+
+    /// Whether the run was stopped by a budget (and by nothing else): the pairs it admitted are
+    /// still finished.
+    pub fn halted_by_budget(&self) -> bool {
+        self.halt.lock().expect("halt").as_ref().is_some_and(|h| h.kind == "budget") && !self.quota.is_raised() && self.interrupt.borrow().is_none()
+    }
+
+    /// What each budget has spent, for the closing summary.
+    pub fn budget_spent(&self) -> Vec<String> {
+        self.budgets.iter().map(|b| format!("{} of {} spent", b.limit.show(b.spent()), b.limit.flag())).collect()
+    }
+
     pub fn recorded(&self, record: &SessionRecord, infrastructure: Option<String>) {
+        for b in &self.budgets {
+            b.ended(record);
+        }
         if let Some(exporter) = self.otlp.lock().expect("otlp").as_ref() {
             exporter.send(record);
         }

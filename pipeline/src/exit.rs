@@ -6,7 +6,7 @@
 //! | 1 | refused before any session started: bad input, a failing gate or preflight, a locked experiment |
 //! | 2 | the command line itself is wrong (clap's usage error); nothing ran |
 //! | 3 | completed, with invalid sessions among the planned ones |
-//! | 4 | stopped early: quota or session limit, circuit breaker, broken infrastructure, interrupt |
+//! | 4 | stopped early: quota or session limit, circuit breaker, broken infrastructure, interrupt, a budget |
 
 use std::process::ExitCode;
 

@@ -16,7 +16,7 @@
 //!    lock, manifest, resume).
 //! 3. [`plan`]: the typed plan, and the lowering of both front doors into it.
 //! 4. [`input`] (the front doors: run flags, experiment specs) and [`held_out`] (the seal).
-//! 5. Shared below everything: [`gold`] (the graders' hand-graded answers), [`grading`] (the versions an outcome is graded under), [`split`], `shard`, [`otlp`], `listing`, `arm`, `signals`,
+//! 5. Shared below everything: [`gold`] (the graders' hand-graded answers), [`grading`] (the versions an outcome is graded under), [`split`], `shard`, `budget` (a run's hard budget), [`otlp`], `listing`, `arm`, `signals`,
 //!    `redact`, `invoked`, `build_info`, `exit`.
 //!
 //! What the integration tests and the binary use is `pub`; the rest is crate-private (its
@@ -39,6 +39,7 @@ pub mod gold;
 pub mod grading;
 
 pub(crate) mod arm;
+pub(crate) mod budget;
 pub(crate) mod build_info;
 pub(crate) mod exit;
 pub(crate) mod invoked;

@@ -49,6 +49,8 @@ pub struct RunSummary {
     pub command: Vec<String>,
     /// Where this run's traces went and how many got there.
     pub otlp: Option<(crate::otlp::Target, crate::otlp::Stats)>,
+    /// What this run spent against each budget (`--budget-*`), for a person.
+    pub budget: Vec<String>,
 }
 
 impl RunSummary {
@@ -150,7 +152,7 @@ pub async fn run(plan: RunPlan, accepted: impl FnOnce(&Experiment) -> anyhow::Re
     };
     let ctx = Arc::new(RunContext::new(plan.clone(), providers, crate::arm::serve_prefix()?, interrupt, pending.len(), started, otlp));
     ctx.keep_g7_footprints(g7_footprints);
-    let queue = Arc::new(Mutex::new(VecDeque::from(work_items(plan.session_mode, pending))));
+    let queue = Arc::new(Mutex::new(VecDeque::from(work_items(&plan, pending))));
     let main = main.expect("a run with sessions to take started its backend");
     let results = Arc::new(Mutex::new(Vec::<(SessionRecord, f64, bool)>::new()));
     let mut workers = Vec::new();
@@ -184,6 +186,7 @@ pub async fn run(plan: RunPlan, accepted: impl FnOnce(&Experiment) -> anyhow::Re
         summary.otlp = Some((target, stats));
     }
     summary.halt = ctx.stopped_by();
+    summary.budget = ctx.budget_spent();
     if let Some(h) = &summary.halt {
         experiment.mark_stopped(h.kind, &h.detail)?;
     }
@@ -259,22 +262,38 @@ enum WorkerWorld {
 
 /// What a worker takes at a time: one session (cold), or every session of one conversation, in
 /// its order (warm; a resume runs a conversation whole, so its sessions are pending together).
-fn work_items(mode: records::SessionMode, pending: Vec<Pending>) -> Vec<Vec<Pending>> {
+/// What a worker takes at a time: one session (cold) or one conversation (warm); the first item
+/// of a pair also says how many sessions the pair has (a budget admits the whole pair there).
+struct WorkItem {
+    sessions: Vec<Pending>,
+    opens_pair: Option<usize>,
+}
+
+fn work_items(plan: &crate::plan::RunPlan, pending: Vec<Pending>) -> Vec<WorkItem> {
     let mut items: Vec<Vec<Pending>> = Vec::new();
     for p in pending {
         let key = |p: &Pending| (p.session.model, p.session.server.name, p.session.task.meta.split, p.session.rep);
         match items.last_mut() {
-            Some(last) if mode == records::SessionMode::Warm && last.first().map(key) == Some(key(&p)) => last.push(p),
+            Some(last) if plan.session_mode == records::SessionMode::Warm && last.first().map(key) == Some(key(&p)) => last.push(p),
             _ => items.push(vec![p]),
         }
     }
-    items
+    // The pairs: runs of consecutive items of one pair key (the plan keeps a pair together).
+    let keys: Vec<String> = items.iter().map(|i| plan.pair_key(&i[0].session)).collect();
+    let mut sizes = vec![None; items.len()];
+    let mut start = 0;
+    while start < items.len() {
+        let end = (start..items.len()).find(|&k| keys[k] != keys[start]).unwrap_or(items.len());
+        sizes[start] = Some(items[start..end].iter().map(Vec::len).sum());
+        start = end;
+    }
+    items.into_iter().zip(sizes).map(|(sessions, opens_pair)| WorkItem { sessions, opens_pair }).collect()
 }
 
 /// Takes sessions until the queue is empty or the run halts.
 async fn worker(
     index: u32,
-    queue: Arc<Mutex<VecDeque<Vec<Pending>>>>,
+    queue: Arc<Mutex<VecDeque<WorkItem>>>,
     ctx: Arc<RunContext>,
     results: Arc<Mutex<Vec<(SessionRecord, f64, bool)>>>,
     world: WorkerWorld,
@@ -290,10 +309,25 @@ async fn worker(
     };
     let mut interrupt = ctx.interrupt();
     loop {
-        if ctx.halted() {
-            break;
-        }
-        let Some(item) = queue.lock().expect("queue").pop_front() else { break };
+        let item = {
+            let mut queue = queue.lock().expect("queue");
+            let Some(head) = queue.front() else { break };
+            match head.opens_pair {
+                // A new pair starts only if the run goes on and every budget could pay for it.
+                Some(sessions) => {
+                    if ctx.halted() || !ctx.admit_pair(sessions) {
+                        break;
+                    }
+                }
+                // The rest of an admitted pair: finished after a budget stop too.
+                None => {
+                    if ctx.halted() && !ctx.halted_by_budget() {
+                        break;
+                    }
+                }
+            }
+            queue.pop_front().expect("a head").sessions
+        };
         if ctx.plan.session_mode == records::SessionMode::Cold {
             for pending in &item {
                 let (started_at, started) = (chrono::Utc::now(), Instant::now());
@@ -312,7 +346,7 @@ async fn worker(
         // a resume runs it again from its start.
         let mut warm = crate::session::Warm::new(&ctx, &item);
         for (i, pending) in item.iter().enumerate() {
-            if ctx.halted() {
+            if ctx.halted() && !ctx.halted_by_budget() {
                 break;
             }
             let (started_at, started) = (chrono::Utc::now(), Instant::now());
@@ -407,6 +441,9 @@ pub fn print_summary(s: &RunSummary) {
             target.shown(),
             stats.exported_spans
         );
+    }
+    if !s.budget.is_empty() {
+        eprintln!("budget: {}", s.budget.join("; "));
     }
     let command = crate::invoked::shell_words(&s.command);
     if let Some(h) = &s.halt {

@@ -151,7 +151,7 @@ pub struct ManifestTask {
 /// Why a run stopped early.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunStop {
-    /// `quota`, `circuit_breaker`, `infrastructure` or `interrupted`.
+    /// `quota`, `circuit_breaker`, `infrastructure`, `interrupted` or `budget`.
     pub kind: String,
     pub detail: String,
     pub at: DateTime<Utc>,

@@ -26,7 +26,13 @@ pub fn of_summary(s: &Summary) -> Document {
 /// preflight means nothing checked the endpoint could call tools.
 fn notices(s: &Summary) -> Section {
     let mut blocks = Vec::new();
-    if let Some(stop) = &s.run.stopped {
+    if let Some(stop) = s.run.stopped.as_ref().filter(|s| s.kind == "budget") {
+        blocks.push(Block::Notice(Text::default().strong("The budget ended the run").and(format!(
+            " (at {}): {}. It stopped before a pair it could not pay for, never between the arms of a pair; the sessions it never reached are missing, not failed, and a resume with a budget of its own completes them.",
+            stop.at.to_rfc3339(),
+            stop.detail
+        ))));
+    } else if let Some(stop) = &s.run.stopped {
         blocks.push(Block::Notice(Text::default().strong("The run stopped early").and(format!(
             " ({}, at {}): {}. Sessions it never reached are missing, not failed; resume the run to complete it.",
             stop.kind,

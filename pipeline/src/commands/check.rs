@@ -51,6 +51,10 @@ pub struct CheckArgs {
     /// there is counted in the manifest.
     #[arg(long, value_name = "URL")]
     pub otlp_endpoint: Option<String>,
+    /// `run`: a budget for this run (a spec's own `budget_tokens`/`budget_usd` take its place;
+    /// `--prices` prices either).
+    #[command(flatten)]
+    pub budget: crate::input::flags::BudgetFlags,
     /// `run`: only shard I of N of the spec's plan (`2/3`); see `pipeline --help`.
     #[arg(long, value_parser = crate::shard::flag_value)]
     pub shard: Option<String>,
@@ -176,6 +180,7 @@ pub async fn run_cmd(args: CheckArgs) -> anyhow::Result<Exit> {
         check: Some(serde_json::to_value(&manifest)?),
         shard: crate::shard::Shard::resolve(args.shard.as_deref(), args.shard_count, &|k| std::env::var(k).ok()).map_err(|e| anyhow::anyhow!(e))?,
         otlp_endpoint: args.otlp_endpoint.clone(),
+        budget: args.budget.clone(),
     };
     let plan = RunPlan::from_spec(&spec, &args.dirs, &options).await?;
     let summary = crate::run::run(plan, |experiment| {

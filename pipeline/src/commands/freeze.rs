@@ -157,6 +157,8 @@ pub async fn freeze(args: &FreezeArgs) -> anyhow::Result<Spec> {
         split: args.split,
         catalogue: args.catalogue,
         distractors: args.distractors.filter(|n| *n > 0),
+        budget_tokens: None,
+        budget_usd: None,
         treatment: vec!["server".into()],
         allow_dirty: args.allow_dirty,
         model,

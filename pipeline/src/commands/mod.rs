@@ -67,7 +67,7 @@ enum Command {
     Regrade(regrade::RegradeArgs),
     /// Run one module over a series of world scales (`--scale 1,2,4,8`), each level its own
     /// experiment, and report where the pattern starts to pay.
-    Sweep(sweep::SweepArgs),
+    Sweep(Box<sweep::SweepArgs>),
     /// Seal the held-out tasks, their servers' tool manifests and the graders' gold set by hash
     /// (`--reason` required to write; `--check` only compares).
     Seal(seal::SealArgs),
@@ -139,7 +139,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Check(args) => check::check_cmd(args).await,
         Command::Run(args) => check::run_cmd(args).await,
         Command::Aggregate(args) => done(aggregate::run(args)),
-        Command::Sweep(args) => sweep::run(args).await,
+        Command::Sweep(args) => sweep::run(*args).await,
         Command::Regrade(args) => regrade::run(args).await,
         Command::Calibrate(args) => calibrate::run(args),
         Command::Seal(args) => seal::seal_cmd(args).await,

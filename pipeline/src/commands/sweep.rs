@@ -232,6 +232,11 @@ pub async fn run(args: SweepArgs) -> anyhow::Result<Exit> {
     levels.dedup();
     anyhow::ensure!(args.run.module.len() == 1 && args.run.mcp.is_empty() && !args.run.all, "a sweep runs one module with both arms: --module M");
     anyhow::ensure!(args.run.models.len() == 1, "a sweep runs one model (or the oracle): --models M");
+    anyhow::ensure!(
+        args.run.budget.budget_tokens.is_none() && args.run.budget.budget_usd.is_none(),
+        "a sweep does not take a budget yet: each level is its own run, so a budget would bound each level, not the sweep. Run the levels one by one (`--{} L --budget-…`), or the sweep without one",
+        factor.word()
+    );
     let shard = crate::shard::Shard::resolve(args.run.shard.as_deref(), args.run.shard_count, &|k| std::env::var(k).ok()).map_err(|e| anyhow::anyhow!(e))?;
     anyhow::ensure!(
         shard.is_none(),

@@ -122,6 +122,33 @@ pub struct RunArgs {
     /// Stop the run when this many sessions in a row are invalid for the same reason.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_consecutive_invalid: u32,
+    #[command(flatten)]
+    pub budget: BudgetFlags,
+}
+
+/// A hard budget for a run: it stops before a pair that could take it past the budget at the
+/// largest session cost seen so far, never in the middle of a pair (exit 4, resumable). Shared by
+/// runs from flags and `pipeline run SPEC`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct BudgetFlags {
+    /// Spend at most N tokens (input + output, as the model's endpoint reports them, over this
+    /// invocation's sessions).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub budget_tokens: Option<u64>,
+    /// Spend at most this many US dollars, each session priced by --prices.
+    #[arg(long, value_name = "USD", value_parser = positive_dollars)]
+    pub budget_usd: Option<f64>,
+    /// The price table --budget-usd prices sessions with (the format of `aggregate --prices`:
+    /// aggregate/prices.example.toml).
+    #[arg(long, value_name = "FILE")]
+    pub prices: Option<PathBuf>,
+}
+
+fn positive_dollars(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err(format!("{s:?} is not an amount of dollars above 0 (e.g. 2.50)")),
+    }
 }
 
 /// How a model is asked, beside its seed: shared by runs from flags and `freeze`, so both take

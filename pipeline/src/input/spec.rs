@@ -76,6 +76,12 @@ pub struct Spec {
     /// absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub distractors: Option<u32>,
+    /// A hard budget for each `pipeline run` of the spec, in tokens and/or US dollars (dollars
+    /// need `run … --prices FILE`); absent: none. It changes no session, so no fingerprint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_usd: Option<f64>,
     /// The keys in which arms may differ (`server`, and any per-arm model key).
     pub treatment: Vec<String>,
     /// A dirty work tree passes G2 (the manifest then says so, loudly).
@@ -251,6 +257,10 @@ impl Spec {
         anyhow::ensure!(!self.model.id.trim().is_empty(), "model.id: must not be empty");
         anyhow::ensure!(self.arms.len() >= 2, "arms: an experiment compares two arms, the spec has {}", self.arms.len());
         servers::registry::check_settings(self.settings(), &[self.module.as_str()]).map_err(|e| anyhow::anyhow!("catalogue: {e}"))?;
+        anyhow::ensure!(self.budget_tokens != Some(0), "budget_tokens: must be above 0");
+        if let Some(usd) = self.budget_usd {
+            anyhow::ensure!(usd.is_finite() && usd > 0.0, "budget_usd: must be an amount of dollars above 0, not {usd}");
+        }
         if let Some(n) = self.distractors {
             servers::distractors::Distractors::draw(n).map_err(|e| anyhow::anyhow!("distractors: {e}"))?;
         }

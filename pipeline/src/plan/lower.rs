@@ -83,7 +83,9 @@ impl RunPlan {
             ),
         };
         let seal = crate::held_out::require_seal(&tasks_dir, tasks.iter().flat_map(|m| m.tasks.iter().map(|t| &**t))).await?;
+        let budgets = budgets(&args.budget, &models)?;
         Ok(Self {
+            budgets,
             exp_dir: args.results_dir.join(&experiment),
             experiment,
             manifests: manifests.into_iter().map(|(name, m)| (name, m.sha256())).collect(),
@@ -166,7 +168,9 @@ impl RunPlan {
         }
         let seal = crate::held_out::require_seal(&dirs.tasks_dir(), modules.iter().flat_map(|m| m.tasks.iter().map(|t| &**t))).await?;
         let experiment = sharded(spec.experiment.clone(), options.shard);
+        let budgets = spec_budgets(spec, &options.budget, std::slice::from_ref(&model))?;
         Ok(Self {
+            budgets,
             exp_dir: options.results_dir.join(&experiment),
             experiment,
             arms,
@@ -208,6 +212,8 @@ pub struct SpecRunOptions {
     pub shard: Option<crate::shard::Shard>,
     /// `--otlp-endpoint`.
     pub otlp_endpoint: Option<String>,
+    /// `--budget-*` and `--prices` of `run SPEC`.
+    pub budget: crate::input::flags::BudgetFlags,
 }
 
 /// A shard's experiment is the plan's name with the shard's place (`exp_shard2of3`): every index
@@ -350,4 +356,54 @@ pub(super) fn drawn(n: u32, manifests: &BTreeMap<String, servers::ToolManifest>)
         }
     }
     Ok(distractors)
+}
+
+/// The budgets `flags` set, refused when nothing they limit is spent (the oracle, a simulated
+/// agent), when dollars have no price table, or when the table has no price for a model.
+fn budgets(flags: &crate::input::flags::BudgetFlags, models: &[ModelPlan]) -> anyhow::Result<Vec<crate::budget::Limit>> {
+    use crate::budget::Limit;
+    let mut out = Vec::new();
+    if let Some(n) = flags.budget_tokens {
+        out.push(Limit::Tokens(n));
+    }
+    if let Some(usd) = flags.budget_usd {
+        let Some(path) = &flags.prices else {
+            bail!("--budget-usd {usd} needs --prices FILE: the price table each session is priced with (the format of aggregate/prices.example.toml)")
+        };
+        let prices = aggregate::PriceTable::load(path).with_context(|| format!("--prices {}", path.display()))?;
+        for m in models.iter().filter(|m| m.spec.needs_endpoint()) {
+            anyhow::ensure!(
+                prices.models.contains_key(&m.spec.id),
+                "--prices {}: no price for model {:?}, so --budget-usd could not be kept; add a [models.\"{}\"] table",
+                path.display(),
+                m.spec.id,
+                m.spec.id
+            );
+        }
+        out.push(Limit::Usd { usd, prices });
+    }
+    if let Some(first) = out.first() {
+        anyhow::ensure!(
+            models.iter().any(|m| m.spec.needs_endpoint()),
+            "{}: the oracle and simulated agents spend nothing, so there is nothing to budget; a budget is for a model run",
+            first.flag()
+        );
+    }
+    Ok(out)
+}
+
+/// A spec's budgets: its own `budget_tokens`/`budget_usd`, or the command line's when it pins
+/// none (pinned and given both is refused: which one holds would be a guess).
+fn spec_budgets(spec: &crate::input::spec::Spec, flags: &crate::input::flags::BudgetFlags, models: &[ModelPlan]) -> anyhow::Result<Vec<crate::budget::Limit>> {
+    let pinned = spec.budget_tokens.is_some() || spec.budget_usd.is_some();
+    let given = flags.budget_tokens.is_some() || flags.budget_usd.is_some();
+    anyhow::ensure!(
+        !(pinned && given),
+        "the spec pins its budget (budget_tokens / budget_usd) and the command line gives one too; edit the spec, or drop --budget-tokens / --budget-usd"
+    );
+    if !pinned {
+        return budgets(flags, models);
+    }
+    let from_spec = crate::input::flags::BudgetFlags { budget_tokens: spec.budget_tokens, budget_usd: spec.budget_usd, prices: flags.prices.clone() };
+    budgets(&from_spec, models)
 }

@@ -76,6 +76,9 @@ pub struct RunPlan {
     /// `--distractors`: the tools of other servers the client lists beside every arm's own
     /// (none: the arm's alone).
     pub distractors: servers::distractors::Distractors,
+    /// `--budget-tokens`, `--budget-usd` (or a spec's): what this run may spend; none: no limit.
+    /// Not part of any fingerprint: it changes no session.
+    pub budgets: Vec<crate::budget::Limit>,
     /// sha256 of each arm's tool manifest, by server name.
     pub manifests: BTreeMap<String, String>,
     /// The binary that runs the sessions.
@@ -122,19 +125,19 @@ impl RunPlan {
         let all = self.all_conversations();
         let Some(shard) = self.shard else { return all };
         // A unit keeps both arms of a pair (cold) or every conversation of a rep (warm) together.
-        let keys: Vec<String> = all
-            .iter()
-            .map(|c| {
-                let s = &c[0];
-                let model = &self.models[s.model].spec.id;
-                match self.session_mode {
-                    SessionMode::Cold => format!("{model}\u{0}{}\u{0}{}\u{0}{}", s.task.module, s.task.id, s.rep),
-                    SessionMode::Warm => format!("{model}\u{0}{}\u{0}{}\u{0}{}", s.task.module, s.task.meta.split, s.rep),
-                }
-            })
-            .collect();
+        let keys: Vec<String> = all.iter().map(|c| self.pair_key(&c[0])).collect();
         let picked: std::collections::BTreeSet<usize> = shard.select(&keys).into_iter().collect();
         all.into_iter().enumerate().filter(|(i, _)| picked.contains(i)).map(|(_, c)| c).collect()
+    }
+
+    /// The pair `s` belongs to: both arms of one task and rep (cold), every conversation of one
+    /// rep (warm). Shards and budgets never split one.
+    pub fn pair_key(&self, s: &PlannedSession) -> String {
+        let model = &self.models[s.model].spec.id;
+        match self.session_mode {
+            SessionMode::Cold => format!("{model}\u{0}{}\u{0}{}\u{0}{}", s.task.module, s.task.id, s.rep),
+            SessionMode::Warm => format!("{model}\u{0}{}\u{0}{}\u{0}{}", s.task.module, s.task.meta.split, s.rep),
+        }
     }
 
     /// [`Self::conversations`] of the whole plan, whatever the shard.

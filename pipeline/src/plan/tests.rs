@@ -67,9 +67,23 @@ async fn a_spec_and_the_same_flags_make_the_same_plan() {
         check: None,
         shard: None,
         otlp_endpoint: None,
+        budget: Default::default(),
     };
     let dirs = InputDirs { tasks_dir: None, build_dir: None };
     let from_spec = RunPlan::from_spec(&spec, &dirs, &options).await.unwrap();
+    assert!(from_spec.budgets.is_empty(), "no budget unless one is set");
+    // A spec pins its budget; the command line may not give another beside it.
+    let mut pinned = spec.clone();
+    pinned.budget_tokens = Some(5000);
+    let plan = RunPlan::from_spec(&pinned, &dirs, &options).await.unwrap();
+    assert!(matches!(plan.budgets[..], [crate::budget::Limit::Tokens(5000)]), "{:?}", plan.budgets);
+    let both = SpecRunOptions { budget: crate::input::flags::BudgetFlags { budget_tokens: Some(10), ..Default::default() }, ..options.clone() };
+    let e = RunPlan::from_spec(&pinned, &dirs, &both).await.unwrap_err().to_string();
+    assert!(e.contains("the spec pins its budget") && e.contains("--budget-tokens"), "{e}");
+    pinned.budget_tokens = None;
+    pinned.budget_usd = Some(2.0);
+    let e = RunPlan::from_spec(&pinned, &dirs, &options).await.unwrap_err().to_string();
+    assert!(e.contains("--budget-usd 2 needs --prices FILE"), "{e}");
     let mut flag_args = vec!["--module", "tool_orchestrator", "--tasks", "lena_goes_on_leave", "--exp-name", "same"];
     flag_args.extend(model);
     let from_flags = RunPlan::from_flags(&flags(&flag_args)).await.unwrap();

@@ -123,6 +123,53 @@ fn a_quota_answer_stops_the_run_and_a_resume_reruns_it_keeping_the_old_record() 
     assert!(recs.iter().any(|r| r["attempt"] == 2), "the rerun is the second attempt");
 }
 
+/// A budget stops the run before a pair that could exceed it — never between the arms of a pair —
+/// with exit 4, its reason in the manifest and the report, and the command that resumes; the
+/// resume spends a budget of its own. A budget nothing could be measured against is refused.
+#[test]
+fn a_budget_stops_before_a_pair_it_could_not_pay_and_the_resume_finishes() {
+    let fake = FakeModel::start(Mode::Native);
+    let tmp = tempfile::tempdir().unwrap();
+    // Each session costs 128 tokens (120 in, 8 out): the first pair runs without an estimate
+    // (256), the second could take the run to 512.
+    let out = model_run(&fake.base_url, tmp.path(), &["--budget-tokens", "300"]).output().unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(4), "{t}");
+    assert!(t.contains("STOPPED EARLY (budget): --budget-tokens 300: 256 tokens of the budget (300 tokens) spent"), "{t}");
+    assert!(t.contains("128 tokens each") && t.contains("budget: 256 tokens of --budget-tokens 300 spent") && t.contains("resume with:"), "{t}");
+    let exp = tmp.path().join("e");
+    let recs = records(&exp);
+    assert_eq!(recs.len(), 2, "one whole pair");
+    assert_eq!(recs[0]["task"], recs[1]["task"], "both arms of the same task");
+    assert_ne!(recs[0]["server"], recs[1]["server"]);
+    assert_eq!(manifest(&exp)["stopped"]["kind"], "budget");
+    let report = pipeline().args(["aggregate", "--result-dir"]).arg(&exp).output().unwrap();
+    assert!(report.status.success(), "{}", text(&report));
+    let md = std::fs::read_to_string(exp.join("report.md")).unwrap();
+    assert!(md.contains("**The budget ended the run**") && md.contains("--budget-tokens 300"), "{md}");
+
+    let out = model_run(&fake.base_url, tmp.path(), &["--budget-tokens", "600"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(records(&exp).len(), 4);
+    assert!(manifest(&exp).get("stopped").is_none());
+
+    // Refused before anything is written: dollars without prices, a price table without the
+    // model, and a budget for the oracle, which spends nothing.
+    let other = tmp.path().join("other");
+    let out = model_run(&fake.base_url, &other, &["--budget-usd", "1.5"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out).contains("--budget-usd 1.5 needs --prices FILE"), "{}", text(&out));
+    let prices = tmp.path().join("prices.toml");
+    std::fs::write(&prices, "[models.\"gpt-4o-mini\"]\ninput = 0.15\noutput = 0.6\n").unwrap();
+    let out = model_run(&fake.base_url, &other, &["--budget-usd", "1.5", "--prices"]).arg(&prices).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out).contains(&format!("no price for model \"{MODEL}\"")), "{}", text(&out));
+    let out = pipeline().args(["--module", "tool_orchestrator", "--models", "oracle", "--budget-tokens", "5", "--results-dir"]).arg(&other).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out).contains("the oracle and simulated agents spend nothing"), "{}", text(&out));
+    assert!(nothing_written(&other));
+}
+
 #[test]
 fn consecutive_invalid_sessions_trip_the_breaker_and_reruns_are_explicit() {
     let fake = FakeModel::start(Mode::BadRequestInSessions);

@@ -25,6 +25,7 @@ const PIPELINE: &[&str] = &[
     "grading",
     "split",
     "shard",
+    "budget",
     "otlp",
     "listing",
     "arm",
