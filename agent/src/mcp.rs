@@ -17,7 +17,7 @@ use crate::record::{CallKind, Offered};
 
 pub use servers::offered::{LIST_RESOURCES, READ_RESOURCE, function_definition};
 
-pub type Client = RunningService<RoleClient, ()>;
+pub type Client = RunningService<RoleClient, rmcp::model::ClientConfig>;
 
 /// How to reach an arm's server.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -94,7 +94,7 @@ pub async fn connect(conn: &ServerConnection) -> Result<(Client, ServerProcess),
             })
         }
         ServerConnection::Http { url } => {
-            let client = tokio::time::timeout(HANDSHAKE_TIMEOUT, ().serve(StreamableHttpClientTransport::from_uri(url.clone())))
+            let client = tokio::time::timeout(HANDSHAKE_TIMEOUT, servers::client::config().serve(StreamableHttpClientTransport::from_uri(url.clone())))
                 .await
                 .map_err(|_| ConnectError::Handshake(format!("no answer to the MCP handshake within {} s", HANDSHAKE_TIMEOUT.as_secs())))?
                 .map_err(|e| ConnectError::Handshake(e.to_string()))?;
@@ -110,7 +110,7 @@ pub use servers::external::StderrTail;
 pub fn server_info(client: &Client) -> Option<records::ServerInfo> {
     let peer = client.peer_info()?;
     let info = peer.server_info.as_ref()?;
-    Some(records::ServerInfo { name: info.name.clone(), version: info.version.clone() })
+    Some(records::ServerInfo { name: info.name.clone(), version: info.version.clone(), protocol_version: Some(peer.protocol_version.to_string()) })
 }
 
 /// What the model is offered: OpenAI-style function definitions, and their names — the arm's

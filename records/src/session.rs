@@ -65,11 +65,16 @@ pub enum Auth {
     None,
 }
 
-/// What a server said it was in its MCP handshake (`serverInfo`).
+/// What a server said it was in its MCP handshake (`serverInfo`), and the protocol revision it
+/// answered the client's `initialize` with.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServerInfo {
     pub name: String,
     pub version: String,
+    /// The MCP revision the session spoke (`protocolVersion` of the server's answer). Absent in
+    /// records written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
 }
 
 /// An external arm as a session ran it: its folder's hash and the names (never the values) of

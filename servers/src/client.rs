@@ -18,7 +18,20 @@ use crate::external::{self, ExternalArm, HttpProcess, StderrTail, stderr_note};
 use crate::registry::{Serve, ServerEntry};
 use crate::stdout_guard::StdoutGuard;
 
-pub type Client = RunningService<RoleClient, ()>;
+pub type Client = RunningService<RoleClient, rmcp::model::ClientConfig>;
+
+/// The MCP revision every client of the bench announces in its `initialize`: the newest revision
+/// that has the handshake. (The SDK's default is its newest revision, 2026-07-28, which replaced
+/// `initialize` with `server/discover`; announcing it in an `initialize` asks for a handshake
+/// the revision does not have.) The revision a server answered is in every session's record.
+pub const PROTOCOL: rmcp::model::ProtocolVersion = rmcp::model::ProtocolVersion::LATEST_WITH_INITIALIZE;
+
+/// What the bench's clients say about themselves in `initialize`: [`PROTOCOL`], no
+/// capabilities, and the bench's name and version.
+pub fn config() -> rmcp::model::ClientConfig {
+    rmcp::model::ClientConfig::new(rmcp::model::ClientCapabilities::default(), rmcp::model::Implementation::new("mcp-pattern-bench", env!("CARGO_PKG_VERSION")))
+        .with_protocol_version(PROTOCOL)
+}
 
 /// A server process a client spawned: the tail of its stderr (and the harness's notes on how it
 /// broke its transport), its process killed on drop, and everything it started with it.
@@ -66,7 +79,7 @@ pub async fn spawn_stdio(cmd: tokio::process::Command, within: Duration, hold: H
     };
     let transport = (StdoutGuard::new(stdout, stderr.clone()), stdin);
     let process = ServerProcess { stderr, _child: Some(child), _group: group };
-    let e = match tokio::time::timeout(within, ().serve(transport)).await {
+    let e = match tokio::time::timeout(within, config().serve(transport)).await {
         Ok(Ok(client)) => return Ok((client, process)),
         Ok(Err(e)) => e.to_string(),
         Err(_) => format!("no answer to the MCP handshake within {} s", within.as_secs()),
@@ -102,7 +115,7 @@ impl ArmClient {
             Serve::Builtin(launcher) => {
                 let (client_io, server_io) = tokio::io::duplex(1 << 20);
                 let server = tokio::spawn(launcher.serve_stream(BackendClient::new(backend_url).with_settings(settings), server_io));
-                let client = ().serve(client_io).await?;
+                let client = config().serve(client_io).await?;
                 Ok(Self { client, keep: Keep::InProcess(server) })
             }
             Serve::External(arm) => open_external(arm, backend_url).await,
@@ -139,7 +152,7 @@ async fn open_external(arm: &ExternalArm, backend_url: &str) -> anyhow::Result<A
         },
         records::Transport::Http => {
             let process = external::start_http(arm, backend_url).await?;
-            let e = match tokio::time::timeout(arm.startup_timeout, ().serve(StreamableHttpClientTransport::from_uri(process.url.clone()))).await {
+            let e = match tokio::time::timeout(arm.startup_timeout, config().serve(StreamableHttpClientTransport::from_uri(process.url.clone()))).await {
                 Ok(Ok(client)) => return Ok(ArmClient { client, keep: Keep::Http(process) }),
                 Ok(Err(e)) => e.to_string(),
                 Err(_) => format!("no answer within {} s", arm.startup_timeout.as_secs()),

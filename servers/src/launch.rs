@@ -53,8 +53,12 @@ impl<S> Launcher<S> {
 impl<S: BenchServer> Launch for Launcher<S> {
     fn serve_stdio(&self, backend: BackendClient) -> BoxFuture<anyhow::Result<()>> {
         Box::pin(async move {
-            let running = S::new(backend).serve(rmcp::transport::stdio()).await?;
+            // Every line from the client passes the JSON-RPC checks the SDK lacks first.
+            let (server_side, relay_side) = tokio::io::duplex(1 << 20);
+            let relay = tokio::spawn(crate::jsonrpc::relay(tokio::io::stdin(), tokio::io::stdout(), relay_side));
+            let running = S::new(backend).serve(server_side).await?;
             running.waiting().await?;
+            relay.await??;
             Ok(())
         })
     }
@@ -211,7 +215,43 @@ where
     S::Response: axum::response::IntoResponse,
     S::Future: Send + 'static,
 {
-    axum::Router::new().nest_service("/mcp", service).layer(axum::middleware::from_fn(spec_answers))
+    axum::Router::new().nest_service("/mcp", service).layer(axum::middleware::from_fn(checked_requests)).layer(axum::middleware::from_fn(spec_answers))
+}
+
+/// The largest JSON-RPC body read over HTTP, as the stdio transport's line limit.
+const MAX_BODY: usize = 16 << 20;
+
+/// A POSTed JSON body passes [`crate::jsonrpc::check`] before the SDK reads it: not JSON is a
+/// parse error (HTTP 400), `tools/call` arguments that are not an object an invalid-params error
+/// (HTTP 200, the answer to that request).
+async fn checked_requests(request: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    use axum::http::{Method, StatusCode, header};
+    let json = request.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("application/json"));
+    if request.method() != Method::POST || !json {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, MAX_BODY).await {
+        Ok(b) => b,
+        Err(_) => {
+            let answer = serde_json::json!({ "jsonrpc": "2.0", "id": null, "error": { "code": crate::jsonrpc::INVALID_REQUEST, "message": format!("Invalid Request: the body is over {MAX_BODY} bytes") } });
+            return json_answer(StatusCode::PAYLOAD_TOO_LARGE, answer);
+        }
+    };
+    match crate::jsonrpc::check(&bytes) {
+        Ok(()) => next.run(axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes))).await,
+        Err(answer) => {
+            let status = if answer["error"]["code"] == crate::jsonrpc::INVALID_PARAMS { StatusCode::OK } else { StatusCode::BAD_REQUEST };
+            json_answer(status, answer)
+        }
+    }
+}
+
+fn json_answer(status: axum::http::StatusCode, answer: serde_json::Value) -> axum::response::Response {
+    let mut response = axum::response::Response::new(axum::body::Body::from(answer.to_string()));
+    *response.status_mut() = status;
+    response.headers_mut().insert(axum::http::header::CONTENT_TYPE, axum::http::HeaderValue::from_static("application/json"));
+    response
 }
 
 async fn spec_answers(request: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {

@@ -20,6 +20,7 @@ pub mod contain;
 pub mod distractors;
 pub mod external;
 pub mod flat;
+pub mod jsonrpc;
 pub mod launch;
 pub mod manifest;
 pub mod modules;

@@ -74,7 +74,7 @@ impl ToolManifest {
     }
 
     /// Lists what the server behind `client` offers: the manifest as any client sees it.
-    pub async fn list(entry: &ServerEntry, client: &rmcp::service::RunningService<rmcp::RoleClient, ()>) -> anyhow::Result<Self> {
+    pub async fn list<H: rmcp::ClientHandler>(entry: &ServerEntry, client: &rmcp::service::RunningService<rmcp::RoleClient, H>) -> anyhow::Result<Self> {
         let mut tools: Vec<ManifestTool> = client
             .list_all_tools()
             .await?

@@ -199,7 +199,7 @@ async fn ground_truth_once(
         cmd.args(prefix).args(servers::launch::stdio_args_with(server, backend_url, settings));
         cmd.env("RUST_LOG", "warn");
         let transport = TokioChildProcess::new(cmd).map_err(|e| format!("spawning {server}: {e}"))?;
-        let client = ().serve(transport).await.map_err(|e| format!("connecting to {server}: {e}"))?;
+        let client = servers::client::config().serve(transport).await.map_err(|e| format!("connecting to {server}: {e}"))?;
         let report = shown_and_replayed(plan, &client).await;
         let _ = client.cancel().await;
         report.map_err(|e| format!("oracle replay through {server}: {e}"))?

@@ -8,6 +8,7 @@ mod common;
 mod keyless_loopback;
 mod oracle_replay;
 mod preflight;
+mod protocol;
 mod provider_extras;
 mod provider_faults;
 mod secrets;

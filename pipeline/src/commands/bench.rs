@@ -318,14 +318,14 @@ async fn bench_toolcall(server: &str, tool: Option<&str>, args: Option<serde_jso
         let mut shutdown = Vec::with_capacity(n.min(50));
         for _ in 0..n.min(50) {
             let started = Instant::now();
-            let client = ().serve(spawn()?).await?;
+            let client = servers::client::config().serve(spawn()?).await?;
             client.list_all_tools().await?;
             cold.push(started.elapsed());
             let stopping = Instant::now();
             client.cancel().await?;
             shutdown.push(stopping.elapsed());
         }
-        let client = ().serve(spawn()?).await?;
+        let client = servers::client::config().serve(spawn()?).await?;
         let offered: Vec<String> = client.list_all_tools().await?.into_iter().map(|t| t.name.to_string()).collect();
         let tool = pick_tool(server, &offered, tool)?;
         let args = args.unwrap_or_else(|| serde_json::json!({ "id": 1 }).as_object().cloned().unwrap_or_default());

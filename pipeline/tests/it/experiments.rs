@@ -325,6 +325,8 @@ fn a_sweep_over_distractors_lists_them_beside_both_arms_at_every_level() {
         let recs = records(&exp);
         assert_eq!(recs.len(), 2 * common::dev_task_count("resource_gateway"));
         assert!(recs.iter().all(|r| r["verifier"]["verdict"] == "passed"), "every oracle session passes with {level} distractors");
+        // Every built-in server answered the revision the client announced.
+        assert!(recs.iter().all(|r| r["server_info"]["protocol_version"] == "2025-11-25"), "{:?}", recs[0]["server_info"]);
         assert!(recs.iter().all(|r| r["offered"]["distractors"].as_u64().unwrap_or(0) == level));
         assert!(recs.iter().all(|r| r["offered"]["distractors_bytes"].as_u64().unwrap_or(0) == if level > 0 { added } else { 0 }));
         assert!(recs.iter().all(|r| r["fingerprint"]["distractors"].as_u64() == (level > 0).then_some(level)));

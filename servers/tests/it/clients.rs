@@ -254,3 +254,48 @@ async fn servers_need_no_ca_certificates_for_a_plain_http_backend() {
     tls.cancel().await.unwrap();
     b.shutdown().await.unwrap();
 }
+
+/// The JSON-RPC errors the spec asks for where the SDK gives other ones: a message that is not
+/// JSON is a parse error (-32700, id null) over stdio (where it went unanswered) and HTTP (where it
+/// was an invalid request); `tools/call` arguments that are not an object are invalid params
+/// (-32602, the request's id), not "method not found". The session goes on after either.
+#[tokio::test]
+async fn malformed_messages_get_the_json_rpc_errors_the_spec_names_over_stdio_and_http() {
+    let lines = [
+        initialize().to_string(),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned(),
+        "not json at all".to_owned(),
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"customers_get","arguments":"oops"}}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#.to_owned(),
+    ];
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-bench-server"));
+    cmd.args(["wrapper", "--backend-url", servers::manifest::NO_BACKEND]).env_remove("RUST_LOG");
+    let (ok, out, err) = run_bounded(cmd, Some(&format!("{}\n", lines.join("\n"))), Duration::from_secs(30));
+    assert!(ok, "{err}");
+    let answers: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let by_id = |id: Value| answers.iter().find(|a| a["id"] == id).unwrap_or_else(|| panic!("no answer with id {id}: {out}")).clone();
+    assert_eq!(by_id(Value::Null)["error"]["code"], -32700, "{out}");
+    assert_eq!(by_id(json!(2))["error"]["code"], -32602, "{out}");
+    assert!(by_id(json!(3))["result"].is_object(), "the session goes on: {out}");
+    assert_eq!(by_id(json!(1))["result"]["serverInfo"]["name"], "wrapper");
+
+    let (url, server) = serve_with("wrapper", HttpOptions::default()).await;
+    let client = reqwest::Client::new();
+    let post = |body: String, session: Option<String>| {
+        let mut r = client.post(&url).header("accept", "application/json, text/event-stream").header("content-type", "application/json").body(body);
+        if let Some(s) = session {
+            r = r.header("mcp-session-id", s).header("mcp-protocol-version", "2025-06-18");
+        }
+        r.send()
+    };
+    let resp = post("not json at all".into(), None).await.unwrap();
+    assert_eq!(resp.status().as_u16(), 400);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!((body["error"]["code"].as_i64(), &body["id"]), (Some(-32700), &Value::Null), "{body}");
+    let (_, session, _) = post_initialize(&url, &[]).await;
+    let resp = post(lines[3].clone(), session).await.unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!((body["error"]["code"].as_i64(), &body["id"]), (Some(-32602), &json!(2)), "{body}");
+    server.abort();
+}
