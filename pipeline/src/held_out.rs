@@ -38,6 +38,11 @@ pub struct Lock {
     /// sha256 of the graders' gold set folder; absent when there is none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gold: Option<String>,
+    /// External arm name → sha256 of its folder, for every arm found at the seal: a run's report
+    /// says when an arm of it changed after the seal (its author may have seen the held-out
+    /// tasks). Not a refusal: an arm is its author's to change.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub arms: BTreeMap<String, String>,
     /// Every earlier seal, oldest first: when, why and what changed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<Sealing>,
@@ -65,6 +70,7 @@ pub struct Current {
     pub tasks: BTreeMap<String, String>,
     pub manifests: BTreeMap<String, String>,
     pub gold: Option<String>,
+    pub arms: BTreeMap<String, String>,
 }
 
 impl Lock {
@@ -102,7 +108,7 @@ impl Lock {
         // Whole seconds: the lock is read by people, and nothing needs finer.
         let sealed_at = Utc::now().trunc_subsecs(0);
         history.push(Sealing { sealed_at, reason: reason.clone(), changed });
-        Self { version: LOCK_VERSION, sealed_at, reason, tasks: now.tasks, manifests: now.manifests, gold: now.gold, history }
+        Self { version: LOCK_VERSION, sealed_at, reason, tasks: now.tasks, manifests: now.manifests, gold: now.gold, arms: now.arms, history }
     }
 
     /// Writes the lock into `tasks_dir`, whole or not at all.
@@ -145,6 +151,23 @@ impl Lock {
         out
     }
 
+    /// How the external arms differ from the seal, one line each: what `pipeline seal` reports
+    /// and re-seals, never a run's refusal.
+    pub fn arm_drift(&self, now: &Current) -> Vec<String> {
+        let mut out = Vec::new();
+        for (name, sha) in &now.arms {
+            match self.arms.get(name) {
+                None => out.push(format!("arm {name}: not in the seal")),
+                Some(s) if s != sha => out.push(format!("arm {name}: its folder changed since the seal")),
+                Some(_) => {}
+            }
+        }
+        for name in self.arms.keys().filter(|n| !now.arms.contains_key(*n)) {
+            out.push(format!("arm {name}: sealed, but no longer found"));
+        }
+        out
+    }
+
     /// The one line a report and a manifest say of it.
     pub fn describe(&self) -> String {
         format!("sealed {} — {}", self.sealed_at.to_rfc3339_opts(SecondsFormat::Secs, true), self.reason)
@@ -182,7 +205,23 @@ pub async fn current(tasks_dir: &Path) -> anyhow::Result<Current> {
     if gold.is_dir() {
         out.gold = Some(tasks::folder_hash(&gold).map_err(|e| anyhow::anyhow!("{e}"))?);
     }
+    out.arms = servers::registry::external().filter_map(|s| s.external()).map(|a| (a.name.clone(), a.sha256.clone())).collect();
     Ok(out)
+}
+
+/// `seal` with each external arm of `arms` as the lock holds it (for a run's manifest).
+pub fn with_arms(
+    mut seal: records::manifest::ManifestSeal,
+    tasks_dir: &Path,
+    arms: &[&servers::registry::ServerEntry],
+) -> anyhow::Result<records::manifest::ManifestSeal> {
+    let sealed = Lock::read(tasks_dir)?.map(|l| l.arms).unwrap_or_default();
+    seal.arms = arms
+        .iter()
+        .filter_map(|s| s.external())
+        .map(|a| records::manifest::SealedArm { name: a.name.clone(), sha256: a.sha256.clone(), sealed_sha256: sealed.get(&a.name).cloned() })
+        .collect();
+    Ok(seal)
 }
 
 /// For a plan that includes a held-out task: the seal must hold, or nothing is started. Returns
@@ -227,5 +266,5 @@ pub async fn require_seal<'a>(
             drift.join("\n  ")
         );
     }
-    Ok(Some(records::manifest::ManifestSeal { sealed_at: lock.sealed_at, reason: lock.reason, lock_sha256 }))
+    Ok(Some(records::manifest::ManifestSeal { sealed_at: lock.sealed_at, reason: lock.reason, lock_sha256, arms: vec![] }))
 }

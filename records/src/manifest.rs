@@ -125,6 +125,26 @@ pub struct ManifestSeal {
     pub sealed_at: DateTime<Utc>,
     pub reason: String,
     pub lock_sha256: String,
+    /// Each external arm of the run, its folder's hash now and as the seal holds it (null: not
+    /// in the seal): an arm that changed after the seal may have been tuned against the held-out
+    /// tasks. Absent for a run of built-in servers only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arms: Vec<SealedArm>,
+}
+
+/// An external arm against the held-out seal (see [`ManifestSeal::arms`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SealedArm {
+    pub name: String,
+    pub sha256: String,
+    pub sealed_sha256: Option<String>,
+}
+
+impl SealedArm {
+    /// The arm is not as the seal holds it: changed since, or not in it.
+    pub fn after_seal(&self) -> bool {
+        self.sealed_sha256.as_deref() != Some(self.sha256.as_str())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -48,6 +48,17 @@ fn notices(s: &Summary) -> Section {
     for d in &s.split_disagreements {
         blocks.push(Block::Notice(Text::default().strong("Held-out tasks disagree").and(format!(": {}", d.message))));
     }
+    // An arm changed after the seal may have been tuned against the tasks the seal keeps apart.
+    if let Some(seal) = &s.run.seal {
+        for arm in seal.arms.iter().filter(|a| a.after_seal()) {
+            let how = if arm.sealed_sha256.is_some() { "changed after the held-out seal" } else { "is not in the held-out seal" };
+            blocks.push(Block::Notice(Text::default().strong(format!("Arm {} {how}", arm.name)).and(format!(
+                " (sealed {}; its folder now sha256 {}…): whoever wrote it could have seen the held-out tasks, so its held-out figures are not the untouched test the seal stands for. Re-seal with the arm as it is (pipeline seal --reason …) once that is known not to be so.",
+                seal.sealed_at.format("%Y-%m-%d %H:%M UTC"),
+                arm.sha256.get(..12).unwrap_or(&arm.sha256)
+            ))));
+        }
+    }
     // Above the headline too: a pattern that passes as often but changes more of the world than
     // the task needs is what users of write tools fear most, and success does not show it.
     for m in &s.models {

@@ -44,7 +44,7 @@ pub async fn seal_cmd(args: SealArgs) -> anyhow::Result<crate::exit::Exit> {
     let now = current(&tasks_dir).await?;
     let old = Lock::read(&tasks_dir)?;
     let changed = match &old {
-        Some(lock) => lock.drift(&now),
+        Some(lock) => lock.drift(&now).into_iter().chain(lock.arm_drift(&now)).collect(),
         None => vec![format!(
             "no seal yet: {} held-out task folder(s), {} server manifest(s){}",
             now.tasks.len(),

@@ -83,6 +83,7 @@ impl RunPlan {
             ),
         };
         let seal = crate::held_out::require_seal(&tasks_dir, tasks.iter().flat_map(|m| m.tasks.iter().map(|t| &**t))).await?;
+        let seal = seal.map(|s| crate::held_out::with_arms(s, &tasks_dir, &arms)).transpose()?;
         let budgets = budgets(&args.budget, &models)?;
         Ok(Self {
             budgets,
@@ -167,6 +168,7 @@ impl RunPlan {
             );
         }
         let seal = crate::held_out::require_seal(&dirs.tasks_dir(), modules.iter().flat_map(|m| m.tasks.iter().map(|t| &**t))).await?;
+        let seal = seal.map(|s| crate::held_out::with_arms(s, &dirs.tasks_dir(), &arms)).transpose()?;
         let experiment = sharded(spec.experiment.clone(), options.shard);
         let budgets = spec_budgets(spec, &options.budget, std::slice::from_ref(&model))?;
         Ok(Self {

@@ -38,4 +38,35 @@ fn the_starter_arm_runs_every_task_through_the_oracle_and_is_reported() {
     assert!(md.contains("| resource_gateway | resource_gateway | starter_py |"), "{md}");
     // (Rows of the per-task table: the footprint table's rows begin with the module.)
     assert!(md.lines().filter(|l| l.contains("| control | starter_py |") && !l.starts_with("| resource_gateway")).count() == tasks, "{md}");
+    // The run had held-out tasks: the manifest holds the arm against the seal, which has it as it is.
+    let seal = &common::manifest(&results.join("starter"))["seal"]["arms"];
+    assert_eq!(seal[0]["name"], "starter_py");
+    assert_eq!(seal[0]["sha256"], seal[0]["sealed_sha256"], "{seal}");
+    assert!(!md.contains("after the held-out seal"), "{md}");
+
+    // The same arm with one line changed after the seal: it runs, and the report says so above
+    // its headline (its author could have seen the held-out tasks).
+    let changed = tmp.path().join("arms/starter_py");
+    std::fs::create_dir_all(&changed).unwrap();
+    for f in ["arm.toml", "server.py", "requirements.txt", "README.md"] {
+        std::fs::copy(arms_root().join("starter_py").join(f), changed.join(f)).unwrap();
+    }
+    common::copy_dir(&arms_root().join("starter_py/oracle"), &changed.join("oracle"));
+    std::os::unix::fs::symlink(arms_root().join("starter_py/.venv"), changed.join(".venv")).unwrap();
+    let server = changed.join("server.py");
+    std::fs::write(&server, std::fs::read_to_string(&server).unwrap() + "\n# tuned after the seal\n").unwrap();
+    let out = pipeline()
+        .arg("--arms-dir")
+        .arg(tmp.path().join("arms"))
+        .args(["--mcp", "resource_gateway,starter_py", "--models", "oracle", "--split", "held_out", "--exp-name", "changed", "--results-dir"])
+        .arg(&results)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let seal = &common::manifest(&results.join("changed"))["seal"]["arms"];
+    assert!(seal[0]["sealed_sha256"].is_string() && seal[0]["sha256"] != seal[0]["sealed_sha256"], "{seal}");
+    let out = pipeline().args(["aggregate", "--result-dir"]).arg(results.join("changed")).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let md = std::fs::read_to_string(results.join("changed/report.md")).unwrap();
+    assert!(md.contains("**Arm starter_py changed after the held-out seal**"), "{md}");
 }
