@@ -47,7 +47,9 @@ def main() -> int:
         model_ms = sum(t["latency_ms"] for t in r["turn_records"])
         tools_ms = sum(c["latency_ms"] for c in r["tool_calls"])
         wall_ms = h["reset_ms"] + h["session_ms"] + h["verify_ms"] + h["write_ms"]
-        own_ms = h["reset_ms"] + h["verify_ms"] + h["write_ms"] + max(h["session_ms"] - model_ms - tools_ms, 0.0)
+        # Starting the arm's server is the arm's cost, kept apart (absent in older records).
+        start_ms = h.get("server_start_ms") or 0.0
+        own_ms = h["reset_ms"] + h["verify_ms"] + h["write_ms"] + max(h["session_ms"] - model_ms - tools_ms - start_ms, 0.0)
         rows.append((name, wall_ms, model_ms, tools_ms, own_ms))
     if not rows:
         print(f"no session record under {exp} separates the model's time ({len(apart)} left apart)", file=sys.stderr)

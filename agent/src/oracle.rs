@@ -113,20 +113,16 @@ pub struct Conversation {
     definitions_tokens: Option<u64>,
     /// Tokens of the earlier tasks' text, counted calls and answers ([`Self::prior_bytes`]).
     prior_tokens: u64,
+    /// Starting the server and listing it; taken by the first task's outcome.
+    start_ms: Option<f64>,
 }
 
 impl Conversation {
     pub async fn open(conn: &ServerConnection, warm: bool) -> Self {
-        Self {
-            connected: connect_and_list(conn).await,
-            warm,
-            prior_bytes: 0,
-            seen: vec![],
-            ended: None,
-            tokenizer: None,
-            definitions_tokens: None,
-            prior_tokens: 0,
-        }
+        let starting = std::time::Instant::now();
+        let connected = connect_and_list(conn).await;
+        let start_ms = connected.is_ok().then(|| starting.elapsed().as_secs_f64() * 1000.0);
+        Self { start_ms, connected, warm, prior_bytes: 0, seen: vec![], ended: None, tokenizer: None, definitions_tokens: None, prior_tokens: 0 }
     }
 
     /// Lists `distractors` beside the arm's functions: the floors count them, as a model would
@@ -158,6 +154,7 @@ impl Conversation {
 
     /// Replays `plan` as the conversation's next task.
     pub async fn task(&mut self, task_text: &str, plan: &tasks::OraclePlan) -> SessionOutcome {
+        let start_ms = self.start_ms.take();
         let (started_at, clock) = (Utc::now(), std::time::Instant::now());
         let mut transcript = vec![json!({ "event": "start", "provider": PROVIDER, "task": task_text })];
         let finish =
@@ -166,6 +163,7 @@ impl Conversation {
                     provider: PROVIDER.into(),
                     validity: validity.with_transport_notes(&stderr.notes_text()).with_server_stderr(&stderr.text()),
                     server_info,
+                    start_ms,
                     turns: vec![],
                     tool_calls,
                     final_answer,

@@ -42,6 +42,11 @@ pub struct SessionOutcome {
     /// The server's `serverInfo` from the handshake; `None` when it never completed.
     #[serde(default)]
     pub server_info: Option<records::ServerInfo>,
+    /// Milliseconds from spawning or reaching the server to its tools listed (the handshake
+    /// and listings); `None` when this session did not start it (a later task of a warm
+    /// conversation).
+    #[serde(default)]
+    pub start_ms: Option<f64>,
     /// Messages and events in order; written beside the record, never inside it.
     #[serde(skip)]
     pub transcript: Vec<Value>,

@@ -91,6 +91,8 @@ struct Session {
     server_info: Option<records::ServerInfo>,
     /// The server's stderr, whose tail an invalid outcome quotes.
     stderr: mcp::StderrTail,
+    /// Starting the server and listing it, when this session did.
+    start_ms: Option<f64>,
 }
 
 impl Session {
@@ -131,6 +133,7 @@ impl Session {
             started_at: self.started_at,
             ended_at: Utc::now(),
             server_info: self.server_info,
+            start_ms: self.start_ms,
             transcript: self.transcript,
         }
     }
@@ -176,6 +179,8 @@ pub struct Conversation<'a> {
     toolbox: Option<Toolbox>,
     server: mcp::ServerProcess,
     server_info: Option<records::ServerInfo>,
+    /// Starting the server and listing it (the first task's record carries it).
+    start_ms: Option<f64>,
     /// The system prompt and every message since.
     messages: Vec<Value>,
     provider: &'a OpenAiCompatible,
@@ -203,6 +208,7 @@ impl<'a> Conversation<'a> {
             toolbox: None,
             server: Default::default(),
             server_info: None,
+            start_ms: None,
             messages: vec![json!({ "role": "system", "content": system_prompt })],
             provider,
             stop,
@@ -213,6 +219,7 @@ impl<'a> Conversation<'a> {
         if stop.is_raised() {
             return c;
         }
+        let starting = std::time::Instant::now();
         match mcp::connect(conn).await {
             Ok((client, server)) => {
                 c.server = server;
@@ -227,6 +234,7 @@ impl<'a> Conversation<'a> {
                         c.opening.push(event);
                         c.toolbox = Some(t);
                         c.client = Some(client);
+                        c.start_ms = Some(starting.elapsed().as_secs_f64() * 1000.0);
                     }
                     Err(e) => {
                         let _ = client.cancel().await;
@@ -269,6 +277,7 @@ impl<'a> Conversation<'a> {
             unparseable_output: false,
             server_info: self.server_info.clone(),
             stderr: self.server.stderr.clone(),
+            start_ms: if first { self.start_ms } else { None },
         };
         if self.stop.is_raised() {
             let detail = self.stop.detail();

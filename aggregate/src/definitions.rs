@@ -81,8 +81,15 @@ pub fn all() -> Vec<Definition> {
         &["harness overhead"],
         PerSession,
         "the median (p50) and the maximum over the valid model sessions whose records separate it",
-        "the harness's own time in a session — world reset + verification + record write + the session's wall time minus the model's answered requests and the tool calls — and its share of the session's whole time (reset + session + verification + write). Sessions with a retried or failed model request, an unparseable output or no retry count recorded are left out, and counted: a failed attempt's time is not in the record",
+        "the harness's own time in a session — world reset + verification + record write + the session's wall time minus the model's answered requests, the tool calls and the arm's server start-up — and its share of the session's whole time (reset + session + verification + write). Sessions with a retried or failed model request, an unparseable output or no retry count recorded are left out, and counted: a failed attempt's time is not in the record",
         &["run.harness"],
+    ));
+    v.push(def(
+        &["server start-up"],
+        PerSession,
+        "the median (p50) and the maximum over the valid model sessions of the harness overhead that started their arm's server (a warm conversation starts it once)",
+        "starting the arm's server — its process, or an in-process server for HTTP — the MCP handshake and the listings the agent makes before the first turn: the arm's own cost (a Python server takes seconds), reported apart from the harness overhead and never inside it",
+        &["run.harness.server_start_p50_ms", "run.harness.server_start_max_ms", "run.harness.server_start_sessions"],
     ));
     v
 }

@@ -51,6 +51,9 @@ pub struct RunSummary {
     pub otlp: Option<(crate::otlp::Target, crate::otlp::Stats)>,
     /// What this run spent against each budget (`--budget-*`), for a person.
     pub budget: Vec<String>,
+    /// Starting the arm's server and listing it, per session that started one (outside
+    /// `harness_ms`).
+    pub server_start_ms: Vec<f64>,
 }
 
 impl RunSummary {
@@ -193,6 +196,7 @@ pub async fn run(plan: RunPlan, accepted: impl FnOnce(&Experiment) -> anyhow::Re
     for (record, harness_ms, replaced) in std::mem::take(&mut *results.lock().expect("results")) {
         summary.ran += 1;
         summary.replaced += usize::from(replaced);
+        summary.server_start_ms.extend(record.harness.server_start_ms);
         match &record.validity {
             Validity::Valid => {
                 summary.valid += 1;

@@ -50,6 +50,8 @@ pub async fn run_one(ctx: &RunContext, pending: &Pending, backend_url: &str, wor
                 harness_failure(detail)
             }
             Ok((conn, guard)) => {
+                // An HTTP arm is up now; the agent's connection and listing are timed inside.
+                let arm_ms = session_started.elapsed().as_secs_f64() * 1000.0;
                 let outcome = if model.is_oracle() {
                     match task.plan_for(job.server.name) {
                         Some(plan) => agent::oracle::run_counting(&conn, &ctx.plan.distractors, &task.text, plan, model.tokenizer()).await,
@@ -75,6 +77,7 @@ pub async fn run_one(ctx: &RunContext, pending: &Pending, backend_url: &str, wor
                 let stderr = guard.stop().await;
                 let mut outcome = outcome;
                 outcome.validity = outcome.validity.with_server_stderr(&stderr);
+                outcome.start_ms = outcome.start_ms.map(|ms| ms + arm_ms);
                 outcome
             }
         },
@@ -138,9 +141,11 @@ async fn conclude(
     // summary reports overhead over valid sessions only).
     let call_ms: f64 = outcome.tool_calls.iter().map(|c| c.latency_ms).sum();
     let model_ms: f64 = outcome.turns.iter().map(|t| t.latency_ms).sum();
-    let harness_ms = reset_ms + verify_ms + (session_ms - call_ms - model_ms).max(0.0);
+    // Starting the arm's server is the arm's cost, reported apart (a Python server takes seconds).
+    let start_ms = outcome.start_ms.unwrap_or(0.0);
+    let harness_ms = reset_ms + verify_ms + (session_ms - call_ms - model_ms - start_ms).max(0.0);
     let transcript: String = outcome.transcript.iter().chain(world_event.as_ref()).map(|e| format!("{e}\n")).collect();
-    let timings = HarnessTimings { reset_ms, session_ms, verify_ms, write_ms: 0.0 };
+    let timings = HarnessTimings { reset_ms, session_ms, verify_ms, write_ms: 0.0, server_start_ms: outcome.start_ms };
     let mut record = record_of(ctx, pending, outcome, verifier, timings);
     if let Some(detail) = &infrastructure {
         record.validity = Validity::invalid(InvalidReason::Infrastructure, detail.clone());
@@ -259,10 +264,13 @@ impl<'a> Warm<'a> {
                 harness_failure(e.clone())
             }
             Ok(_) => {
+                let mut start_ms = None;
                 if self.open.is_none() && self.failed.is_none() {
+                    let starting = Instant::now();
                     self.start(job, backend_url).await;
+                    start_ms = self.open.is_some().then(|| starting.elapsed().as_secs_f64() * 1000.0);
                 }
-                match (&mut self.open, &self.failed) {
+                let mut outcome = match (&mut self.open, &self.failed) {
                     (_, Some((reason, detail, infra))) => {
                         if *infra {
                             infrastructure = Some(detail.clone());
@@ -277,7 +285,10 @@ impl<'a> Warm<'a> {
                         None => harness_failure(format!("no oracle plan for {}", job.server.name)),
                     },
                     (None, None) => harness_failure("the conversation's arm was never started".into()),
-                }
+                };
+                // The whole start (the arm, the connection, the listing) belongs to the task that made it.
+                outcome.start_ms = start_ms;
+                outcome
             }
         };
         let session_ms = session_started.elapsed().as_secs_f64() * 1000.0;
@@ -432,6 +443,7 @@ fn harness_failure(detail: String) -> SessionOutcome {
         provider_retries: 0,
         failed_turn: None,
         server_info: None,
+        start_ms: None,
         transcript: vec![],
     }
 }

@@ -53,6 +53,12 @@ pub struct HarnessTimings {
     pub session_ms: f64,
     pub verify_ms: f64,
     pub write_ms: f64,
+    /// Of `session_ms`, starting the arm's server and listing what it offers (its process or
+    /// in-process server, the MCP handshake, the listings): the arm's own cost, reported apart
+    /// and never counted as the harness's. Null when the session started none (a warm
+    /// conversation's later tasks) and in records written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_start_ms: Option<f64>,
 }
 
 /// How the harness authenticated to the model endpoint.

@@ -147,6 +147,16 @@ fn provenance_rows(s: &Summary) -> Vec<(&'static str, Text)> {
                 _ => format!("not measured: no valid model session whose records separate it ({} left out)", h.left_out),
             }
         }),
+        ("server start-up", {
+            let h = &s.run.harness;
+            match (h.server_start_p50_ms, h.server_start_max_ms) {
+                (Some(p50), Some(max)) => format!(
+                    "p50 {p50:.1} ms, max {max:.1} ms per model session that started its arm's server (starting it, the MCP handshake and the listings, over {} sessions): the arm's own cost, outside the harness overhead above",
+                    h.server_start_sessions
+                ),
+                _ => "not measured: no record kept it".into(),
+            }
+        }),
         (
             "k (reps per task and arm)",
             match (p.k, p.jobs) {

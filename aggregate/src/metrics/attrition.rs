@@ -23,11 +23,21 @@ pub struct HarnessShare {
     /// Median over sessions of harness time / session time (0.0015 is 0.15%).
     pub share_p50: Option<f64>,
     pub share_max: Option<f64>,
+    /// Starting the arm's server and listing it, per session that started one (the arm's own
+    /// cost, outside the harness's time): median and largest, and over how many sessions. Null
+    /// where no record kept it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_start_p50_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_start_max_ms: Option<f64>,
+    #[serde(default)]
+    pub server_start_sessions: usize,
 }
 
 pub(super) fn harness_share<'a>(records: impl Iterator<Item = &'a SessionRecord>) -> HarnessShare {
     let mut ms = Vec::new();
     let mut shares = Vec::new();
+    let mut starts = Vec::new();
     let mut left_out = 0;
     for r in records.filter(|r| r.validity.is_valid() && !r.model.is_oracle()) {
         if r.failed_turn.is_some() || r.unparseable_output || r.provider_retries != Some(0) {
@@ -37,7 +47,9 @@ pub(super) fn harness_share<'a>(records: impl Iterator<Item = &'a SessionRecord>
         let h = &r.harness;
         let model: f64 = r.turn_records.iter().map(|t| t.latency_ms).sum();
         let calls: f64 = r.tool_calls.iter().map(|c| c.latency_ms).sum();
-        let own = h.reset_ms + h.verify_ms + h.write_ms + (h.session_ms - model - calls).max(0.0);
+        let start = h.server_start_ms.unwrap_or(0.0);
+        starts.extend(h.server_start_ms);
+        let own = h.reset_ms + h.verify_ms + h.write_ms + (h.session_ms - model - calls - start).max(0.0);
         let whole = h.reset_ms + h.session_ms + h.verify_ms + h.write_ms;
         ms.push(own);
         if whole > 0.0 {
@@ -49,7 +61,17 @@ pub(super) fn harness_share<'a>(records: impl Iterator<Item = &'a SessionRecord>
         (!v.is_empty()).then(|| v[(v.len() - 1) / 2])
     };
     let max = |v: &[f64]| v.iter().copied().reduce(f64::max);
-    HarnessShare { sessions: ms.len(), left_out, max_ms: max(&ms), share_max: max(&shares), p50_ms: median(&mut ms), share_p50: median(&mut shares) }
+    HarnessShare {
+        sessions: ms.len(),
+        left_out,
+        max_ms: max(&ms),
+        share_max: max(&shares),
+        p50_ms: median(&mut ms),
+        share_p50: median(&mut shares),
+        server_start_max_ms: max(&starts),
+        server_start_sessions: starts.len(),
+        server_start_p50_ms: median(&mut starts),
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -66,6 +66,9 @@ pub fn distractors_report() -> (tempfile::TempDir, Report) {
         for role in ["pattern", "control"] {
             let mut r = record("m", "m1", role, task, 1, ok(V::Passed, 100, 2));
             r.offered.distractors = 10;
+            // Their servers' start-up was kept, as every record since it was.
+            r.harness.server_start_ms = Some(12.0);
+            r.provider_retries = Some(0);
             if role == "pattern" {
                 let own = r.tool_calls[0].clone();
                 r.tool_calls.push(records::ToolCallRecord { name: "fleetwise_list_vehicles".into(), is_error: true, distractor: true, ..own });

@@ -17,7 +17,7 @@ fn timed(mut r: records::SessionRecord, harness_ms: f64, model_ms: f64, retries:
         extras: Default::default(),
     }];
     // The fixture's one tool call takes 1 ms; reset, verify and write are part of the harness.
-    r.harness = HarnessTimings { reset_ms: 2.0, session_ms: model_ms + 1.0 + (harness_ms - 4.0), verify_ms: 1.0, write_ms: 1.0 };
+    r.harness = HarnessTimings { reset_ms: 2.0, session_ms: model_ms + 1.0 + (harness_ms - 4.0), verify_ms: 1.0, write_ms: 1.0, server_start_ms: None };
     r
 }
 
@@ -40,6 +40,26 @@ fn the_share_is_over_sessions_whose_records_separate_it() {
     assert!((h.share_max.unwrap() - 40.0 / whole(40.0)).abs() < 1e-12);
     let md = aggregate::report(dir, None, &opts()).unwrap().markdown;
     assert!(md.contains("p50 20.0 ms per model session (1.98% of the session"), "{md}");
+}
+
+/// Starting the arm's server is the arm's cost: inside the session's wall time, outside the
+/// harness's own, and reported as a figure of its own.
+#[test]
+fn server_start_up_is_reported_apart_and_not_counted_as_the_harnesss() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    // The same 20 ms of harness in each; the servers took 5 s, 3 s and 40 ms to start.
+    for (rep, start) in [(1, 5000.0), (2, 3000.0), (3, 40.0)] {
+        let mut r = timed(record("m", "mod", "pattern", "t1", rep, ok(V::Passed, 100, 1)), 20.0, 990.0, 0);
+        r.harness.session_ms += start;
+        r.harness.server_start_ms = Some(start);
+        write(dir, &r, true);
+    }
+    let rep = aggregate::report(dir, None, &opts()).unwrap();
+    let h = &rep.summary.run.harness;
+    assert_eq!((h.p50_ms, h.max_ms), (Some(20.0), Some(20.0)), "the start-up is not the harness's");
+    assert_eq!((h.server_start_p50_ms, h.server_start_max_ms, h.server_start_sessions), (Some(3000.0), Some(5000.0), 3));
+    assert!(rep.markdown.contains("| server start-up | p50 3000.0 ms, max 5000.0 ms per model session that started its arm's server"), "{}", rep.markdown);
 }
 
 #[test]

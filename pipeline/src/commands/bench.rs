@@ -396,6 +396,10 @@ async fn bench_suite(k: u32, jobs: &[u32]) -> anyhow::Result<Vec<Figure>> {
         figures.push(Figure::from_samples(format!("suite.jobs{j}.wall ({} sessions)", summary.ran), &[wall], Some(60_000.0)));
         let overhead: Vec<Duration> = summary.harness_ms.iter().map(|ms| Duration::from_secs_f64(ms / 1000.0)).collect();
         figures.push(Figure::from_samples(format!("suite.jobs{j}.harness_per_session"), &overhead, Some(50.0)));
+        // Starting each session's server (a `pipeline serve` child, the handshake, the listings):
+        // the arm's cost, outside the harness figure above since it was kept apart.
+        let starts: Vec<Duration> = summary.server_start_ms.iter().map(|ms| Duration::from_secs_f64(ms / 1000.0)).collect();
+        figures.push(Figure::from_samples(format!("suite.jobs{j}.server_start_per_session"), &starts, None));
         // What the whole process tree spent — the harness, the servers it started, the embedded
         // Postgres and its backends — per session, and the wall time no --jobs can beat on this
         // machine's cores: every child of the run has exited (and been reaped) when it returns.

@@ -325,6 +325,8 @@ fn a_sweep_over_distractors_lists_them_beside_both_arms_at_every_level() {
         let recs = records(&exp);
         assert_eq!(recs.len(), 2 * common::dev_task_count("resource_gateway"));
         assert!(recs.iter().all(|r| r["verifier"]["verdict"] == "passed"), "every oracle session passes with {level} distractors");
+        // Each cold session started its server, inside its own wall time.
+        assert!(recs.iter().all(|r| r["harness"]["server_start_ms"].as_f64().is_some_and(|ms| ms > 0.0 && ms < r["harness"]["session_ms"].as_f64().unwrap())));
         // Every built-in server answered the revision the client announced.
         assert!(recs.iter().all(|r| r["server_info"]["protocol_version"] == "2025-11-25"), "{:?}", recs[0]["server_info"]);
         assert!(recs.iter().all(|r| r["offered"]["distractors"].as_u64().unwrap_or(0) == level));

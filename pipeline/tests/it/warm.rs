@@ -54,6 +54,13 @@ fn a_warm_run_records_each_task_in_its_conversation_and_resumes_a_conversation_w
         assert_eq!(c["id"], format!("oracle__{}__rep{}", r["server"].as_str().unwrap(), r["rep"]));
         assert_eq!(c["tasks"].as_array().unwrap().len(), 3);
         assert!(c["context_tokens_at_start"].is_null(), "the oracle has no usage, and it is not zero");
+        // The server starts once per conversation: its first task's record carries the start-up.
+        let start = r["harness"]["server_start_ms"].as_f64();
+        if c["position"] == 1 {
+            assert!(start.is_some_and(|ms| ms > 0.0 && ms < r["harness"]["session_ms"].as_f64().unwrap()), "{r}");
+        } else {
+            assert_eq!(start, None, "{r}");
+        }
     }
     // The same order for both arms of a rep, rotated by one from rep 1 to rep 2.
     let convs = conversations(&recs);
