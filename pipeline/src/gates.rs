@@ -94,6 +94,35 @@ pub struct CheckManifest {
     pub preflight_skipped: bool,
     pub command: Vec<String>,
     pub checked_at: chrono::DateTime<chrono::Utc>,
+    /// When this check took G1's listing, G5 and G7 from an earlier check (`run` after `check`):
+    /// that check's time. Only a VALID check of the same spec, on the same clean commit, whose
+    /// inputs G3 finds unchanged, is taken; G1's static part, G2, G3, G4 and G6 always run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reused: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// What a later check may take from an earlier one (`check.json`, read back).
+#[derive(Debug, Clone)]
+pub struct Earlier {
+    pub valid: bool,
+    pub spec_sha256: String,
+    pub git_commit: Option<String>,
+    pub git_dirty: Option<bool>,
+    pub checked_at: chrono::DateTime<chrono::Utc>,
+}
+
+impl Earlier {
+    /// The check recorded in `check.json`, when it reads as one.
+    pub fn read(path: &Path) -> Option<Self> {
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+        Some(Self {
+            valid: v["status"] == "VALID",
+            spec_sha256: v["spec_sha256"].as_str()?.to_owned(),
+            git_commit: v["git_commit"].as_str().map(str::to_owned),
+            git_dirty: v["git_dirty"].as_bool(),
+            checked_at: serde_json::from_value(v["checked_at"].clone()).ok()?,
+        })
+    }
 }
 
 impl CheckManifest {
@@ -122,15 +151,41 @@ impl Failures {
     }
 }
 
-/// Runs every gate against `spec`.
-pub async fn check(spec: &Spec, spec_text: &str, spec_path: &Path, dirs: &InputDirs, skip_preflight: bool) -> anyhow::Result<CheckManifest> {
+/// Runs every gate against `spec`. With `earlier`, takes G1's listing, G5 and G7 from it when it
+/// may ([`CheckManifest::reused`]):
+/// they start every arm and replay every plan, minutes with a slow arm, and depend only on the
+/// build and the inputs, which G2 and G3 prove unchanged.
+pub async fn check(
+    spec: &Spec,
+    spec_text: &str,
+    spec_path: &Path,
+    dirs: &InputDirs,
+    skip_preflight: bool,
+    earlier: Option<&Earlier>,
+) -> anyhow::Result<CheckManifest> {
     let mut f = Failures::default();
     let arms = arms(spec, &mut f);
     let (work, binary, build_warning) = build(spec, dirs, &mut f);
     let tasks = frozen_inputs(spec, dirs, &arms, &mut f).await;
     declared_treatment(spec, &mut f);
     let preflight = model(spec, dirs, skip_preflight, &mut f).await;
-    with_backend(spec, &arms, tasks.as_deref(), &mut f).await?;
+    let spec_sha256 = records::sha256_hex(spec_text.as_bytes());
+    let clean = |commit: &Option<String>, dirty: Option<bool>| commit.is_some() && dirty == Some(false);
+    let reused = earlier
+        .filter(|e| {
+            e.valid
+                && e.spec_sha256 == spec_sha256
+                && clean(&e.git_commit, e.git_dirty)
+                && e.git_commit == work.commit
+                && clean(&work.commit, work.dirty)
+                && binary.commit == work.commit
+                && binary.dirty == Some(false)
+                && [Gate::Isolation, Gate::Build, Gate::FrozenInputs].iter().all(|g| !f.0.contains_key(g))
+        })
+        .map(|e| e.checked_at);
+    if reused.is_none() {
+        with_backend(spec, &arms, tasks.as_deref(), &mut f).await?;
+    }
 
     let gates: Vec<GateResult> = Gate::ALL
         .into_iter()
@@ -144,7 +199,7 @@ pub async fn check(spec: &Spec, spec_text: &str, spec_path: &Path, dirs: &InputD
         experiment: spec.experiment.clone(),
         status,
         spec_path: spec_path.display().to_string(),
-        spec_sha256: records::sha256_hex(spec_text.as_bytes()),
+        spec_sha256,
         spec: spec.clone(),
         gates,
         git_commit: work.commit,
@@ -156,6 +211,7 @@ pub async fn check(spec: &Spec, spec_text: &str, spec_path: &Path, dirs: &InputD
         preflight_skipped: skip_preflight && !(spec.model.is_oracle() || spec.model.is_simulated()),
         command: crate::redact::command_line(std::env::args()),
         checked_at: chrono::Utc::now(),
+        reused,
     })
 }
 

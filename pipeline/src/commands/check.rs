@@ -89,13 +89,21 @@ impl CheckArgs {
     }
 }
 
-/// Loads the spec and runs the gates. On INVALID prints the failures, records the check where it
+/// Loads the spec and runs the gates (`run` takes what it may from the experiment's own check,
+/// [`crate::gates::check`]). On INVALID prints the failures, records the check where it
 /// may go, and refuses.
 async fn gated(args: &CheckArgs, sub: &str) -> anyhow::Result<(Spec, CheckManifest)> {
     let path = args.spec_path(sub)?;
     let text = std::fs::read_to_string(path).with_context(|| format!("reading the spec {}", path.display()))?;
     let spec = Spec::parse(&text).with_context(|| format!("the spec {} is not a valid experiment spec", path.display()))?;
-    let manifest = crate::gates::check(&spec, &text, path, &args.dirs, args.skip_preflight).await?;
+    let earlier = (sub == "run").then(|| crate::gates::Earlier::read(&exp_dir_of(&spec, &args.results_dir).join("check.json"))).flatten();
+    let manifest = crate::gates::check(&spec, &text, path, &args.dirs, args.skip_preflight, earlier.as_ref()).await?;
+    if let Some(at) = manifest.reused {
+        eprintln!(
+            "G1's listing, G5 and G7 taken from the check of {} (the same spec, on the same clean commit, its inputs unchanged); G2, G3, G4 and G6 checked again",
+            at.format("%Y-%m-%d %H:%M:%S UTC")
+        );
+    }
     if let Some(w) = &manifest.build_warning {
         eprintln!("WARNING — {w}");
     }

@@ -162,6 +162,16 @@ fn frozen_oracle_spec_passes_check_and_runs() {
     let down = format!("http://127.0.0.1:{}", common::closed_port());
     let out = env.pipeline().arg("run").arg(env.spec_path()).arg("--results-dir").arg(env.results()).args(["--otlp-endpoint", &down]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // It takes the slow gates from the check just made, on a clean build of the same commit.
+    let err = String::from_utf8_lossy(&out.stderr);
+    let rerun: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(env.exp_dir().join("check.json")).unwrap()).unwrap();
+    if env.binary_dirty {
+        assert!(rerun.get("reused").is_none() && !err.contains("taken from the check of"), "a dirty build reuses nothing: {err}");
+    } else {
+        assert_eq!(rerun["reused"], check["checked_at"], "{err}");
+        assert!(err.contains("G1's listing, G5 and G7 taken from the check of"), "{err}");
+    }
+    assert_eq!(rerun["gates"].as_array().unwrap().len(), 7);
     let recs = records(&env.exp_dir());
     assert_eq!(recs.len(), 2 * 2, "2 tasks × 2 arms × 1 rep");
     let otlp = &serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(env.exp_dir().join("manifest.json")).unwrap()).unwrap()["otlp"];
