@@ -72,6 +72,9 @@ pub struct CallResult {
     pub is_error: bool,
     pub invalid_arguments: bool,
     pub unknown_tool: bool,
+    /// A tool of another server the client listed beside the arm's (`--distractors`): refused by
+    /// the client, never sent to the arm.
+    pub distractor: bool,
     pub latency_ms: Option<f64>,
     pub transport_error: Option<String>,
 }
@@ -160,6 +163,7 @@ pub fn parse(jsonl: &str) -> Conversation {
                 is_error: e.get("is_error").and_then(Value::as_bool).unwrap_or(false),
                 invalid_arguments: e.get("invalid_arguments").and_then(Value::as_bool).unwrap_or(false),
                 unknown_tool: e.get("unknown_tool").and_then(Value::as_bool).unwrap_or(false),
+                distractor: e.get("distractor").and_then(Value::as_bool).unwrap_or(false),
                 latency_ms: e.get("latency_ms").and_then(Value::as_f64),
                 transport_error: text(&e, "transport_error"),
             })),
@@ -252,7 +256,12 @@ mod tests {
         assert_eq!((*turn, text.as_deref(), calls[0].name.as_str(), calls[0].arguments.as_str()), (1, None, "users_list", "{\"q\":\"Lena\"}"));
         let Item::Call(r) = &c.items[4] else { panic!() };
         assert_eq!((r.id.as_deref(), r.result.as_deref(), r.latency_ms), (Some("c1"), Some("{\"data\":[]}"), Some(1.5)));
+        assert!(!r.distractor);
         assert!(matches!(&c.items[5], Item::Problem { turn: Some(2), detail, .. } if detail.contains("tickets_get")));
+        // A distractor's call, as the agent writes it: marked, and shown as the client's refusal.
+        let line = r#"{"event":"call","turn":2,"tool_call_id":"c2","name":"fleetwise_list_vehicles","arguments":"{}","result":"Fleetwise … refused the call","is_error":true,"invalid_arguments":false,"unknown_tool":false,"latency_ms":0.0,"distractor":true}"#;
+        let Item::Call(r) = &parse(line).items[0] else { panic!() };
+        assert!(r.distractor && r.is_error);
     }
 
     #[test]

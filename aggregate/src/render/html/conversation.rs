@@ -192,7 +192,9 @@ fn world_view<'a>(r: &'a SessionRecord, rows: &'a [transcript::WorldRow]) -> Ite
 }
 
 pub(super) fn result_view(c: &CallResult, oracle: bool) -> ResultView<'_> {
-    let flag = if c.unknown_tool {
+    let flag = if c.distractor {
+        Some("a distractor: refused by the client, never sent to the arm")
+    } else if c.unknown_tool {
         Some("refused: no such function")
     } else if c.invalid_arguments {
         Some("refused: arguments not usable")
@@ -212,5 +214,19 @@ pub(super) fn result_view(c: &CallResult, oracle: bool) -> ResultView<'_> {
         arguments: c.arguments.as_deref().filter(|_| oracle).map(|a| capped(transcript::pretty(a))),
         transport_error: c.transport_error.as_deref().map(capped),
         result: c.result.as_deref().map(|res| capped(transcript::pretty(res))),
+    }
+}
+
+#[cfg(test)]
+mod distractor_tests {
+    use super::*;
+
+    #[test]
+    fn a_distractor_call_reads_as_the_clients_refusal_not_the_arms_error() {
+        let line = r#"{"event":"call","turn":2,"tool_call_id":"c2","name":"fleetwise_list_vehicles","arguments":"{}","result":"refused","is_error":true,"distractor":true}"#;
+        let transcript::Item::Call(c) = &transcript::parse(line).items[0] else { panic!() };
+        let view = result_view(c, false);
+        assert_eq!(view.flag, Some("a distractor: refused by the client, never sent to the arm"));
+        assert!(view.error);
     }
 }
