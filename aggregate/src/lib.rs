@@ -29,6 +29,7 @@ pub mod merge;
 pub mod metrics;
 pub mod provenance;
 pub mod render;
+pub mod sequential;
 pub mod stats;
 pub mod transcript;
 pub mod u64_string;
