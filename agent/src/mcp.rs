@@ -149,7 +149,7 @@ impl Toolbox {
         let definitions = distractors.around(own.clone());
         let functions = definitions.iter().filter_map(|d| d["function"]["name"].as_str().map(str::to_owned)).collect();
         let definitions_bytes = crate::tokens::definitions_bytes(&definitions);
-        let distractors_bytes = crate::tokens::definitions_bytes(&distractors.definitions());
+        let distractors_bytes = crate::tokens::definitions_bytes(distractors.definitions());
         let offered = Offered { functions, resource_functions, definitions_bytes, distractors: distractors.len(), distractors_bytes };
         Self { definitions, offered, own, distractors }
     }

@@ -593,7 +593,15 @@ async fn isolation(spec: &Spec, arm: &ServerEntry, backend_url: &str, serve: &[S
         f.add(Gate::Isolation, format!("arm {}: no frozen manifest to hold it to", arm.name));
         return;
     };
-    let distractors = servers::distractors::Distractors::draw(spec.distractors.unwrap_or(0)).unwrap_or_default();
+    // The distractors the client lists beside the arm are part of what is offered: exactly the
+    // spec's draw, and none sharing a name with the arm's own (a name offered twice, below).
+    let distractors = match servers::distractors::Distractors::draw(spec.distractors.unwrap_or(0)) {
+        Ok(d) => d,
+        Err(e) => {
+            f.add(Gate::Isolation, format!("arm {}: {e}", arm.name));
+            return;
+        }
+    };
     let functions = match offered(arm, spec.transport, backend_url, serve, spec.settings(), &distractors).await {
         Ok(functions) => functions,
         Err(e) => {
@@ -605,12 +613,7 @@ async fn isolation(spec: &Spec, arm: &ServerEntry, backend_url: &str, serve: &[S
     if frozen.resources {
         want.extend([LIST_RESOURCES.to_owned(), READ_RESOURCE.to_owned()]);
     }
-    // The distractors the client lists beside the arm are part of what is offered: exactly the
-    // spec's draw, no more, none missing, none sharing a name with the arm's own.
-    match servers::distractors::Distractors::draw(spec.distractors.unwrap_or(0)) {
-        Ok(d) => want.extend(d.names().map(str::to_owned)),
-        Err(e) => f.add(Gate::Isolation, format!("arm {}: {e}", arm.name)),
-    }
+    want.extend(distractors.names().map(str::to_owned));
     for name in &functions {
         if !want.contains(name) {
             f.add(Gate::Isolation, format!("arm {}: the agent offers {name:?}, which is not in its frozen manifest", arm.name));

@@ -229,12 +229,17 @@ pub struct Distractor {
 }
 
 /// The distractors of a run: the tools, in listing order, and where the arm's own tools go.
-/// Cheap to clone (shared).
+/// Their definitions and hash are made once, at the draw: every session lists them and every
+/// fingerprint names the hash. Cheap to clone (shared).
 #[derive(Debug, Clone, Default)]
 pub struct Distractors {
     tools: Arc<Vec<Distractor>>,
+    /// The tools' function definitions, in listing order.
+    definitions: Arc<Vec<Value>>,
     /// How many distractors are listed before the arm's tools (a server boundary).
     before_arm: usize,
+    /// See [`Self::sha256`].
+    sha256: Option<String>,
 }
 
 impl Distractors {
@@ -263,7 +268,12 @@ impl Distractors {
         let half = tools.len() as f64 / 2.0;
         // Nearest to half; `min_by` keeps the first of equals, the earlier boundary.
         let before_arm = boundaries.iter().copied().min_by(|a, b| (*a as f64 - half).abs().total_cmp(&(*b as f64 - half).abs())).unwrap_or(0);
-        Ok(Self { tools: Arc::new(tools), before_arm })
+        let definitions: Vec<Value> = tools.iter().map(|d| crate::offered::function_definition(&d.tool)).collect();
+        let sha256 = (!tools.is_empty()).then(|| {
+            let text = serde_json::json!({ "definitions": definitions, "before_arm": before_arm }).to_string();
+            hex::encode(Sha256::digest(text.as_bytes()))
+        });
+        Ok(Self { tools: Arc::new(tools), definitions: Arc::new(definitions), before_arm, sha256 })
     }
 
     pub fn len(&self) -> u32 {
@@ -290,8 +300,8 @@ impl Distractors {
     }
 
     /// The distractors' function definitions, as a model is offered them, in listing order.
-    pub fn definitions(&self) -> Vec<Value> {
-        self.tools.iter().map(|d| crate::offered::function_definition(&d.tool)).collect()
+    pub fn definitions(&self) -> &[Value] {
+        &self.definitions
     }
 
     /// `arm` (the arm's own definitions, in its order) with the distractors listed around it:
@@ -300,11 +310,8 @@ impl Distractors {
         if self.is_empty() {
             return arm;
         }
-        let mut definitions = self.definitions();
-        let after = definitions.split_off(self.before_arm);
-        definitions.extend(arm);
-        definitions.extend(after);
-        definitions
+        let (before, after) = self.definitions.split_at(self.before_arm);
+        before.iter().cloned().chain(arm).chain(after.iter().cloned()).collect()
     }
 
     /// What a call to distractor `name` answers (a tool error), or `None` when `name` is not one.
@@ -317,11 +324,7 @@ impl Distractors {
     /// them; `None` with no distractors. Two runs with the same hash listed the same distractors
     /// in the same place.
     pub fn sha256(&self) -> Option<String> {
-        if self.is_empty() {
-            return None;
-        }
-        let text = serde_json::json!({ "definitions": self.definitions(), "before_arm": self.before_arm }).to_string();
-        Some(hex::encode(Sha256::digest(text.as_bytes())))
+        self.sha256.clone()
     }
 }
 

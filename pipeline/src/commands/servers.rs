@@ -189,9 +189,9 @@ pub async fn list(args: ServersArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     if let Some(d) = &distractors {
-        let bytes = agent::tokens::definitions_bytes(&d.definitions());
+        let bytes = agent::tokens::definitions_bytes(d.definitions());
         let tokens = match &tokenizer {
-            Some(t) => format!(", {} tokens of {}", t.count_definitions(&d.definitions()).await.context("counting the distractors' tokens")?, t.label()),
+            Some(t) => format!(", {} tokens of {}", t.count_definitions(d.definitions()).await.context("counting the distractors' tokens")?, t.label()),
             None => String::new(),
         };
         println!(

@@ -316,7 +316,7 @@ fn a_sweep_over_distractors_lists_them_beside_both_arms_at_every_level() {
             .collect()
     };
     let drawn = servers::distractors::Distractors::draw(20).unwrap();
-    let added = agent::tokens::definitions_bytes(&drawn.definitions()) as u64;
+    let added = agent::tokens::definitions_bytes(drawn.definitions()) as u64;
     for (server, b0) in bytes(0) {
         assert_eq!(bytes(20)[&server], b0 + added, "{server}: its own definitions plus the distractors'");
     }
