@@ -15,11 +15,15 @@
 //! Observations must lie in the declared `[lo, hi]`: a paired success difference lies in
 //! `[-1, 1]`; a share lies in `[0, 1]`.
 
+mod sequence;
+
+pub use sequence::{ALPHA, Look, PairObs, Rule, Sequence, fewest_pairs};
+
 /// The grid of candidate means: 2,001 points across the range.
 const GRID: usize = 2001;
 
 /// The cap on a bet, as a fraction of what keeps the wealth nonnegative (their `c`).
-const CAP: f64 = 0.5;
+const CAP: f64 = 0.75;
 
 /// A confidence sequence for the mean of observations in `[lo, hi]`, updated one at a time.
 #[derive(Debug, Clone)]

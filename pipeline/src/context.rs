@@ -44,6 +44,8 @@ pub struct RunContext {
     otlp: Mutex<Option<crate::otlp::Exporter>>,
     /// The plan's budgets, with what has been spent against them.
     budgets: Vec<crate::budget::Budget>,
+    /// A sequential run's looks (`--until-decided`); none for a fixed design.
+    looks: Option<crate::sequential::Looks>,
 }
 
 /// A task's expected footprint through one arm: what its oracle plan changes there, and where
@@ -70,6 +72,7 @@ impl RunContext {
         otlp: Option<crate::otlp::Exporter>,
     ) -> Self {
         Self {
+            looks: plan.sequential.map(|s| crate::sequential::Looks::new(s, &[])),
             budgets: plan.budgets.iter().cloned().map(crate::budget::Budget::new).collect(),
             plan,
             providers,
@@ -185,6 +188,23 @@ impl RunContext {
         self.halt.lock().expect("halt").as_ref().is_some_and(|h| h.kind == "budget") && !self.quota.is_raised() && self.interrupt.borrow().is_none()
     }
 
+    /// A sequential run reads on from the pairs `earlier` recorded (a resume).
+    pub fn reading_on(mut self, earlier: &[SessionRecord]) -> Self {
+        self.looks = self.plan.sequential.map(|s| crate::sequential::Looks::new(s, earlier));
+        self
+    }
+
+    /// Whether the pair `s` opens is still to be drawn: in a sequential run, not once its
+    /// comparison is decided.
+    pub fn drawing(&self, s: &crate::plan::PlannedSession) -> bool {
+        self.looks.as_ref().is_none_or(|l| l.drawing(&self.plan.models[s.model].spec.id, &s.task.module, s.task.meta.split))
+    }
+
+    /// A sequential run's decisions, for the closing summary.
+    pub fn decisions(&self) -> Vec<crate::sequential::Decision> {
+        self.looks.as_ref().map(crate::sequential::Looks::decisions).unwrap_or_default()
+    }
+
     /// What each budget has spent, for the closing summary.
     pub fn budget_spent(&self) -> Vec<String> {
         self.budgets.iter().map(|b| format!("{} of {} spent", b.limit.show(b.spent()), b.limit.flag())).collect()
@@ -193,6 +213,13 @@ impl RunContext {
     pub fn recorded(&self, record: &SessionRecord, infrastructure: Option<String>) {
         for b in &self.budgets {
             b.ended(record);
+        }
+        if let Some(d) = self.looks.as_ref().and_then(|l| l.ended(record)) {
+            let line = d.line();
+            match &self.progress {
+                Some(bar) => bar.println(line),
+                None => eprintln!("{line}"),
+            }
         }
         if let Some(exporter) = self.otlp.lock().expect("otlp").as_ref() {
             exporter.send(record);

@@ -232,6 +232,7 @@ impl Experiment {
                 before_arm: plan.distractors.before_arm() as u32,
                 names: plan.distractors.names().map(str::to_owned).collect(),
             }),
+            sequential: plan.sequential.map(|s| s.manifest()),
         };
         if let Ok(Some(old)) = ExperimentManifest::read(&self.dir) {
             m.created_at = old.created_at;

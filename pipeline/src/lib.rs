@@ -12,8 +12,8 @@
 //! order, and fails on an import that points up):
 //!
 //! 1. [`commands`]: the command line and one module per subcommand (`commands/view/` the viewer).
-//! 2. Execution: `run` → `session` → `context`; `gates`; [`experiment`] (the results folder:
-//!    lock, manifest, resume).
+//! 2. Execution: `run` → `session` → `context` → `sequential` (a sequential run's looks);
+//!    `gates`; [`experiment`] (the results folder: lock, manifest, resume).
 //! 3. [`plan`]: the typed plan, and the lowering of both front doors into it.
 //! 4. [`input`] (the front doors: run flags, experiment specs) and [`held_out`] (the seal).
 //! 5. Shared below everything: [`gold`] (the graders' hand-graded answers), [`grading`] (the versions an outcome is graded under), [`split`], `shard`, `budget` (a run's hard budget), [`otlp`], `listing`, `arm`, `signals`,
@@ -28,6 +28,7 @@ pub(crate) mod context;
 pub mod experiment;
 pub(crate) mod gates;
 pub(crate) mod run;
+pub(crate) mod sequential;
 pub(crate) mod session;
 
 pub mod plan;

@@ -54,6 +54,8 @@ pub struct RunSummary {
     /// Starting the arm's server and listing it, per session that started one (outside
     /// `harness_ms`).
     pub server_start_ms: Vec<f64>,
+    /// A sequential run's decisions, one line each.
+    pub decisions: Vec<String>,
 }
 
 impl RunSummary {
@@ -125,8 +127,9 @@ pub async fn run(plan: RunPlan, accepted: impl FnOnce(&Experiment) -> anyhow::Re
         );
     }
     eprintln!(
-        "experiment {}: {planned} sessions planned, {done} already recorded, {} to run{} with {} job(s) → {}",
+        "experiment {}: {planned} sessions planned, {done} already recorded, {}{} to run{} with {} job(s) → {}",
         plan.experiment,
+        if plan.sequential.is_some() { "until decided, at most " } else { "" },
         pending.len(),
         if reruns > 0 { format!(" ({reruns} of them reruns of invalid sessions: {})", reasons(&rerun)) } else { String::new() },
         plan.jobs,
@@ -153,7 +156,9 @@ pub async fn run(plan: RunPlan, accepted: impl FnOnce(&Experiment) -> anyhow::Re
         Some(target) => Some(crate::otlp::Exporter::start(target, &plan.experiment)?),
         None => None,
     };
-    let ctx = Arc::new(RunContext::new(plan.clone(), providers, crate::arm::serve_prefix()?, interrupt, pending.len(), started, otlp));
+    // A sequential run reads on from the pairs already recorded (a resume).
+    let earlier: Vec<SessionRecord> = if plan.sequential.is_some() { experiment.records()?.into_iter().map(|(_, r)| r).collect() } else { Vec::new() };
+    let ctx = Arc::new(RunContext::new(plan.clone(), providers, crate::arm::serve_prefix()?, interrupt, pending.len(), started, otlp).reading_on(&earlier));
     ctx.keep_g7_footprints(g7_footprints);
     let queue = Arc::new(Mutex::new(VecDeque::from(work_items(&plan, pending))));
     let main = main.expect("a run with sessions to take started its backend");
@@ -190,6 +195,7 @@ pub async fn run(plan: RunPlan, accepted: impl FnOnce(&Experiment) -> anyhow::Re
     }
     summary.halt = ctx.stopped_by();
     summary.budget = ctx.budget_spent();
+    summary.decisions = ctx.decisions().iter().map(crate::sequential::Decision::line).collect();
     if let Some(h) = &summary.halt {
         experiment.mark_stopped(h.kind, &h.detail)?;
     }
@@ -317,6 +323,14 @@ async fn worker(
             let mut queue = queue.lock().expect("queue");
             let Some(head) = queue.front() else { break };
             match head.opens_pair {
+                // A sequential run draws no pair of a comparison already decided.
+                Some(_) if !ctx.halted() && !ctx.drawing(&head.sessions[0].session) => {
+                    queue.pop_front();
+                    while queue.front().is_some_and(|h| h.opens_pair.is_none()) {
+                        queue.pop_front();
+                    }
+                    continue;
+                }
                 // A new pair starts only if the run goes on and every budget could pay for it.
                 Some(sessions) => {
                     if ctx.halted() || !ctx.admit_pair(sessions) {
@@ -448,6 +462,13 @@ pub fn print_summary(s: &RunSummary) {
     }
     if !s.budget.is_empty() {
         eprintln!("budget: {}", s.budget.join("; "));
+    }
+    for line in &s.decisions {
+        eprintln!("sequential: {line}");
+    }
+    let undrawn = s.planned.saturating_sub(s.skipped + s.ran);
+    if !s.decisions.is_empty() && s.halt.is_none() && undrawn > 0 {
+        eprintln!("sequential: {undrawn} session(s) up to --max-pairs were not drawn: their comparison was decided");
     }
     let command = crate::invoked::shell_words(&s.command);
     if let Some(h) = &s.halt {

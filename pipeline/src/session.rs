@@ -381,6 +381,7 @@ fn record_of(ctx: &RunContext, pending: &Pending, outcome: &SessionOutcome, veri
         task_sha256: task.sha256.clone(),
         split: task.meta.split,
         rep: job.rep,
+        draw: job.draw,
         arm_position: job.arm_position,
         model: model.spec.clone(),
         // As the provider was built: keyless when the endpoint is loopback and the variable unset.

@@ -50,6 +50,11 @@ pub struct Fingerprint {
     /// `warm`: the session was one task of a conversation through several. Absent for a cold
     /// session.
     pub session_mode: Option<crate::SessionMode>,
+    /// `sequential`: the session is one arm of a pair drawn by a sequential experiment
+    /// (`--until-decided`), which reads its pairs in draw order with anytime-valid sequences and
+    /// stops when decided; its sessions never pool with a fixed design's. Absent for a fixed
+    /// design, so earlier hashes are unchanged.
+    pub design: Option<String>,
 }
 
 /// The fingerprint as it is written and hashed: field names and order are part of every hash
@@ -110,6 +115,9 @@ mod wire {
         /// Absent for a cold session and before modes, so cold hashes are unchanged.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         session_mode: Option<crate::SessionMode>,
+        /// Absent for a fixed design, and before sequential experiments.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        design: Option<String>,
     }
 
     impl From<Fingerprint> for super::Fingerprint {
@@ -144,6 +152,7 @@ mod wire {
                 build_dirty: w.build_dirty,
                 preflight_skipped: w.preflight_skipped,
                 session_mode: w.session_mode,
+                design: w.design,
             }
         }
     }
@@ -179,6 +188,7 @@ mod wire {
                 build_dirty: f.build_dirty,
                 preflight_skipped: f.preflight_skipped,
                 session_mode: f.session_mode,
+                design: f.design,
             }
         }
     }
@@ -269,6 +279,7 @@ pub const FIELDS: &[&str] = &[
     "build_dirty",
     "preflight_skipped",
     "session_mode",
+    "design",
 ];
 
 fn fields(f: &Fingerprint) -> Vec<(String, serde_json::Value)> {
@@ -333,6 +344,7 @@ mod tests {
             build_dirty: Some(false),
             preflight_skipped: false,
             session_mode: None,
+            design: None,
         }
     }
 
@@ -374,6 +386,7 @@ mod tests {
             ("build_dirty", Fingerprint { build_dirty: Some(true), ..sample() }),
             ("preflight_skipped", Fingerprint { preflight_skipped: true, ..sample() }),
             ("session_mode", Fingerprint { session_mode: Some(crate::SessionMode::Warm), ..sample() }),
+            ("design", Fingerprint { design: Some("sequential".into()), ..sample() }),
         ];
         assert_eq!(variants.len(), FIELDS.len(), "a test variant for every field");
         let every_field_set = Fingerprint {
@@ -390,6 +403,7 @@ mod tests {
             distractors_sha256: Some("d".into()),
             arm_sha256: Some("a".into()),
             session_mode: Some(crate::SessionMode::Warm),
+            design: Some("sequential".into()),
             ..sample()
         };
         let serde_json::Value::Object(map) = serde_json::to_value(&every_field_set).unwrap() else { panic!() };

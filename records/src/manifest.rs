@@ -71,6 +71,28 @@ pub struct ExperimentManifest {
     /// with none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub distractors: Option<ManifestDistractors>,
+    /// `--until-decided`: the experiment is sequential, and this is its stopping rule. Absent
+    /// for a fixed design.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequential: Option<ManifestSequential>,
+}
+
+/// A sequential experiment's design: pairs drawn one at a time and read by anytime-valid
+/// sequences, stopping when decided or at the cap.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ManifestSequential {
+    /// The most pairs of each comparison (model, module) the run draws.
+    pub max_pairs: u32,
+    /// No stop on a verdict before this many valid pairs.
+    pub min_pairs: u32,
+    /// The sequences' level (two-sided).
+    pub alpha: f64,
+    /// The success margin the stopping rule applied.
+    pub success_margin: f64,
+    /// How a draw picks its task, so anyone can recompute the order.
+    pub draw: String,
+    /// The rule in words.
+    pub rule: String,
 }
 
 /// The distractors of an experiment (see [`ExperimentManifest::distractors`]): every session

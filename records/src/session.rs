@@ -113,6 +113,11 @@ pub struct SessionRecord {
     #[serde(default, skip_serializing_if = "crate::Split::is_dev")]
     pub split: crate::Split,
     pub rep: u32,
+    /// A sequential experiment's pairs are drawn one at a time: this pair's place in the draw
+    /// order, from 1 (its task is the draw's, its rep how often the task was drawn so far).
+    /// Absent for a fixed design.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub draw: Option<u32>,
     /// 1 if this arm ran first for its (task, rep) pair, 2 if second (ABBA rotation).
     pub arm_position: u32,
     pub model: ModelSpec,
@@ -390,6 +395,7 @@ mod tests {
             build_dirty: Some(false),
             preflight_skipped: false,
             session_mode: None,
+            design: None,
         };
         SessionRecord {
             schema_version: SCHEMA_VERSION,
@@ -401,6 +407,7 @@ mod tests {
             task_sha256: "t".into(),
             split: Default::default(),
             rep: 1,
+            draw: None,
             arm_position: 1,
             model,
             auth: None,

@@ -42,7 +42,7 @@ pub use attrition::{AttritionRow, HarnessShare};
 pub use oracle::{OracleModule, OraclePerSession, OracleRow};
 pub use paired::{BothPassed, Diff, DroppedPair, ModuleReport, POWER_METHOD, PairOutcomes, Paired, Power};
 pub use select::Comparison;
-pub use verdict::{Verdict, decide, few_passes, verdict_rules};
+pub use verdict::{Cost, Design, Evidence, Verdict, decide, decide_on, few_passes, verdict_rules};
 
 use attrition::{attrition_row, harness_share};
 use oracle::oracle_module;

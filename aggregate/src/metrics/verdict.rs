@@ -65,30 +65,138 @@ fn points(fraction: f64) -> String {
     format!("{}", (fraction * 1000.0).round() / 10.0)
 }
 
-/// The verdict rules of [`verdict_rules`].
+/// What a cost interval or sequence shows about the pattern's input tokens against the control's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cost {
+    /// Shown lower.
+    Lower,
+    /// Shown higher.
+    Higher,
+    /// Neither shown.
+    Unclear,
+}
+
+/// How the evidence was gathered, which names it in the verdict's reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Design {
+    /// Fixed-sample intervals of the mean differences, over tasks.
+    Fixed,
+    /// Anytime-valid sequences of a sequential experiment (docs/adr/0021): the success
+    /// difference, and the share of pairs in which the pattern used fewer input tokens.
+    Sequential,
+}
+
+impl Design {
+    fn missing(self) -> &'static str {
+        match self {
+            Self::Fixed => "no input-token difference interval (usage missing)",
+            Self::Sequential => "no sequence of the share of pairs with fewer input tokens (usage missing)",
+        }
+    }
+
+    fn lower(self) -> &'static str {
+        match self {
+            Self::Fixed => "the input-token difference interval is entirely below 0",
+            Self::Sequential => "the share of pairs in which the pattern used fewer input tokens is shown above ½",
+        }
+    }
+
+    fn not_lower(self) -> &'static str {
+        match self {
+            Self::Fixed => "their interval is not entirely below 0",
+            Self::Sequential => "their share's sequence is not entirely above ½",
+        }
+    }
+
+    fn higher(self) -> &'static str {
+        match self {
+            Self::Fixed => "the input-token difference interval is entirely above 0: the pattern costs more",
+            Self::Sequential => "the share of pairs in which the pattern used fewer input tokens is shown below ½: the pattern costs more in most pairs",
+        }
+    }
+
+    fn unclear(self) -> &'static str {
+        match self {
+            Self::Fixed => "the input-token difference interval includes 0",
+            Self::Sequential => "the share of pairs in which the pattern used fewer input tokens may still be ½",
+        }
+    }
+}
+
+/// What the verdict rules read: the same rules decide a fixed design from its intervals and a
+/// sequential experiment from its sequences.
+#[derive(Debug, Clone)]
+pub struct Evidence<'a> {
+    pub design: Design,
+    pub pairs_used: usize,
+    pub outcomes: &'a PairOutcomes,
+    /// The success-rate difference, pattern − control.
+    pub success: Option<crate::stats::Interval>,
+    /// The smallest success drop the design would detect, for the reason's wording.
+    pub success_mde: Option<f64>,
+    /// Input tokens over all used pairs; `None` when usage is missing.
+    pub cost: Option<Cost>,
+    /// Input tokens over the pairs where both arms passed, and how many there are.
+    pub cost_both: Option<Cost>,
+    pub both_pairs: usize,
+}
+
+impl<'a> Evidence<'a> {
+    /// The fixed design's: the paired differences' 95 % intervals over tasks.
+    pub fn fixed(paired: &'a Paired) -> Self {
+        let cost = |d: Option<&super::Diff>| {
+            d.and_then(|d| d.ci95).map(|i| {
+                if i.entirely_below(0.0) {
+                    Cost::Lower
+                } else if i.entirely_above(0.0) {
+                    Cost::Higher
+                } else {
+                    Cost::Unclear
+                }
+            })
+        };
+        Self {
+            design: Design::Fixed,
+            pairs_used: paired.pairs_used,
+            outcomes: &paired.outcomes,
+            success: paired.success.as_ref().and_then(|d| d.ci95),
+            success_mde: paired.success.as_ref().and_then(|d| d.mde),
+            cost: cost(paired.input_tokens.as_ref()),
+            cost_both: cost(paired.both_passed.input_tokens.as_ref()),
+            both_pairs: paired.both_passed.pairs,
+        }
+    }
+}
+
+/// The verdict rules of [`verdict_rules`], from the fixed design's intervals.
 pub fn decide(paired: &Paired, both_arms: bool, opts: &Options) -> (Verdict, String) {
+    decide_on(&Evidence::fixed(paired), both_arms, opts)
+}
+
+/// The verdict rules of [`verdict_rules`], from either design's evidence.
+pub fn decide_on(e: &Evidence, both_arms: bool, opts: &Options) -> (Verdict, String) {
     if !both_arms {
         return (Verdict::Inconclusive, "one arm has no sessions".into());
     }
-    if paired.pairs_used < opts.min_pairs_for_verdict {
-        let n = paired.pairs_used;
+    if e.pairs_used < opts.min_pairs_for_verdict {
+        let n = e.pairs_used;
         return (
             Verdict::Inconclusive,
             format!("{n} valid pair{}; at least {} are needed for a verdict", if n == 1 { "" } else { "s" }, opts.min_pairs_for_verdict),
         );
     }
-    let (n, m) = (paired.pairs_used, opts.min_passes_for_verdict);
-    let few = few_passes(&paired.outcomes, opts);
+    let (n, m) = (e.pairs_used, opts.min_passes_for_verdict);
+    let few = few_passes(e.outcomes, opts);
     if few.contains(&Role::Control) {
         return (
             Verdict::Withheld,
             format!(
                 "model too weak to show a difference: the control passed in {} of {n} pairs, fewer than the {m} a comparison needs; the turn and token differences are over failures, not savings",
-                paired.outcomes.passes(Role::Control)
+                e.outcomes.passes(Role::Control)
             ),
         );
     }
-    let Some(s) = paired.success.as_ref().and_then(|d| d.ci95) else {
+    let Some(s) = e.success else {
         return (Verdict::Inconclusive, "no success-difference interval".into());
     };
     if s.entirely_below(0.0) {
@@ -99,53 +207,47 @@ pub fn decide(paired: &Paired, both_arms: bool, opts: &Options) -> (Verdict, Str
             Verdict::Withheld,
             format!(
                 "too few passes to compare: the pattern passed in {} of {n} pairs, fewer than {m}, and its success is not shown worse; its turn and token differences are mostly over failures, not savings",
-                paired.outcomes.passes(Role::Pattern)
+                e.outcomes.passes(Role::Pattern)
             ),
         );
     }
-    let Some(t) = paired.input_tokens.as_ref().and_then(|d| d.ci95) else {
-        return (Verdict::Inconclusive, "no input-token difference interval (usage missing)".into());
+    let Some(t) = e.cost else {
+        return (Verdict::Inconclusive, e.design.missing().into());
     };
-    if t.entirely_below(0.0) && s.lo < -opts.success_margin {
+    if t == Cost::Lower && s.lo < -opts.success_margin {
         return (
             Verdict::Inconclusive,
             format!(
                 "input tokens are lower, but success is not shown within {} points of the control's: its difference interval reaches {:.1} points{}",
                 points(opts.success_margin),
                 100.0 * s.lo,
-                paired.success.as_ref().and_then(|d| d.mde).map_or(String::new(), |m| format!(
+                e.success_mde.map_or(String::new(), |m| format!(
                     " (this design would miss a success drop smaller than about {:.0} points; more tasks narrow it)",
                     100.0 * m
                 ))
             ),
         );
     }
-    if t.entirely_below(0.0) {
-        let b = &paired.both_passed;
-        let success_cost = b.input_tokens.as_ref().and_then(|d| d.ci95);
-        if b.pairs >= m && success_cost.is_some_and(|i| i.entirely_below(0.0)) {
-            (
-                Verdict::Confirmed,
-                format!(
-                    "success shown not worse than the control's by more than {} points (its difference interval starts at {:.1}), and the input-token difference interval is entirely below 0 over all pairs and over the {} pairs where both arms passed",
-                    points(opts.success_margin),
-                    100.0 * s.lo,
-                    b.pairs
-                ),
-            )
-        } else {
-            (
-                Verdict::Inconclusive,
-                format!(
-                    "input tokens are lower over all pairs, but not shown lower over the {} pairs where both arms passed ({}): a saving made by failing differently is no saving",
-                    b.pairs,
-                    if b.pairs < m { format!("fewer than {m}") } else { "their interval is not entirely below 0".to_string() }
-                ),
-            )
-        }
-    } else if t.entirely_above(0.0) {
-        (Verdict::Negative, "the input-token difference interval is entirely above 0: the pattern costs more".into())
-    } else {
-        (Verdict::Inconclusive, "the input-token difference interval includes 0".into())
+    match t {
+        Cost::Lower if e.both_pairs >= m && e.cost_both == Some(Cost::Lower) => (
+            Verdict::Confirmed,
+            format!(
+                "success shown not worse than the control's by more than {} points (its difference interval starts at {:.1}), and {} over all pairs and over the {} pairs where both arms passed",
+                points(opts.success_margin),
+                100.0 * s.lo,
+                e.design.lower(),
+                e.both_pairs
+            ),
+        ),
+        Cost::Lower => (
+            Verdict::Inconclusive,
+            format!(
+                "input tokens are lower over all pairs, but not shown lower over the {} pairs where both arms passed ({}): a saving made by failing differently is no saving",
+                e.both_pairs,
+                if e.both_pairs < m { format!("fewer than {m}") } else { e.design.not_lower().to_string() }
+            ),
+        ),
+        Cost::Higher => (Verdict::Negative, e.design.higher().into()),
+        Cost::Unclear => (Verdict::Inconclusive, e.design.unclear().into()),
     }
 }

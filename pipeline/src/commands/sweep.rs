@@ -237,6 +237,11 @@ pub async fn run(args: SweepArgs) -> anyhow::Result<Exit> {
         "a sweep does not take a budget yet: each level is its own run, so a budget would bound each level, not the sweep. Run the levels one by one (`--{} L --budget-…`), or the sweep without one",
         factor.word()
     );
+    anyhow::ensure!(
+        !args.run.sequential.until_decided,
+        "a sweep does not run --until-decided yet: each level would stop on its own verdict, and the sweep's trend reads levels of equal design. Run the levels one by one (`--{} L --until-decided …`), or the sweep with --k",
+        factor.word()
+    );
     let shard = crate::shard::Shard::resolve(args.run.shard.as_deref(), args.run.shard_count, &|k| std::env::var(k).ok()).map_err(|e| anyhow::anyhow!(e))?;
     anyhow::ensure!(
         shard.is_none(),

@@ -124,6 +124,25 @@ pub struct RunArgs {
     pub max_consecutive_invalid: u32,
     #[command(flatten)]
     pub budget: BudgetFlags,
+    #[command(flatten)]
+    pub sequential: SequentialFlags,
+}
+
+/// A sequential experiment: pairs drawn one at a time until the verdict is reached, read by
+/// anytime-valid confidence sequences (docs/sequential.md).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SequentialFlags {
+    /// Run pairs until the verdict is decided (confirmed or negative) or --max-pairs are drawn:
+    /// each pair a task drawn at random, with replacement, from the module's tasks; the report
+    /// uses intervals that stay valid however the run stopped. Replaces --k.
+    #[arg(long, requires = "max_pairs", conflicts_with = "k")]
+    pub until_decided: bool,
+    /// The most pairs per model and module a sequential run draws (required with --until-decided).
+    #[arg(long, value_name = "N", requires = "until_decided", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max_pairs: Option<u32>,
+    /// No stop on a verdict before N valid pairs (default: the verdict's own minimum, 10).
+    #[arg(long, value_name = "N", requires = "until_decided", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub min_pairs: Option<u32>,
 }
 
 /// A hard budget for a run: it stops before a pair that could take it past the budget at the

@@ -85,7 +85,9 @@ impl RunPlan {
         let seal = crate::held_out::require_seal(&tasks_dir, tasks.iter().flat_map(|m| m.tasks.iter().map(|t| &**t))).await?;
         let seal = seal.map(|s| crate::held_out::with_arms(s, &tasks_dir, &arms)).transpose()?;
         let budgets = budgets(&args.budget, &models)?;
+        let sequential = sequential(&args.sequential, args.session_mode, shard.is_some(), &arms, &tasks)?;
         Ok(Self {
+            sequential,
             budgets,
             exp_dir: args.results_dir.join(&experiment),
             experiment,
@@ -172,6 +174,7 @@ impl RunPlan {
         let experiment = sharded(spec.experiment.clone(), options.shard);
         let budgets = spec_budgets(spec, &options.budget, std::slice::from_ref(&model))?;
         Ok(Self {
+            sequential: None,
             budgets,
             exp_dir: options.results_dir.join(&experiment),
             experiment,
@@ -358,6 +361,64 @@ pub(super) fn drawn(n: u32, manifests: &BTreeMap<String, servers::ToolManifest>)
         }
     }
     Ok(distractors)
+}
+
+/// `--until-decided`'s design, refused where a sequential run could not stand behind its
+/// verdict: warm conversations and shards (a rep is not one pair; a shard cannot see the others'
+/// pairs), a module with more than one arm on a side, and a cap below
+/// the fewest pairs that could ever reach a verdict.
+fn sequential(
+    flags: &crate::input::flags::SequentialFlags,
+    mode: SessionMode,
+    sharded: bool,
+    arms: &[&'static ServerEntry],
+    tasks: &[ModuleTasks],
+) -> anyhow::Result<Option<super::Sequential>> {
+    if !flags.until_decided {
+        return Ok(None);
+    }
+    let max_pairs = flags.max_pairs.context("--until-decided needs --max-pairs N: the most pairs per model and module it may draw")?;
+    if mode == SessionMode::Warm {
+        bail!("--until-decided draws one pair at a time, and a warm conversation runs every task at once; drop --session-mode warm");
+    }
+    if sharded {
+        bail!("--until-decided decides as pairs come in, which a shard cannot see of the others; run it unsharded");
+    }
+    for m in tasks.iter().filter(|m| !m.tasks.is_empty()) {
+        let roles: Vec<_> = arms.iter().filter(|a| a.module == m.module).map(|a| a.role).collect();
+        let (p, c) = (
+            roles.iter().filter(|r| **r == servers::registry::Role::Pattern).count(),
+            roles.iter().filter(|r| **r == servers::registry::Role::Control).count(),
+        );
+        if p != 1 || c != 1 {
+            bail!(
+                "--until-decided compares one pattern with one control per module; {} has {p} pattern arm(s) and {c} control arm(s): select one of each with --mcp",
+                m.module
+            );
+        }
+    }
+    let opts = aggregate::Options::default();
+    let min_pairs = flags.min_pairs.unwrap_or(opts.min_pairs_for_verdict as u32);
+    let (any, confirm) = aggregate::sequential::fewest_pairs(&opts);
+    if let Some(any) = any
+        && (max_pairs as usize) < any
+    {
+        bail!(
+            "--max-pairs {max_pairs} can never reach a verdict: even if every pair favoured one arm, no verdict comes before {any} valid pairs; raise --max-pairs to at least {any} (a saving needs at least {} to be confirmed)",
+            confirm.map_or("more".to_string(), |c| c.to_string())
+        );
+    }
+    if min_pairs > max_pairs {
+        bail!("--min-pairs {min_pairs} is above --max-pairs {max_pairs}: the run could never stop on a verdict");
+    }
+    if let Some(c) = confirm
+        && (max_pairs as usize) < c
+    {
+        eprintln!(
+            "note: --max-pairs {max_pairs} can stop on a negative verdict but never confirm a saving: even if both arms passed every pair and the pattern always used fewer tokens, confirming takes {c} valid pairs"
+        );
+    }
+    Ok(Some(super::Sequential { rule: aggregate::sequential::Rule { max_pairs, min_pairs } }))
 }
 
 /// The budgets `flags` set, refused when nothing they limit is spent (the oracle, a simulated

@@ -44,6 +44,51 @@ pub struct PlannedSession {
     pub server: &'static ServerEntry,
     /// 1 if this arm goes first in its (task, rep) pair, 2 if second.
     pub arm_position: u32,
+    /// A sequential experiment's pair: its place in the draw order, from 1.
+    pub draw: Option<u32>,
+}
+
+/// `--until-decided`: pairs drawn one at a time, each a task chosen uniformly with replacement
+/// from its module's tasks, until the verdict is reached or the cap (docs/adr/0021).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sequential {
+    pub rule: aggregate::sequential::Rule,
+}
+
+impl Sequential {
+    /// The fingerprint's `design`: what makes a sequential session another measurement than a
+    /// fixed design's (the draw scheme's version with it).
+    pub const DESIGN: &'static str = "sequential-v1";
+    /// How a draw picks its task, for the manifest.
+    pub const DRAW: &'static str = "task index = the first 8 bytes of sha256(\"mcp-pattern-bench/draw\\0\" + module + \"\\0\" + split + \"\\0\" + draw number in decimal), big-endian, modulo the task count of the module's split, its tasks in run order";
+
+    /// The task index of draw `number` (from 1) among `tasks` tasks of `module`'s `split`.
+    pub fn draw(module: &str, split: records::Split, number: u32, tasks: usize) -> usize {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::new()
+            .chain_update(b"mcp-pattern-bench/draw\0")
+            .chain_update(module.as_bytes())
+            .chain_update(b"\0")
+            .chain_update(split.as_str().as_bytes())
+            .chain_update(b"\0")
+            .chain_update(number.to_string().as_bytes())
+            .finalize();
+        let head = u64::from_be_bytes(digest[..8].try_into().expect("8 bytes"));
+        (head % tasks as u64) as usize
+    }
+
+    /// The manifest's record of the design.
+    pub fn manifest(&self) -> records::manifest::ManifestSequential {
+        let opts = aggregate::Options::default();
+        records::manifest::ManifestSequential {
+            max_pairs: self.rule.max_pairs,
+            min_pairs: self.rule.min_pairs,
+            alpha: aggregate::sequential::ALPHA,
+            success_margin: opts.success_margin,
+            draw: Self::DRAW.into(),
+            rule: self.rule.describe(&opts),
+        }
+    }
 }
 
 /// What stops a run early besides a quota answer and an interrupt.
@@ -100,6 +145,9 @@ pub struct RunPlan {
     /// Where the sessions are exported as traces (`--otlp-endpoint` or the OTLP variables); none:
     /// no export. Not part of any fingerprint: it changes nothing a session does.
     pub otlp: Option<crate::otlp::Target>,
+    /// `--until-decided`: a sequential experiment (cold sessions only); `None`: the fixed design
+    /// of `reps` per task.
+    pub sequential: Option<Sequential>,
 }
 
 impl RunPlan {
@@ -152,13 +200,14 @@ impl RunPlan {
                 let ordered =
                     |pair: usize| -> Vec<&'static ServerEntry> { if pair.is_multiple_of(2) { arms.clone() } else { arms.iter().rev().copied().collect() } };
                 match self.session_mode {
+                    SessionMode::Cold if self.sequential.is_some() => {}
                     SessionMode::Cold => {
                         for task in &m.tasks {
                             for rep in 1..=self.reps {
                                 let order = ordered(pair);
                                 pair += 1;
                                 for (i, server) in order.into_iter().enumerate() {
-                                    out.push(vec![PlannedSession { model, task: task.clone(), rep, server, arm_position: i as u32 + 1 }]);
+                                    out.push(vec![PlannedSession { model, task: task.clone(), rep, server, arm_position: i as u32 + 1, draw: None }]);
                                 }
                             }
                         }
@@ -180,12 +229,52 @@ impl RunPlan {
                                     out.push(
                                         tasks
                                             .iter()
-                                            .map(|task| PlannedSession { model, task: (*task).clone(), rep, server, arm_position: i as u32 + 1 })
+                                            .map(|task| PlannedSession { model, task: (*task).clone(), rep, server, arm_position: i as u32 + 1, draw: None })
                                             .collect(),
                                     );
                                 }
                             }
                         }
+                    }
+                }
+            }
+        }
+        if let Some(seq) = self.sequential {
+            out.extend(self.draws(seq));
+        }
+        out
+    }
+
+    /// A sequential experiment's pairs, in draw order: draw 1 of every (model, module), then
+    /// draw 2…, so every comparison advances together; the arm that goes first alternates from
+    /// one draw to the next. A task drawn again is its next rep.
+    fn draws(&self, seq: Sequential) -> Vec<Vec<PlannedSession>> {
+        let mut out = Vec::new();
+        let mut reps: BTreeMap<(usize, &str, &str), u32> = BTreeMap::new();
+        // Each split of a module is its own comparison (the report never pools them).
+        let groups: Vec<(&ModuleTasks, records::Split, Vec<&Arc<Task>>)> = self
+            .tasks
+            .iter()
+            .flat_map(|m| {
+                [records::Split::Dev, records::Split::HeldOut]
+                    .into_iter()
+                    .map(move |split| (m, split, m.tasks.iter().filter(|t| t.meta.split == split).collect::<Vec<_>>()))
+            })
+            .filter(|(_, _, tasks)| !tasks.is_empty())
+            .collect();
+        for number in 1..=seq.rule.max_pairs {
+            for model in 0..self.models.len() {
+                for (m, split, tasks) in &groups {
+                    let task = tasks[Sequential::draw(&m.module, *split, number, tasks.len())];
+                    let rep = reps.entry((model, m.module.as_str(), task.id.as_str())).or_default();
+                    *rep += 1;
+                    let mut arms: Vec<&'static ServerEntry> = self.arms.iter().copied().filter(|s| s.module == m.module).collect();
+                    arms.sort_by_key(|s| s.role != Role::Pattern);
+                    if number.is_multiple_of(2) {
+                        arms.reverse();
+                    }
+                    for (i, server) in arms.into_iter().enumerate() {
+                        out.push(vec![PlannedSession { model, task: task.clone(), rep: *rep, server, arm_position: i as u32 + 1, draw: Some(number) }]);
                     }
                 }
             }
@@ -218,6 +307,7 @@ impl RunPlan {
             // The oracle asks no endpoint anything: there is nothing to preflight.
             preflight_skipped: !oracle && self.preflight_skipped,
             session_mode: (self.session_mode == SessionMode::Warm).then_some(SessionMode::Warm),
+            design: self.sequential.map(|_| Sequential::DESIGN.to_owned()),
         }
     }
 

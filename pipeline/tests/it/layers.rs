@@ -17,6 +17,7 @@ const PIPELINE: &[&str] = &[
     "session",
     "gates",
     "context",
+    "sequential",
     "experiment",
     "plan",
     "input",

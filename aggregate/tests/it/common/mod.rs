@@ -62,6 +62,7 @@ pub fn record(m: &str, module: &str, role: &str, task: &str, rep: u32, s: S) -> 
         task_sha256: "00".into(),
         split: Default::default(),
         rep,
+        draw: None,
         arm_position: 1,
         model: model(m),
         auth: None,
@@ -214,6 +215,7 @@ pub fn fingerprint_of(r: &SessionRecord) -> Fingerprint {
         build_dirty: Some(false),
         preflight_skipped: false,
         session_mode: None,
+        design: None,
     }
 }
 
@@ -276,6 +278,7 @@ pub fn manifest(models: &[&str], tasks: &[&str], k: u32) -> ExperimentManifest {
         stopped: None,
         otlp: None,
         distractors: None,
+        sequential: None,
         postgres: None,
         split: None,
         seal: None,

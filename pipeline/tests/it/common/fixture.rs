@@ -56,6 +56,7 @@ fn fingerprint(r: &SessionRecord) -> Fingerprint {
         build_dirty: Some(false),
         preflight_skipped: false,
         session_mode: None,
+        design: None,
     }
 }
 
@@ -99,6 +100,7 @@ fn record(experiment: &str, oracle: bool, role: Role, task: &str, rep: u32) -> S
         task_sha256: format!("sha-{task}"),
         split: Default::default(),
         rep,
+        draw: None,
         arm_position: 1,
         model: model_spec(oracle),
         auth: None,
@@ -270,6 +272,7 @@ pub fn write(dir: &Path, name: &str) -> usize {
         stopped: None,
         otlp: None,
         distractors: None,
+        sequential: None,
         postgres: None,
         split: None,
         seal: None,
