@@ -146,8 +146,22 @@ fn inside_plan(m: &ExperimentManifest, manifest: &Path, sessions: &[Loaded]) -> 
         if !differ.is_empty() {
             return Err(outside(format!("task {key} differs from the plan: {}", differ.join("; "))));
         }
-        if r.rep == 0 || r.rep > m.k {
-            return Err(outside(format!("rep {} is outside the planned reps 1..={}", r.rep, m.k)));
+        match &m.sequential {
+            // A sequential experiment's rep is how often its task was drawn so far: at most the
+            // draw, which is at most the cap; and every session of one has its draw.
+            Some(seq) => match r.draw {
+                None => return Err(outside("it has no draw, and the experiment is sequential".to_owned())),
+                Some(d) if d == 0 || d > seq.max_pairs => {
+                    return Err(outside(format!("draw {d} is outside the planned draws 1..={}", seq.max_pairs)));
+                }
+                Some(d) if r.rep == 0 || r.rep > d => return Err(outside(format!("rep {} is outside 1..={d} (its draw)", r.rep))),
+                Some(_) => {}
+            },
+            None if r.draw.is_some() => return Err(outside("it has a draw, and the experiment is not sequential".to_owned())),
+            None if r.rep == 0 || r.rep > m.k => {
+                return Err(outside(format!("rep {} is outside the planned reps 1..={}", r.rep, m.k)));
+            }
+            None => {}
         }
     }
     Ok(())

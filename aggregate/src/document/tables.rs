@@ -254,29 +254,10 @@ fn module_blocks(
         let list: Vec<String> = m.paired.dropped.iter().map(|(k, v)| format!("{k}: {v}")).collect();
         format!("Pairs dropped: {} ({}).", m.paired.dropped_pairs.len(), list.join("; ")).into()
     }));
-    o.push(Block::Paragraph(match &m.power {
-        Some(pw) => match pw.tasks_needed {
-            Some(tasks) => format!(
-                "Power (normal approximation, over tasks): detecting a {:.0}% input-token difference ({} tokens) with 80% power at α = 0.05 needs ≈ {tasks} tasks at {} reps per task ({} pairs; this run had {} tasks). More reps of the same tasks narrow the interval only as far as sessions of one task differ.",
-                pw.relative_difference * 100.0,
-                num(pw.delta_tokens),
-                pw.reps_per_task_needed,
-                pw.pairs_needed,
-                pw.tasks,
-            ),
-            None => format!(
-                "Power (normal approximation): detecting a {:.0}% input-token difference ({} tokens) with 80% power at α = 0.05 needs ≈ {} pairs, i.e. {} reps per task over {} tasks (observed paired SD {}).",
-                pw.relative_difference * 100.0,
-                num(pw.delta_tokens),
-                pw.pairs_needed,
-                pw.reps_per_task_needed,
-                pw.tasks,
-                num(pw.paired_sd)
-            ),
-        }
-        .into(),
-        None => "Power: not estimable (needs ≥ 2 pairs with input tokens in both arms and a non-zero control mean).".into(),
-    }));
+    match &m.sequential {
+        Some(seq) => o.extend(sequential_blocks(seq)),
+        None => o.push(power_paragraph(m)),
+    }
     if [p, c].iter().any(|a| a.as_ref().is_some_and(|a| a.outcome_classes.scored > 0)) {
         o.push(Block::Table(classes_table(p, c, terms)));
         if let Some(j) = judge {
@@ -315,6 +296,74 @@ fn module_blocks(
             "unknown: some of the k reps are invalid or missing, so the answer is not known (a pass^k of \"unknown\" is never counted as a pass).".into(),
         ));
     }
+}
+
+/// The power estimate of a fixed design, for pre-registering a follow-up.
+fn power_paragraph(m: &ModuleReport) -> Block {
+    Block::Paragraph(match &m.power {
+        Some(pw) => match pw.tasks_needed {
+            Some(tasks) => format!(
+                "Power (normal approximation, over tasks): detecting a {:.0}% input-token difference ({} tokens) with 80% power at α = 0.05 needs ≈ {tasks} tasks at {} reps per task ({} pairs; this run had {} tasks). More reps of the same tasks narrow the interval only as far as sessions of one task differ.",
+                pw.relative_difference * 100.0,
+                num(pw.delta_tokens),
+                pw.reps_per_task_needed,
+                pw.pairs_needed,
+                pw.tasks,
+            ),
+            None => format!(
+                "Power (normal approximation): detecting a {:.0}% input-token difference ({} tokens) with 80% power at α = 0.05 needs ≈ {} pairs, i.e. {} reps per task over {} tasks (observed paired SD {}).",
+                pw.relative_difference * 100.0,
+                num(pw.delta_tokens),
+                pw.pairs_needed,
+                pw.reps_per_task_needed,
+                pw.tasks,
+                num(pw.paired_sd)
+            ),
+        }
+        .into(),
+        None => "Power: not estimable (needs ≥ 2 pairs with input tokens in both arms and a non-zero control mean).".into(),
+    })
+}
+
+/// A sequential experiment's design, stop and sequences, in place of the fixed design's power.
+fn sequential_blocks(s: &crate::metrics::sequential::SequentialReport) -> Vec<Block> {
+    use crate::sequential::Look;
+    let cell = |t: String| Cell::text(t);
+    let success = |l: &Look| format!("{} ({} pairs)", super::format::valued(l.success_mean, l.success, signed_pct), l.pairs);
+    let share = |v: Option<f64>, i, n: usize| format!("{} ({n} pairs)", super::format::valued(v, i, pct));
+    let cheaper = |l: &Look| share(l.cheaper_share, l.cheaper, l.cheaper_pairs);
+    let cheaper_both = |l: &Look| share(l.cheaper_both_share, l.cheaper_both, l.cheaper_both_pairs);
+    let verdict = |l: &Look| l.verdict.as_str().to_owned();
+    let rows: Vec<(&str, &dyn Fn(&Look) -> String)> = vec![
+        ("success-rate difference, pattern − control", &success),
+        ("share of pairs in which the pattern used fewer input tokens (ties ½)", &cheaper),
+        ("the same, over the pairs where both arms passed", &cheaper_both),
+        ("verdict the rules give", &verdict),
+    ];
+    let mut header = vec![cell("95 % confidence sequence (anytime-valid)".into())];
+    if let Some(at) = s.decided_at {
+        header.push(cell(format!("at the stop (pair {at})")));
+    }
+    header.push(cell(format!("over every pair recorded ({} drawn)", s.drawn)));
+    let rows = rows
+        .into_iter()
+        .map(|(what, f)| {
+            let mut row = vec![cell(what.into())];
+            if let Some(l) = &s.decided_look {
+                row.push(cell(f(l)));
+            }
+            row.push(cell(f(&s.look)));
+            row
+        })
+        .collect::<Vec<_>>();
+    vec![
+        Block::Paragraph(format!("Design: {}. This comparison {}.", s.rule, s.why).into()),
+        Block::Table(Table { kind: TableKind::Grid, align: vec![L; header.len()], header, rows }),
+        Block::Paragraph(
+            "Each sequence covers its true value at every pair at once with probability 95 %, so it stays valid however the run stopped; the true value is the mean over this task set, drawn uniformly (a task drawn again is its next rep). Power and minimum detectable differences belong to a fixed design and are not given."
+                .into(),
+        ),
+    ]
 }
 
 /// What kind of outcome each arm's scored sessions were, class by class, with Wilson intervals.

@@ -29,6 +29,7 @@ mod oracle;
 pub mod order;
 mod paired;
 mod select;
+pub mod sequential;
 pub mod splits;
 mod verdict;
 
@@ -234,7 +235,18 @@ pub fn summarise_with(exp: &Experiment, prices: Option<&PriceTable>, opts: &Opti
             for server in &m.servers {
                 let key = (model.id.clone(), model.provider, server.module.clone(), server.name.clone(), server.role);
                 attr.entry(key.clone()).or_insert_with(|| attrition_row(&key)).planned = Some(
-                    m.k as usize * planned_splits(m, &server.module).into_iter().map(|split| module_plan(m, &server.module, split).tasks.len()).sum::<usize>(),
+                    planned_splits(m, &server.module)
+                        .into_iter()
+                        .map(|split| {
+                            // A sequential experiment planned the pairs it drew.
+                            let recs: Vec<&SessionRecord> = sessions
+                                .iter()
+                                .map(|s| &s.record)
+                                .filter(|r| r.model.id == model.id && r.module == server.module && r.split == split)
+                                .collect();
+                            module_plan(m, &server.module, split).pairs(&recs)
+                        })
+                        .sum::<usize>(),
                 );
             }
         }

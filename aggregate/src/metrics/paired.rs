@@ -53,6 +53,10 @@ pub struct ModuleReport {
     /// The tasks the losing rule could not judge, with why (absent when there are none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unjudged_tasks: Vec<super::splits::UnjudgedTask>,
+    /// A sequential experiment's design, stop and sequences (`--until-decided`); its verdict is
+    /// read from them, and no fixed-sample interval is given. Absent for a fixed design.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequential: Option<super::sequential::SequentialReport>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -301,7 +305,7 @@ pub(super) fn module_report(
     let paired = Paired {
         pairs_seen: keys.len(),
         pairs_used: pairs.len(),
-        pairs_planned: plan.map(|p| p.k as usize * p.tasks.len()),
+        pairs_planned: plan.map(|p| p.pairs(recs)),
         dropped,
         dropped_pairs,
         success: rate_diff(&pairs),
@@ -338,7 +342,7 @@ pub(super) fn module_report(
     let control = (!ctl.is_empty()).then(|| arm_metrics(&ctl, model, prices, opts));
 
     // "Every time" needs every planned session: a missing one might have failed.
-    let all_planned = |c: &ArmMetrics| plan.is_none_or(|p| c.attempted == p.k as usize * p.tasks.len());
+    let all_planned = |c: &ArmMetrics| plan.is_none_or(|p| c.attempted == p.pairs(recs));
     let model_too_strong = control.as_ref().is_some_and(|c| c.valid > 0 && c.passed == c.valid && c.valid == c.attempted && all_planned(c));
     if model_too_strong {
         notices.push("The control passed every task every time: the model may be too strong for these tasks to show a success difference.".into());
@@ -417,7 +421,8 @@ pub(super) fn module_report(
             f.source
         ));
     }
-    let planned_k = plan.map(|p| p.k);
+    // A sequential experiment drew each task as often as chance had it: no k was planned.
+    let planned_k = plan.filter(|p| p.sequential.is_none()).map(|p| p.k);
     // Without a plan, k is the most reps any task of the arm has: a task with fewer is missing
     // some, and the report already says the planned k is unknown, so it must not claim them.
     let k_of = |arm: &[&SessionRecord]| planned_k.map_or_else(|| task_set.iter().map(|t| of_task(arm, t).len()).max().unwrap_or(0), |k| k as usize);
@@ -431,7 +436,12 @@ pub(super) fn module_report(
         })
         .collect();
 
-    ModuleReport {
+    let sequential = plan.and_then(|p| {
+        let (rule, text) = p.sequential.as_ref()?;
+        super::sequential::report(&pat, &ctl, *rule, text, p.stopped.as_deref(), opts)
+    });
+    let mut report = ModuleReport {
+        sequential: None,
         split: records::Split::Dev,
         losing_tasks: Vec::new(),
         unjudged_tasks: Vec::new(),
@@ -449,5 +459,15 @@ pub(super) fn module_report(
         flip_rate,
         notices,
         tasks,
+    };
+    if let Some(s) = sequential {
+        let as_text = report.verdict == Verdict::Withheld && report.verdict_reason.starts_with("verdict withheld: more than half");
+        let kept = (report.verdict, report.verdict_reason.clone());
+        super::sequential::apply(&mut report, s);
+        // The endpoint fault overrides any verdict, sequential or fixed.
+        if as_text {
+            (report.verdict, report.verdict_reason) = kept;
+        }
     }
+    report
 }

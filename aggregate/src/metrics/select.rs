@@ -79,11 +79,37 @@ pub(super) fn is_oracle(r: &SessionRecord) -> bool {
 pub(super) struct ModulePlan {
     pub(super) k: u32,
     pub(super) tasks: Vec<String>,
+    /// A sequential experiment's rule and its words: pairs are drawn until decided, so what was
+    /// planned is the pairs drawn, not k × tasks.
+    pub(super) sequential: Option<(crate::sequential::Rule, String)>,
+    /// Why the run stopped early, when it did (the manifest's `stopped.kind`).
+    pub(super) stopped: Option<String>,
+}
+
+impl ModulePlan {
+    /// The pairs planned: k × tasks, or for a sequential experiment the pairs drawn (the
+    /// highest draw among `recs`).
+    pub(super) fn pairs(&self, recs: &[&SessionRecord]) -> usize {
+        match self.sequential {
+            Some(_) => drawn(recs),
+            None => self.k as usize * self.tasks.len(),
+        }
+    }
+}
+
+/// The highest draw among `recs` (0 without any).
+pub(super) fn drawn(recs: &[&SessionRecord]) -> usize {
+    recs.iter().filter_map(|r| r.draw).max().unwrap_or(0) as usize
 }
 
 pub(super) fn module_plan(m: &records::ExperimentManifest, module: &str, split: records::Split) -> ModulePlan {
     let tasks = m.tasks.iter().filter(|t| t.split == split).filter_map(|t| t.key.strip_prefix(module)?.strip_prefix('/').map(str::to_owned)).collect();
-    ModulePlan { k: m.k, tasks }
+    ModulePlan {
+        k: m.k,
+        tasks,
+        sequential: m.sequential.as_ref().map(|s| (crate::sequential::Rule { max_pairs: s.max_pairs, min_pairs: s.min_pairs }, s.rule.clone())),
+        stopped: m.stopped.as_ref().map(|s| s.kind.clone()),
+    }
 }
 
 /// The splits a manifest planned tasks of `module` in (dev when it planned none: the module's

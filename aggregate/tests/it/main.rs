@@ -17,5 +17,6 @@ mod html;
 mod plan;
 mod report;
 mod schema;
+mod sequential;
 mod splits;
 mod verdicts;

@@ -122,6 +122,8 @@ fn real_summaries_match_the_schema() {
         v.class = Some(records::ClassNote { class: records::OutcomeClass::Correct, checks_held: None, decided_by: "the verifier passed".into() });
         r
     });
+    // A sequential experiment, decided.
+    sequential_fixture(&d("sequential"), 100, 50, |_| (true, true, 100, 200));
     let files = [
         summary_of(&d("planned"), Some(&prices), &opts()),
         summary_of(&d("old"), None, &opts()),
@@ -129,6 +131,7 @@ fn real_summaries_match_the_schema() {
         summary_of(&d("oracle"), None, &opts()),
         summary_of(&d("held_out"), None, &opts()),
         summary_of(&d("judged"), None, &opts()),
+        summary_of(&d("sequential"), None, &opts()),
     ];
     let (ok, text) = validate(&files);
     assert!(ok, "{text}");

@@ -446,3 +446,30 @@ pub fn held_out_fixture(dir: &Path) {
         }
     }
 }
+
+/// A sequential experiment (`--until-decided`, cap `max_pairs`) of model `m` over tasks t0–t2,
+/// drawn in turn: pair `d` is task `t{d % 3}`, its rep how often that task was drawn so far.
+/// `outcome(d)` gives (pattern passed, control passed, pattern input, control input).
+pub fn sequential_fixture(dir: &Path, max_pairs: u32, draws: u32, outcome: impl Fn(u32) -> (bool, bool, u64, u64)) {
+    let mut m = manifest(&["m"], &["t0", "t1", "t2"], 1);
+    m.sequential = Some(records::manifest::ManifestSequential {
+        max_pairs,
+        min_pairs: 10,
+        alpha: 0.05,
+        success_margin: 0.1,
+        draw: "in turn".into(),
+        rule: "sequential: a fixture's rule".into(),
+    });
+    write_manifest(dir, &m);
+    let mut reps = [0u32; 3];
+    for d in 1..=draws {
+        let t = (d % 3) as usize;
+        reps[t] += 1;
+        let (pp, cp, pi, ci) = outcome(d);
+        for (role, passed, input) in [("pattern", pp, pi), ("control", cp, ci)] {
+            let mut r = record("m", "m1", role, &format!("t{t}"), reps[t], ok(if passed { V::Passed } else { V::Failed }, input, 3));
+            r.draw = Some(d);
+            write(dir, &r, true);
+        }
+    }
+}
