@@ -21,6 +21,7 @@ mod otlp;
 mod regrade;
 mod report_browser;
 mod run;
+mod sequential;
 mod shards;
 mod sim;
 mod spec_gates;
