@@ -334,7 +334,8 @@ fn sequential_blocks(s: &crate::metrics::sequential::SequentialReport) -> Vec<Bl
     let cheaper = |l: &Look| share(l.cheaper_share, l.cheaper, l.cheaper_pairs);
     let cheaper_both = |l: &Look| share(l.cheaper_both_share, l.cheaper_both, l.cheaper_both_pairs);
     let verdict = |l: &Look| l.verdict.as_str().to_owned();
-    let rows: Vec<(&str, &dyn Fn(&Look) -> String)> = vec![
+    type Row<'a> = (&'a str, &'a dyn Fn(&Look) -> String);
+    let rows: Vec<Row> = vec![
         ("success-rate difference, pattern − control", &success),
         ("share of pairs in which the pattern used fewer input tokens (ties ½)", &cheaper),
         ("the same, over the pairs where both arms passed", &cheaper_both),
