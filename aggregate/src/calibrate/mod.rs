@@ -12,10 +12,11 @@
 
 mod population;
 pub mod render;
+pub mod sequential;
 
 use serde::{Deserialize, Serialize};
 
-pub use population::{Difficulty, Rng, Scenario, Success, Task, Tokens, Truth};
+pub use population::{Difficulty, Rng, Scenario, SimPair, Success, Task, Tokens, Truth};
 
 use crate::metrics::{ModuleReport, Options, Verdict};
 use crate::stats::{self, Interval};

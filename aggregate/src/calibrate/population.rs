@@ -182,6 +182,52 @@ impl Scenario {
     }
 }
 
+/// One simulated pair of a sequential experiment: task `task` drawn, its `rep`-th draw.
+#[derive(Debug, Clone, Copy)]
+pub struct SimPair {
+    pub task: usize,
+    pub rep: u32,
+    pub pattern_passed: bool,
+    pub control_passed: bool,
+    pub pattern_input: u64,
+    pub control_input: u64,
+}
+
+impl Scenario {
+    /// `n` pairs drawn one at a time, each task uniformly with replacement from `tasks`: the
+    /// design of `--until-decided`.
+    pub fn drawn_pairs(&self, rng: &mut Rng, tasks: &[Task], n: usize) -> Vec<SimPair> {
+        let mut reps = vec![0u32; tasks.len()];
+        (0..n)
+            .map(|_| {
+                let i = ((rng.uniform() * tasks.len() as f64) as usize).min(tasks.len() - 1);
+                reps[i] += 1;
+                let t = &tasks[i];
+                let tokens = |mean: f64, rng: &mut Rng| (mean * (self.tokens.session_noise * rng.normal()).exp()).round().max(1.0) as u64;
+                let pattern_input = tokens(t.size * t.ratio, rng);
+                let control_input = tokens(t.size, rng);
+                let pattern_passed = rng.uniform() < t.pattern_pass;
+                let control_passed = rng.uniform() < t.control_pass;
+                SimPair { task: i, rep: reps[i], pattern_passed, control_passed, pattern_input, control_input }
+            })
+            .collect()
+    }
+
+    /// The records a run would have written for `pairs`, for the report's fixed-design analysis.
+    pub fn records_of(&self, pairs: &[SimPair]) -> Experiment {
+        let mut sessions = Vec::with_capacity(2 * pairs.len());
+        for p in pairs {
+            let name = format!("t{:03}", p.task);
+            for (role, tokens, passed) in [(Role::Pattern, p.pattern_input, p.pattern_passed), (Role::Control, p.control_input, p.control_passed)] {
+                let record = session(&self.name, role, &name, p.rep, tokens, if passed { V::Passed } else { V::Failed });
+                let path = PathBuf::from(format!("sim__{}/{name}__rep{}.json", record.server, p.rep));
+                sessions.push(Loaded { path, record });
+            }
+        }
+        Experiment { dir: PathBuf::from(format!("calibrate/{}", self.name)), manifest: None, sessions, superseded: vec![], ignored: vec![], missing: vec![] }
+    }
+}
+
 /// One task's draws.
 #[derive(Debug, Clone, Copy)]
 pub struct Task {

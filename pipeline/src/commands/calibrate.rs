@@ -42,6 +42,27 @@ pub struct CalibrateArgs {
     /// beyond the simulation's own sampling error): what CI runs.
     #[arg(long)]
     check: bool,
+    /// Study the sequential design (`--until-decided`) instead: its false verdicts under an exact
+    /// null beside peeking at the report after every batch, and the pairs it spends to the right
+    /// verdict beside the fixed design as likely to reach it (docs/calibration/sequential/).
+    #[arg(long)]
+    sequential: bool,
+    /// With --sequential: tasks per simulated experiment.
+    #[arg(long, default_value_t = 16, requires = "sequential")]
+    tasks: usize,
+    /// With --sequential: the sequential design's cap.
+    #[arg(long, default_value_t = 200, requires = "sequential")]
+    max_pairs: u32,
+    /// With --sequential: pairs between two looks at the report when peeking.
+    #[arg(long, default_value_t = 10, requires = "sequential")]
+    batch: usize,
+    /// With --sequential: the fixed designs' reps per task (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,6,8,12", requires = "sequential")]
+    fixed_k: Vec<u32>,
+    /// With --sequential: fixed numbers of drawn pairs, each read once by fixed-sample intervals
+    /// of the sequences' own question (comma-separated; capped at --max-pairs).
+    #[arg(long, value_delimiter = ',', default_value = "20,40,60,80,100,120,150,200", requires = "sequential")]
+    fixed_pairs: Vec<usize>,
 }
 
 fn scenarios(args: &CalibrateArgs) -> anyhow::Result<Vec<Scenario>> {
@@ -75,6 +96,9 @@ fn read_scenario(path: &Path) -> anyhow::Result<Scenario> {
 pub fn run(args: CalibrateArgs) -> anyhow::Result<Exit> {
     if args.experiments < 20 {
         bail!("--experiments {}: at least 20 per scenario and design, or the rates mean nothing (400 is the default)", args.experiments);
+    }
+    if args.sequential {
+        return run_sequential(&args);
     }
     let designs: Vec<Design> = args.designs.iter().map(|d| Design::parse(d)).collect::<Result<_, _>>().map_err(anyhow::Error::msg)?;
     let scenarios = scenarios(&args)?;
@@ -120,13 +144,72 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<Exit> {
     Ok(Exit::Ok)
 }
 
+fn run_sequential(args: &CalibrateArgs) -> anyhow::Result<Exit> {
+    use aggregate::calibrate::sequential;
+    if args.tasks < 2 || args.batch == 0 || args.fixed_k.contains(&0) || args.fixed_pairs.contains(&0) {
+        bail!("--tasks needs at least 2, --batch at least 1, --fixed-k reps and --fixed-pairs of at least 1");
+    }
+    let scenarios = if args.scenarios.is_empty() && args.only.is_empty() { sequential::default_scenarios() } else { scenarios(args)? };
+    let threads = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)).max(1);
+    let config = sequential::SequentialConfig {
+        scenarios,
+        tasks: args.tasks,
+        rule: aggregate::sequential::Rule { max_pairs: args.max_pairs, min_pairs: aggregate::Options::default().min_pairs_for_verdict as u32 },
+        batch: args.batch,
+        fixed_k: args.fixed_k.clone(),
+        fixed_n: args.fixed_pairs.iter().map(|&n| n.min(args.max_pairs as usize)).collect(),
+        experiments: args.experiments,
+        seed: args.seed,
+        threads,
+    };
+    let started = std::time::Instant::now();
+    let study = sequential::run(&config, |c| {
+        eprintln!(
+            "{}: sequential right verdict {}, confirmed {}; peeking right {}, confirmed {}",
+            c.scenario,
+            c.sequential.right.rate.map_or("—".into(), |r| format!("{:.1} %", 100.0 * r)),
+            c.sequential.verdicts.confirmed.rate.map_or("—".into(), |r| format!("{:.1} %", 100.0 * r)),
+            c.peeking.right.rate.map_or("—".into(), |r| format!("{:.1} %", 100.0 * r)),
+            c.peeking.verdicts.confirmed.rate.map_or("—".into(), |r| format!("{:.1} %", 100.0 * r)),
+        );
+    });
+    eprintln!("{} scenario(s) in {:.1} s", study.cells.len(), started.elapsed().as_secs_f64());
+    let mut json = serde_json::to_string_pretty(&study)?;
+    json.push('\n');
+    let markdown = sequential::markdown(&study);
+    if let Some(dir) = &args.out {
+        write_files(dir, &[("study.json", json.clone()), ("README.md", markdown.clone())])?;
+        eprintln!("wrote {}", dir.display());
+    }
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        write!(stdout, "{json}")?;
+    } else if args.out.is_none() {
+        write!(stdout, "{markdown}")?;
+    }
+    let short = sequential::shortfalls(&study);
+    for s in &short {
+        eprintln!("below its stated level: {s}");
+    }
+    if args.check && !short.is_empty() {
+        eprintln!("error: {} figure(s) below their stated level (above)", short.len());
+        return Ok(Exit::Refused);
+    }
+    Ok(Exit::Ok)
+}
+
 /// study.json, README.md and calibration.svg, each written whole (a temporary file renamed).
 fn write_study(dir: &Path, study: &Study) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let svg = calibrate::render::svg(study)?;
     let mut json = serde_json::to_string_pretty(study)?;
     json.push('\n');
-    for (name, text) in [("study.json", json), ("README.md", calibrate::render::markdown(study)), ("calibration.svg", svg)] {
+    write_files(dir, &[("study.json", json), ("README.md", calibrate::render::markdown(study)), ("calibration.svg", svg)])
+}
+
+/// Each file written whole (a temporary file renamed) into `dir`.
+fn write_files(dir: &Path, files: &[(&str, String)]) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    for (name, text) in files {
         let path = dir.join(name);
         let tmp = dir.join(format!(".{name}.part"));
         std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
