@@ -22,7 +22,8 @@ pub use sequence::{ALPHA, Look, PairObs, Rule, Sequence, fewest_pairs};
 /// The grid of candidate means: 2,001 points across the range.
 const GRID: usize = 2001;
 
-/// The cap on a bet, as a fraction of what keeps the wealth nonnegative (their `c`).
+/// The cap on a bet, as a fraction of what keeps the wealth nonnegative (their `c`; ¾, one of
+/// their two recommended values, docs/adr/0021-sequential-experiments.md).
 const CAP: f64 = 0.75;
 
 /// A confidence sequence for the mean of observations in `[lo, hi]`, updated one at a time.

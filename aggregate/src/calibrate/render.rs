@@ -38,7 +38,8 @@ pub fn markdown(study: &Study) -> String {
     let _ = writeln!(
         md,
         "Made by `pipeline calibrate` (the committed study: `scripts/calibrate.sh`, from the scenarios in aggregate/calibration/); \
-the method and what it changed: docs/adr/0018-calibration-by-simulation.md.\n"
+the method and what it changed: docs/adr/0018-calibration-by-simulation.md. \
+The sequential design (`--until-decided`) has a study of its own: [sequential/](sequential/README.md).\n"
     );
     let _ = writeln!(
         md,
