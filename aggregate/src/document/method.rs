@@ -19,7 +19,11 @@ pub(super) fn provenance(s: &Summary, terms: &Terms) -> Section {
 
 pub(super) fn method(s: &Summary) -> Section {
     let m = &s.method;
-    let mut items: Vec<Text> = vec![
+    let mut items: Vec<Text> = Vec::new();
+    if !m.design.is_empty() {
+        items.push(format!("Design: {}.", m.design).into());
+    }
+    items.extend([
         format!("What the intervals estimate: {}.", m.estimand).into(),
         format!("Success: {}; \"could not score\" counts as not passed and is shown apart from \"failed\".", m.success_interval).into(),
         format!("Differences: {}.", m.difference_interval).into(),
@@ -27,7 +31,7 @@ pub(super) fn method(s: &Summary) -> Section {
         "Distributions are over valid sessions, shown as median (over sessions) / mean (over tasks of each task's mean) [its 95% t interval over tasks]; null usage is counted, never treated as 0.".into(),
         format!("Verdict: {}", m.verdict_rules).into(),
         format!("Paired differences over two sets of pairs: {}", m.pair_sets).into(),
-    ];
+    ]);
     items.push(match s.run.planned_k {
         Some(k) => format!("pass@k and pass^k use the planned k = {k} from the manifest: a task whose {k} reps are not all recorded and valid has pass^k unknown (and pass@k unknown unless a recorded rep passed).").into(),
         None => "pass@k and pass^k use k = the most reps any task of an arm has (no manifest, so the planned k is unknown): a task with fewer has pass^k unknown (and pass@k unknown unless a recorded rep passed).".into(),

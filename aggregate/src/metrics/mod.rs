@@ -141,6 +141,11 @@ pub struct Summary {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Method {
+    /// The experiment's design: fixed (every task k times, read once) or sequential (pairs drawn
+    /// until decided, read by confidence sequences), and its rule. Empty in summaries written
+    /// before it was stated, and without a manifest.
+    #[serde(default)]
+    pub design: String,
     /// What every interval of the report is for (see [`ESTIMAND`]). Empty in summaries written
     /// before it was stated.
     #[serde(default)]
@@ -392,6 +397,19 @@ pub fn summarise_with(exp: &Experiment, prices: Option<&PriceTable>, opts: &Opti
         schema: SUMMARY_SCHEMA.into(),
         experiments: experiments.into_iter().collect(),
         method: Method {
+            design: match manifest {
+                Some(m) => match &m.sequential {
+                    Some(seq) => format!(
+                        "{}. The intervals below are the fixed design's and are not used: each module gives its confidence sequences instead (docs/sequential.md)",
+                        seq.rule
+                    ),
+                    None => format!(
+                        "fixed: every task {} time(s) in both arms, the arm that goes first alternating, read once when the run is done; the intervals below are fixed-sample intervals, valid for one reading at the planned size, not for stopping when they look decided",
+                        m.k
+                    ),
+                },
+                None => String::new(),
+            },
             estimand: ESTIMAND.into(),
             success_interval: SUCCESS_INTERVAL.into(),
             difference_interval: DIFFERENCE_INTERVAL.into(),

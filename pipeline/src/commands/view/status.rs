@@ -87,6 +87,12 @@ fn flock_holder(table: &str, dev: u64, ino: u64, written_pid: Option<u32>) -> Op
 /// selects it (`Shard::select` over the same unit keys as
 /// [`crate::plan::RunPlan::conversations`]).
 pub fn planned_sessions(m: &ExperimentManifest) -> Result<BTreeSet<SessionKey>, String> {
+    if let Some(seq) = &m.sequential {
+        return Err(format!(
+            "a sequential experiment draws pairs until each comparison is decided (at most {} per comparison): how many it runs is not planned; its report says where each stopped",
+            seq.max_pairs
+        ));
+    }
     let warm = m.session_mode == Some(records::SessionMode::Warm);
     let mut modules: Vec<&str> = m.servers.iter().map(|s| s.module.as_str()).collect();
     modules.sort_unstable();
