@@ -233,6 +233,13 @@ impl Experiment {
                 names: plan.distractors.names().map(str::to_owned).collect(),
             }),
             sequential: plan.sequential.map(|s| s.manifest()),
+            attack: plan.attack.as_ref().map(|a| records::manifest::ManifestAttack {
+                name: a.name.clone(),
+                class: a.class.as_str().to_owned(),
+                sha256: a.sha256.clone(),
+                description: a.description.clone(),
+                success: a.success.says.clone(),
+            }),
         };
         if let Ok(Some(old)) = ExperimentManifest::read(&self.dir) {
             m.created_at = old.created_at;

@@ -528,7 +528,7 @@ async fn with_backend(spec: &Spec, arms: &[&'static ServerEntry], tasks: Option<
             }
             for t in tasks {
                 for arm in arms {
-                    if let Err(e) = tasks::gates::ground_truth_with(t, arm, b.world(), b.url(), &serve, spec.settings()).await {
+                    if let Err(e) = tasks::gates::ground_truth_with(t, arm, b.world(), b.url(), &serve, spec.settings(), None).await {
                         f.add(Gate::GroundTruth, format!("task {} via {}: {e}", t.key(), arm.name));
                     }
                 }
@@ -551,7 +551,7 @@ pub async fn ground_truth_of(plan: &crate::plan::RunPlan) -> anyhow::Result<(Vec
     for m in &plan.tasks {
         for t in &m.tasks {
             for arm in plan.arms.iter().filter(|a| a.module == m.module) {
-                match tasks::gates::ground_truth_with(t, arm, b.world(), b.url(), &serve, plan.settings()).await {
+                match tasks::gates::ground_truth_with(t, arm, b.world(), b.url(), &serve, plan.settings(), plan.attack.as_deref()).await {
                     Ok(g) => footprints.push((crate::context::footprint_key(t, arm.name), g.footprint)),
                     Err(e) => {
                         let catalogue = servers::registry::module(arm.module).and_then(|m| m.catalogue_size(plan.settings()));

@@ -90,7 +90,7 @@ pub async fn run_one(ctx: &RunContext, pending: &Pending, backend_url: &str, wor
 /// milliseconds it took.
 async fn reset(ctx: &RunContext, task: &tasks::Task, world: &backend::World) -> (Result<tasks::verify::Baseline, String>, f64) {
     let started = Instant::now();
-    let baseline = match task.prepare(world).await {
+    let baseline = match task.prepare_under(world, ctx.plan.attack.as_deref()).await {
         Ok(()) => ctx.baseline_of(task, &world.pool()).await.map_err(|e| format!("reading the baseline of the seeded world: {e}")),
         Err(e) => Err(e),
     };
@@ -147,10 +147,27 @@ async fn conclude(
     let transcript: String = outcome.transcript.iter().chain(world_event.as_ref()).map(|e| format!("{e}\n")).collect();
     let timings = HarnessTimings { reset_ms, session_ms, verify_ms, write_ms: 0.0, server_start_ms: outcome.start_ms };
     let mut record = record_of(ctx, pending, outcome, verifier, timings);
+    record.attack = attack_of(ctx, baseline.is_ok(), world).await;
     if let Some(detail) = &infrastructure {
         record.validity = Validity::invalid(InvalidReason::Infrastructure, detail.clone());
     }
     Finished { record, transcript, harness_ms, infrastructure }
+}
+
+/// The run's attack, and whether the session did what it asked: read from the final state as the
+/// task's verifier is, a verdict of its own. Unknown (null) when the world was never prepared or
+/// the check failed; never "resisted" by default.
+async fn attack_of(ctx: &RunContext, prepared: bool, world: &backend::World) -> Option<records::AttackOutcome> {
+    let a = ctx.plan.attack.as_ref()?;
+    let (succeeded, detail) = if !prepared {
+        (None, "not read: the world was not prepared".to_owned())
+    } else {
+        match a.succeeded(world).await {
+            Ok(s) => (Some(s), a.success.says.clone()),
+            Err(e) => (None, e),
+        }
+    };
+    Some(records::AttackOutcome { name: a.name.clone(), class: a.class.as_str().to_owned(), sha256: a.sha256.clone(), succeeded, detail })
 }
 
 /// What the session changed beyond its task's footprint through its arm (`tasks::collateral`).
@@ -175,7 +192,8 @@ async fn collateral_of(
             ctx.keep_footprint(task, arm, Footprint { source: "oracle session", rows: Ok(std::sync::Arc::new(diff.to_vec())) })
         }
         None => {
-            let found = tasks::gates::ground_truth_with(task, job.server, world, backend_url, &ctx.serve_prefix, ctx.plan.settings()).await;
+            let found =
+                tasks::gates::ground_truth_with(task, job.server, world, backend_url, &ctx.serve_prefix, ctx.plan.settings(), ctx.plan.attack.as_deref()).await;
             let rows = found.map(|g| std::sync::Arc::new(g.footprint));
             if let Err(e) = &rows {
                 eprintln!("warning: no footprint for {} via {arm} (its collateral writes are not counted): {e}", task.key());
@@ -422,6 +440,7 @@ fn record_of(ctx: &RunContext, pending: &Pending, outcome: &SessionOutcome, veri
         conversation: None,
         superseded: None,
         earlier_grades: Vec::new(),
+        attack: None,
     }
 }
 

@@ -55,6 +55,10 @@ pub struct Fingerprint {
     /// stops when decided; its sessions never pool with a fixed design's. Absent for a fixed
     /// design, so earlier hashes are unchanged.
     pub design: Option<String>,
+    /// `--attack NAME`: the attack planted in the world, and its file's hash. Absent without
+    /// one, so earlier hashes are unchanged.
+    pub attack: Option<String>,
+    pub attack_sha256: Option<String>,
 }
 
 /// The fingerprint as it is written and hashed: field names and order are part of every hash
@@ -118,6 +122,11 @@ mod wire {
         /// Absent for a fixed design, and before sequential experiments.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         design: Option<String>,
+        /// Absent without an attack, and before attacks.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        attack: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        attack_sha256: Option<String>,
     }
 
     impl From<Fingerprint> for super::Fingerprint {
@@ -153,6 +162,8 @@ mod wire {
                 preflight_skipped: w.preflight_skipped,
                 session_mode: w.session_mode,
                 design: w.design,
+                attack: w.attack,
+                attack_sha256: w.attack_sha256,
             }
         }
     }
@@ -189,6 +200,8 @@ mod wire {
                 preflight_skipped: f.preflight_skipped,
                 session_mode: f.session_mode,
                 design: f.design,
+                attack: f.attack,
+                attack_sha256: f.attack_sha256,
             }
         }
     }
@@ -280,6 +293,8 @@ pub const FIELDS: &[&str] = &[
     "preflight_skipped",
     "session_mode",
     "design",
+    "attack",
+    "attack_sha256",
 ];
 
 fn fields(f: &Fingerprint) -> Vec<(String, serde_json::Value)> {
@@ -345,6 +360,8 @@ mod tests {
             preflight_skipped: false,
             session_mode: None,
             design: None,
+            attack: None,
+            attack_sha256: None,
         }
     }
 
@@ -387,6 +404,8 @@ mod tests {
             ("preflight_skipped", Fingerprint { preflight_skipped: true, ..sample() }),
             ("session_mode", Fingerprint { session_mode: Some(crate::SessionMode::Warm), ..sample() }),
             ("design", Fingerprint { design: Some("sequential".into()), ..sample() }),
+            ("attack", Fingerprint { attack: Some("a".into()), ..sample() }),
+            ("attack_sha256", Fingerprint { attack_sha256: Some("a".into()), ..sample() }),
         ];
         assert_eq!(variants.len(), FIELDS.len(), "a test variant for every field");
         let every_field_set = Fingerprint {
@@ -404,6 +423,8 @@ mod tests {
             arm_sha256: Some("a".into()),
             session_mode: Some(crate::SessionMode::Warm),
             design: Some("sequential".into()),
+            attack: Some("a".into()),
+            attack_sha256: Some("a".into()),
             ..sample()
         };
         let serde_json::Value::Object(map) = serde_json::to_value(&every_field_set).unwrap() else { panic!() };

@@ -24,7 +24,9 @@ pub use outcome::{
     JudgeAgreement, JudgeInfo, Offered, OracleFloor, OutcomeClass, ProviderExtras, Reference, ReferenceKind, Retrieval, ToolCallRecord, TurnRecord, Usage,
     Validity, Verdict, VerifierOutcome,
 };
-pub use session::{Auth, Contradiction, ConversationPlace, ExternalArmRecord, HarnessTimings, ModelSpec, SCHEMA_VERSION, ServerInfo, SessionRecord, Totals};
+pub use session::{
+    AttackOutcome, Auth, Contradiction, ConversationPlace, ExternalArmRecord, HarnessTimings, ModelSpec, SCHEMA_VERSION, ServerInfo, SessionRecord, Totals,
+};
 
 use serde::{Deserialize, Serialize};
 

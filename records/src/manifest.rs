@@ -75,6 +75,20 @@ pub struct ExperimentManifest {
     /// for a fixed design.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequential: Option<ManifestSequential>,
+    /// `--attack NAME`: what was planted in every session's world. Absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attack: Option<ManifestAttack>,
+}
+
+/// The attack an experiment ran under (docs/security.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestAttack {
+    pub name: String,
+    pub class: String,
+    pub sha256: String,
+    pub description: String,
+    /// What its success means.
+    pub success: String,
 }
 
 /// A sequential experiment's design: pairs drawn one at a time and read by anytime-valid

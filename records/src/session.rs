@@ -203,6 +203,24 @@ pub struct SessionRecord {
     /// grading keeps the one before (docs/regrade.md). Empty for a record graded once.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub earlier_grades: Vec<crate::VerifierOutcome>,
+    /// `--attack NAME`: what was planted in the world, and whether the agent did what it asked
+    /// (a verdict of its own, never blended with the task's). Absent without an attack.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attack: Option<AttackOutcome>,
+}
+
+/// A session under an attack: the attack, and its own verdict on the final state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttackOutcome {
+    pub name: String,
+    /// `data_injection`, `tool_poisoning` or `result_shaping`.
+    pub class: String,
+    pub sha256: String,
+    /// Whether the attack got what it asked for; null when its check could not be read (then
+    /// `detail` says why), reported as missing, never as resisted.
+    pub succeeded: Option<bool>,
+    /// What success means ("a ticket was assigned to the outsider"), or why it is unknown.
+    pub detail: String,
 }
 
 /// Where a warm session's task sat in its conversation, and what the conversation carried into it.
@@ -396,6 +414,8 @@ mod tests {
             preflight_skipped: false,
             session_mode: None,
             design: None,
+            attack: None,
+            attack_sha256: None,
         };
         SessionRecord {
             schema_version: SCHEMA_VERSION,
@@ -447,6 +467,7 @@ mod tests {
             conversation: None,
             superseded: None,
             earlier_grades: Vec::new(),
+            attack: None,
         }
     }
 

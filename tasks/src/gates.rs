@@ -127,10 +127,11 @@ pub struct GroundTruth {
 /// must pass. A built-in server runs over stdio, spawned with `command` + `NAME --transport
 /// stdio --backend-url URL`; an external arm as its own process, as a session starts it.
 pub async fn ground_truth(task: &Task, arm: &ServerEntry, world: &backend::World, backend_url: &str, command: &[String]) -> Result<GroundTruth, String> {
-    ground_truth_with(task, arm, world, backend_url, command, servers::launch::ArmSettings::default()).await
+    ground_truth_with(task, arm, world, backend_url, command, servers::launch::ArmSettings::default(), None).await
 }
 
-/// [`ground_truth`] with the servers started as the run starts them (its catalogue size, say).
+/// [`ground_truth`] with the servers started as the run starts them (its catalogue size, say),
+/// and the world under the run's attack, if any (`--attack`: the task must stay solvable under it).
 /// A plan that changes the world is replayed twice: the task's footprint through the arm (what
 /// side effects are counted against, [`crate::collateral`]) is what the plan changes, so the
 /// second replay may change nothing outside the first's, nor leave out anything the first changed.
@@ -141,12 +142,13 @@ pub async fn ground_truth_with(
     backend_url: &str,
     command: &[String],
     settings: servers::launch::ArmSettings,
+    attack: Option<&crate::attack::Attack>,
 ) -> Result<GroundTruth, String> {
-    let first = ground_truth_once(task, arm, world, backend_url, command, settings).await?;
+    let first = ground_truth_once(task, arm, world, backend_url, command, settings, attack).await?;
     if first.footprint.is_empty() {
         return Ok(first);
     }
-    let second = ground_truth_once(task, arm, world, backend_url, command, settings).await?;
+    let second = ground_truth_once(task, arm, world, backend_url, command, settings, attack).await?;
     let beyond: Vec<String> = crate::collateral::collateral(&second.footprint, &first.footprint)
         .into_iter()
         .chain(crate::collateral::collateral(&first.footprint, &second.footprint))
@@ -169,6 +171,7 @@ async fn ground_truth_once(
     backend_url: &str,
     command: &[String],
     settings: servers::launch::ArmSettings,
+    attack: Option<&crate::attack::Attack>,
 ) -> Result<GroundTruth, String> {
     let server = arm.name;
     let plan = match (task.plan_for(server), arm.external()) {
@@ -178,7 +181,7 @@ async fn ground_truth_once(
         }
         (None, None) => return Err(format!("no oracle plan for {server}")),
     };
-    task.prepare(world).await?;
+    task.prepare_under(world, attack).await?;
     let pool = world.pool();
     let baseline = task.verifier.baseline(&pool).await?;
     let fresh = task.verifier.verify(&pool, &baseline, "").await;

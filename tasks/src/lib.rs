@@ -18,6 +18,7 @@
 //! file and the problem. [`replay::replay`] runs a plan over real MCP; [`call`] is the one way
 //! a call's result becomes text, shared with the agent.
 
+pub mod attack;
 pub mod call;
 pub mod collateral;
 pub mod discover;

@@ -109,7 +109,18 @@ impl Task {
     /// Brings `world` to this task's starting state: the seeded world of its spec, then the
     /// task's own `seed.sql`, if any. Every session and G7 start here.
     pub async fn prepare(&self, world: &backend::World) -> Result<(), String> {
+        self.prepare_under(world, None).await
+    }
+
+    /// [`Self::prepare`] with `attack`'s plant (`--attack`): the world an attacked session starts
+    /// from. The attack is planted in the seeded world, before the task's own seed: what the
+    /// attacker controls is the company's data, and the rows a task adds for itself are the
+    /// task's (their texts are what its verifier may recognise them by).
+    pub async fn prepare_under(&self, world: &backend::World, attack: Option<&crate::attack::Attack>) -> Result<(), String> {
         world.reset(self.spec()).await.map_err(|e| format!("resetting the world: {e}"))?;
+        if let Some(a) = attack {
+            a.plant(world).await?;
+        }
         if let Some(sql) = &self.seed_sql {
             backend::world::apply_task_seed(&world.pool(), sql).await.map_err(|e| format!("task {}: {e}", self.key()))?;
         }
@@ -132,7 +143,7 @@ pub fn default_tasks_dir() -> PathBuf {
 
 /// Folders of the `tasks` crate itself that live beside the module folders (`gold`: the graders'
 /// frozen gold set; `sim`: the simulated agent's committed profiles).
-const CRATE_FOLDERS: &[&str] = &["src", "tests", "benches", "examples", "target", "gold", "sim"];
+const CRATE_FOLDERS: &[&str] = &["src", "tests", "benches", "examples", "target", "gold", "sim", "attacks"];
 
 /// Every task of every registered module, in registry then id order.
 pub fn load_all(root: &Path) -> Result<Vec<Task>, LoadError> {

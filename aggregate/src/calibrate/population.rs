@@ -344,6 +344,7 @@ fn session(scenario: &str, role: Role, task: &str, rep: u32, input_tokens: u64, 
         conversation: None,
         superseded: None,
         earlier_grades: Vec::new(),
+        attack: None,
     }
 }
 

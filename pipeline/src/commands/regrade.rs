@@ -272,7 +272,19 @@ async fn regrade_one(
     }
     let writes = crate::grading::writes_of(&event).ok_or("its `world` event is malformed")?;
     let world = backend.world();
-    task.prepare(world).await?;
+    // An attacked session's world had the attack planted: the same plant, or nothing is graded.
+    let attack = match &r.attack {
+        None => None,
+        Some(a) => {
+            let tasks_dir = task.dir.parent().and_then(std::path::Path::parent).ok_or("the task's folder has no tasks folder above it")?;
+            let now = tasks::attack::Attack::load(tasks_dir, &a.name)?;
+            if now.sha256 != a.sha256 {
+                return Err(format!("attack {} changed since the session ({} now, {} then): its world cannot be rebuilt", a.name, now.sha256, a.sha256));
+            }
+            Some(now)
+        }
+    };
+    task.prepare_under(world, attack.as_ref()).await?;
     let pool = world.pool();
     let baseline = task.verifier.baseline(&pool).await.map_err(|e| format!("reading the baseline: {e}"))?;
     backend::world::apply_changes(&pool, &writes).await.map_err(|e| format!("rebuilding its final state: {e}"))?;

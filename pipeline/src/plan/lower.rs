@@ -86,7 +86,12 @@ impl RunPlan {
         let seal = seal.map(|s| crate::held_out::with_arms(s, &tasks_dir, &arms)).transpose()?;
         let budgets = budgets(&args.budget, &models)?;
         let sequential = sequential(&args.sequential, args.session_mode, shard.is_some(), &arms, &tasks)?;
+        let attack = match args.attack.as_str() {
+            "none" => None,
+            name => Some(Arc::new(tasks::attack::Attack::load(&tasks_dir, name).map_err(anyhow::Error::msg)?)),
+        };
         Ok(Self {
+            attack,
             sequential,
             budgets,
             exp_dir: args.results_dir.join(&experiment),
@@ -174,6 +179,7 @@ impl RunPlan {
         let experiment = sharded(spec.experiment.clone(), options.shard);
         let budgets = spec_budgets(spec, &options.budget, std::slice::from_ref(&model))?;
         Ok(Self {
+            attack: None,
             sequential: None,
             budgets,
             exp_dir: options.results_dir.join(&experiment),

@@ -148,6 +148,9 @@ pub struct RunPlan {
     /// `--until-decided`: a sequential experiment (cold sessions only); `None`: the fixed design
     /// of `reps` per task.
     pub sequential: Option<Sequential>,
+    /// `--attack NAME`: what is planted in every session's world (docs/security.md); none by
+    /// default.
+    pub attack: Option<Arc<tasks::attack::Attack>>,
 }
 
 impl RunPlan {
@@ -308,6 +311,8 @@ impl RunPlan {
             preflight_skipped: !oracle && self.preflight_skipped,
             session_mode: (self.session_mode == SessionMode::Warm).then_some(SessionMode::Warm),
             design: self.sequential.map(|_| Sequential::DESIGN.to_owned()),
+            attack: self.attack.as_ref().map(|a| a.name.clone()),
+            attack_sha256: self.attack.as_ref().map(|a| a.sha256.clone()),
         }
     }
 

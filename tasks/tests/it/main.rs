@@ -5,6 +5,7 @@
 //! once per file. Run one file's tests with `cargo nextest run -p tasks -E 'test(/^FILE::/)'`.
 
 mod arm_plans;
+mod attacks;
 mod audit;
 mod family;
 mod grounding;

@@ -159,6 +159,7 @@ pub fn record(m: &str, module: &str, role: &str, task: &str, rep: u32, s: S) -> 
         conversation: None,
         superseded: None,
         earlier_grades: Vec::new(),
+        attack: None,
     }
 }
 
@@ -216,6 +217,8 @@ pub fn fingerprint_of(r: &SessionRecord) -> Fingerprint {
         preflight_skipped: false,
         session_mode: None,
         design: None,
+        attack: None,
+        attack_sha256: None,
     }
 }
 
@@ -279,6 +282,7 @@ pub fn manifest(models: &[&str], tasks: &[&str], k: u32) -> ExperimentManifest {
         otlp: None,
         distractors: None,
         sequential: None,
+        attack: None,
         postgres: None,
         split: None,
         seal: None,

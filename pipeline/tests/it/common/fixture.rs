@@ -57,6 +57,8 @@ fn fingerprint(r: &SessionRecord) -> Fingerprint {
         preflight_skipped: false,
         session_mode: None,
         design: None,
+        attack: None,
+        attack_sha256: None,
     }
 }
 
@@ -187,6 +189,7 @@ fn record(experiment: &str, oracle: bool, role: Role, task: &str, rep: u32) -> S
         conversation: None,
         superseded: None,
         earlier_grades: Vec::new(),
+        attack: None,
     };
     let fp = fingerprint(&r);
     r.fingerprint_sha256 = Some(fp.sha256());
@@ -273,6 +276,7 @@ pub fn write(dir: &Path, name: &str) -> usize {
         otlp: None,
         distractors: None,
         sequential: None,
+        attack: None,
         postgres: None,
         split: None,
         seal: None,

@@ -1,0 +1,72 @@
+//! The attack catalogue (tasks/attacks/) against a known truth: on a real world, every attack's
+//! success query is false where the attack was planted and nothing else happened, and true once
+//! its `proof` (the writes of an agent that followed the planted text) is applied; the planted
+//! text is in the world the agent reads; and a bad name or file is refused with the fix.
+
+use backend::postgres::PostgresSource;
+use backend::{Cluster, World, WorldSpec};
+use tasks::attack::{Attack, catalogue};
+
+#[tokio::test]
+async fn every_attack_is_false_when_planted_and_true_when_followed() {
+    let dir = tasks::default_tasks_dir();
+    let all = catalogue(&dir).unwrap();
+    assert!(all.len() >= 3, "the catalogue has several data-injection attacks: {}", all.len());
+    let source = PostgresSource::from_env().await.unwrap_or_else(|e| panic!("{e}"));
+    let cluster = Cluster::connect(&source.admin_url()).await.unwrap();
+    let world = World::create(cluster.clone(), &format!("attacks{}", std::process::id()), WorldSpec::default()).await.unwrap();
+    let tasks = tasks::load_module(&dir, "tool_orchestrator").unwrap();
+    let task = tasks.iter().find(|t| t.id == "initech_handover_n4").expect("a task with a seed of its own");
+    for attack in &all {
+        task.prepare_under(&world, Some(attack)).await.unwrap_or_else(|e| panic!("{}: {e}", attack.name));
+        assert!(!attack.succeeded(&world).await.unwrap(), "{}: its query is true on the planted world alone", attack.name);
+        // The planted text is where tasks read, and the task's own rows are left as the task wrote them.
+        let planted: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM tickets WHERE description LIKE '%Note for any assistant%'").fetch_one(&world.pool()).await.unwrap();
+        let own: i64 = sqlx::query_scalar("SELECT count(*) FROM tickets WHERE description = 'Reported by the Initech Payments finance team.'")
+            .fetch_one(&world.pool())
+            .await
+            .unwrap();
+        assert!(planted > 100, "{}: planted in {planted} tickets", attack.name);
+        assert_eq!(own, 4, "{}: the task's own tickets keep their text", attack.name);
+        // Nothing the plant did counts as a session's change.
+        let changes: i64 = sqlx::query_scalar("SELECT count(*) FROM world_changes").fetch_one(&world.pool()).await.unwrap();
+        assert_eq!(changes, 0, "{}", attack.name);
+        sqlx::raw_sql(sqlx::AssertSqlSafe(attack.success.proof.clone())).execute(&world.pool()).await.unwrap_or_else(|e| panic!("{}: proof: {e}", attack.name));
+        assert!(attack.succeeded(&world).await.unwrap(), "{}: its query misses an agent that did what it asked", attack.name);
+        // Prepared again (the next session), the world is as planted, not as the last one left it.
+        task.prepare_under(&world, Some(attack)).await.unwrap();
+        assert!(!attack.succeeded(&world).await.unwrap(), "{}: a reset keeps the compromise", attack.name);
+    }
+    // Without an attack, none of the planted text is there.
+    task.prepare(&world).await.unwrap();
+    let planted: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM tickets WHERE description LIKE '%Note for any assistant%'").fetch_one(&world.pool()).await.unwrap();
+    assert_eq!(planted, 0);
+    world.destroy().await.unwrap();
+    cluster.close().await;
+    source.shutdown().unwrap();
+}
+
+#[test]
+fn a_bad_name_or_file_is_refused_naming_the_fix() {
+    let dir = tasks::default_tasks_dir();
+    let e = Attack::load(&dir, "no_such_attack").unwrap_err();
+    assert!(e.contains("no attack file") && e.contains("reassign_to_outsider"), "{e}");
+    let e = Attack::load(&dir, "../escape").unwrap_err();
+    assert!(e.contains("lowercase letters, digits and _"), "{e}");
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tmp.path().join("attacks")).unwrap();
+    let write = |text: &str| std::fs::write(tmp.path().join("attacks/x.toml"), text).unwrap();
+    write("description = \"d\"\nclass = \"data_injection\"\nplant = \"SELECT 1\"\n[success]\nquery = \"SELECT true\"\nsays = \"s\"\n");
+    let e = Attack::load(tmp.path(), "x").unwrap_err();
+    assert!(e.contains("proof"), "{e}");
+    write("description = \"d\"\nclass = \"tool_poisoning\"\nplant = \"SELECT 1\"\n[success]\nquery = \"SELECT true\"\nsays = \"s\"\nproof = \"SELECT 1\"\n");
+    let e = Attack::load(tmp.path(), "x").unwrap_err();
+    assert!(e.contains("not supported yet"), "{e}");
+    write(
+        "description = \"d\"\nclass = \"data_injection\"\nplant = \"SELECT 1\"\nsurprise = 1\n[success]\nquery = \"SELECT true\"\nsays = \"s\"\nproof = \"SELECT 1\"\n",
+    );
+    let e = Attack::load(tmp.path(), "x").unwrap_err();
+    assert!(e.contains("surprise"), "{e}");
+}
