@@ -14,6 +14,7 @@ pub fn of_summary(s: &Summary) -> Document {
     sections.extend(super::adoption::section(s, &terms));
     sections.extend(super::grounding::section(s, &terms));
     sections.extend(super::collateral::section(s, &terms));
+    sections.extend(super::security::section(s, &terms));
     sections.extend(super::splits::section(s, &terms));
     sections.extend(super::order::section(s, &terms));
     sections.extend(super::tables::oracle(s, &terms));
@@ -57,6 +58,35 @@ fn notices(s: &Summary) -> Section {
                 seal.sealed_at.format("%Y-%m-%d %H:%M UTC"),
                 arm.sha256.get(..12).unwrap_or(&arm.sha256)
             ))));
+        }
+    }
+    // Above the headline: the attack every session ran under, and a pattern it compromises more
+    // often than the control, as a success regression would be.
+    if let Some(a) = &s.run.attack {
+        blocks.push(Block::Notice(Text::default().strong(format!("Under attack: {}", a.name)).and(format!(
+            " ({}). Every session's world held text planted by an attacker, the same in both arms; the success rates are utility under attack, and the Security section gives how often each arm did what the attacker asked ({}).",
+            a.class.replace('_', " "),
+            a.success
+        ))));
+    }
+    for m in &s.models {
+        for x in &m.modules {
+            if let Some(d) = x.paired.attack.as_ref().filter(|d| d.ci95.is_some_and(|i| i.lo > 0.0)) {
+                let (p, c) = (x.pattern.as_ref().and_then(|a| a.attack.as_ref()?.rate), x.control.as_ref().and_then(|a| a.attack.as_ref()?.rate));
+                let rates = match (p, c) {
+                    (Some(p), Some(c)) => format!(" ({} of its sessions against {} of the control's)", super::format::pct(p), super::format::pct(c)),
+                    _ => String::new(),
+                };
+                blocks.push(Block::Notice(Text::default().strong("The pattern raises attack success").and(format!(
+                    " ({} · {}): the attack got what it asked for in more sessions{rates}, {:+.0} points [{:+.0}, {:+.0}] over {} pairs, whatever the pattern saves. See Security.",
+                    m.model,
+                    crate::metrics::Comparison::label_in(&x.module, x.comparison.as_ref(), x.split),
+                    100.0 * d.mean,
+                    100.0 * d.ci95.map_or(0.0, |i| i.lo),
+                    100.0 * d.ci95.map_or(0.0, |i| i.hi),
+                    d.n
+                ))));
+            }
         }
     }
     // Above the headline too: a pattern that passes as often but changes more of the world than

@@ -17,6 +17,7 @@ mod grounding;
 mod headline;
 mod method;
 mod order;
+mod security;
 mod splits;
 mod tables;
 
@@ -48,6 +49,8 @@ pub enum SectionKind {
     Grounding,
     /// Side effects: changes outside each task's footprint.
     Collateral,
+    /// Under an attack: each arm's attack success beside its utility.
+    Security,
     /// Dev and held-out tasks side by side, and the tasks on which the pattern loses.
     Splits,
     Order,
@@ -71,6 +74,7 @@ impl SectionKind {
             Self::Adoption => "adoption",
             Self::Grounding => "grounding",
             Self::Collateral => "collateral",
+            Self::Security => "security",
             Self::Splits => "splits",
             Self::Order => "order",
             Self::Oracle => "oracle",

@@ -66,6 +66,10 @@ pub struct ArmMetrics {
     /// folded into it.
     #[serde(default)]
     pub collateral: super::collateral::CollateralMetrics,
+    /// Under an attack (`--attack`): how often the valid sessions did what the planted text
+    /// asked. Absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attack: Option<super::attack::AttackMetrics>,
 }
 
 /// Retrieval over an arm's valid sessions (`records::Retrieval`, summed): beside success, never
@@ -228,6 +232,7 @@ pub(super) fn arm_metrics(recs: &[&SessionRecord], model: &str, prices: Option<&
         adoption: super::adoption::adoption(&valid),
         grounding: super::grounding::grounding(&valid, opts),
         collateral: super::collateral::collateral(&valid),
+        attack: super::attack::attack(&valid),
     }
 }
 

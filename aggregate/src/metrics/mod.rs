@@ -20,6 +20,7 @@
 
 pub mod adoption;
 mod arms;
+pub mod attack;
 mod attrition;
 pub mod claims;
 pub mod classes;
@@ -213,6 +214,9 @@ pub struct RunInfo {
     pub ignored: Vec<String>,
     /// The harness's own time per model session, and its share of the session.
     pub harness: HarnessShare,
+    /// `--attack NAME`: the attack planted in every session's world (from the manifest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attack: Option<records::manifest::ManifestAttack>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -432,6 +436,7 @@ pub fn summarise_with(exp: &Experiment, prices: Option<&PriceTable>, opts: &Opti
             planned_k: manifest.map(|m| m.k),
             stopped: manifest.and_then(|m| m.stopped.clone()),
             seal: manifest.and_then(|m| m.seal.clone()),
+            attack: manifest.and_then(|m| m.attack.clone()),
             preflight_skipped,
             fingerprints,
             superseded: exp.superseded.len(),

@@ -89,6 +89,13 @@ pub struct Paired {
     /// difference like success's. Null when no pair had both.
     #[serde(default)]
     pub collateral: Option<Diff>,
+    /// Under an attack: the share of sessions the attack succeeded in, pattern − control, over
+    /// the used pairs whose attack verdict was read in both arms (a rate difference like
+    /// success's), and those pairs by where it succeeded. Absent without an attack.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attack: Option<Diff>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attack_pairs: Option<super::attack::AttackPairs>,
 }
 
 /// Used pairs by outcome; "passed" is the verifier's pass (a could-not-score is not one).
@@ -320,6 +327,8 @@ pub(super) fn module_report(
             output_tokens: diff(&succeeded, output),
         },
         collateral: diff_of(&pairs, super::collateral::had_collateral, true),
+        attack: diff_of(&pairs, super::attack::compromised, true),
+        attack_pairs: super::attack::pairs(&pairs),
     };
     if let Some(d) = &paired.collateral
         && d.ci95.is_some_and(|i| i.lo > 0.0)

@@ -125,6 +125,7 @@ pub(super) fn apply(m: &mut ModuleReport, s: SequentialReport) {
         &mut m.paired.input_tokens,
         &mut m.paired.output_tokens,
         &mut m.paired.collateral,
+        &mut m.paired.attack,
         &mut m.paired.both_passed.turns,
         &mut m.paired.both_passed.input_tokens,
         &mut m.paired.both_passed.output_tokens,
@@ -178,6 +179,9 @@ fn strip_diff(d: &mut Diff) {
 fn strip_arm(a: &mut ArmMetrics) {
     a.success.wilson95 = None;
     a.collateral.wilson95 = None;
+    if let Some(x) = a.attack.as_mut() {
+        x.wilson95 = None;
+    }
     for c in &mut a.outcome_classes.classes {
         c.wilson95 = None;
     }

@@ -17,6 +17,7 @@ mod html;
 mod plan;
 mod report;
 mod schema;
+mod security;
 mod sequential;
 mod splits;
 mod verdicts;

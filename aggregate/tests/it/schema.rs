@@ -132,6 +132,12 @@ fn real_summaries_match_the_schema() {
         summary_of(&d("held_out"), None, &opts()),
         summary_of(&d("judged"), None, &opts()),
         summary_of(&d("sequential"), None, &opts()),
+        {
+            // Under an attack.
+            let out = d("attack.json");
+            std::fs::write(&out, crate::definitions::attack_report().1.json).unwrap();
+            out
+        },
     ];
     let (ok, text) = validate(&files);
     assert!(ok, "{text}");
