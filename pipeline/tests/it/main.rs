@@ -4,6 +4,7 @@
 //! One test binary for the crate (each file a module), so the dependencies are linked once, not
 //! once per file. Run one file's tests with `cargo nextest run -p pipeline -E 'test(/^FILE::/)'`.
 
+mod attacks;
 mod cli;
 mod common;
 mod deploy;
