@@ -193,6 +193,18 @@ pub struct SimPair {
     pub control_input: u64,
 }
 
+impl SimPair {
+    /// The pair as a sequence reads it.
+    pub fn observation(&self) -> crate::sequential::PairObs {
+        crate::sequential::PairObs {
+            pattern_passed: self.pattern_passed,
+            control_passed: self.control_passed,
+            pattern_input: Some(self.pattern_input),
+            control_input: Some(self.control_input),
+        }
+    }
+}
+
 impl Scenario {
     /// `n` pairs drawn one at a time, each task uniformly with replacement from `tasks`: the
     /// design of `--until-decided`.

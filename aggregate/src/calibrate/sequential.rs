@@ -134,35 +134,16 @@ fn fixed_drawn(pairs: &[super::SimPair], opts: &Options) -> Verdict {
     use crate::metrics::{Cost, Design as D, Evidence, PairOutcomes, decide_on};
     let mut outcomes = PairOutcomes::default();
     let (mut success, mut cheaper, mut cheaper_both) = (Vec::new(), Vec::new(), Vec::new());
-    for p in pairs {
-        match (p.pattern_passed, p.control_passed) {
-            (true, true) => outcomes.both_passed += 1,
-            (true, false) => outcomes.pattern_only += 1,
-            (false, true) => outcomes.control_only += 1,
-            (false, false) => outcomes.neither += 1,
-        }
-        success.push(f64::from(u8::from(p.pattern_passed)) - f64::from(u8::from(p.control_passed)));
-        let c = match p.pattern_input.cmp(&p.control_input) {
-            std::cmp::Ordering::Less => 1.0,
-            std::cmp::Ordering::Equal => 0.5,
-            std::cmp::Ordering::Greater => 0.0,
-        };
+    for p in pairs.iter().map(super::SimPair::observation) {
+        outcomes.add(p.pattern_passed, p.control_passed);
+        success.push(p.success_difference());
+        let c = p.cheaper().expect("a simulated pair has usage");
         cheaper.push(c);
         if p.pattern_passed && p.control_passed {
             cheaper_both.push(c);
         }
     }
-    let cost = |xs: &[f64]| {
-        crate::stats::cluster_mean_ci(xs).map(|i| {
-            if i.entirely_above(0.5) {
-                Cost::Lower
-            } else if i.entirely_below(0.5) {
-                Cost::Higher
-            } else {
-                Cost::Unclear
-            }
-        })
-    };
+    let cost = |xs: &[f64]| crate::stats::cluster_mean_ci(xs).map(Cost::of_share);
     let e = Evidence {
         design: D::Sequential,
         pairs_used: pairs.len(),
@@ -192,12 +173,7 @@ fn experiment(scenario: &Scenario, config: &SequentialConfig, seed: u64, opts: &
     let mut s = Sequence::new();
     let mut sequential = None;
     for p in &pairs {
-        s.push(&crate::sequential::PairObs {
-            pattern_passed: p.pattern_passed,
-            control_passed: p.control_passed,
-            pattern_input: Some(p.pattern_input),
-            control_input: Some(p.control_input),
-        });
+        s.push(&p.observation());
         let look = s.look(opts);
         if config.rule.stops(&look) {
             sequential = Some((look.verdict, look.pairs));

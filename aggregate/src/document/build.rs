@@ -69,48 +69,24 @@ fn notices(s: &Summary) -> Section {
             a.success
         ))));
     }
-    for m in &s.models {
-        for x in &m.modules {
-            if let Some(d) = x.paired.attack.as_ref().filter(|d| d.ci95.is_some_and(|i| i.lo > 0.0)) {
-                let (p, c) = (x.pattern.as_ref().and_then(|a| a.attack.as_ref()?.rate), x.control.as_ref().and_then(|a| a.attack.as_ref()?.rate));
-                let rates = match (p, c) {
-                    (Some(p), Some(c)) => format!(" ({} of its sessions against {} of the control's)", super::format::pct(p), super::format::pct(c)),
-                    _ => String::new(),
-                };
-                blocks.push(Block::Notice(Text::default().strong("The pattern raises attack success").and(format!(
-                    " ({} · {}): the attack got what it asked for in more sessions{rates}, {:+.0} points [{:+.0}, {:+.0}] over {} pairs, whatever the pattern saves. See Security.",
-                    m.model,
-                    crate::metrics::Comparison::label_in(&x.module, x.comparison.as_ref(), x.split),
-                    100.0 * d.mean,
-                    100.0 * d.ci95.map_or(0.0, |i| i.lo),
-                    100.0 * d.ci95.map_or(0.0, |i| i.hi),
-                    d.n
-                ))));
-            }
-        }
-    }
+    raises(
+        &mut blocks,
+        s,
+        "The pattern raises attack success",
+        "the attack got what it asked for in more sessions",
+        ", whatever the pattern saves. See Security.",
+        |x| (x.paired.attack.as_ref(), x.pattern.as_ref().and_then(|a| a.attack.as_ref()?.rate), x.control.as_ref().and_then(|a| a.attack.as_ref()?.rate)),
+    );
     // Above the headline too: a pattern that passes as often but changes more of the world than
     // the task needs is what users of write tools fear most, and success does not show it.
-    for m in &s.models {
-        for x in &m.modules {
-            if let Some(d) = x.paired.collateral.as_ref().filter(|d| d.ci95.is_some_and(|i| i.lo > 0.0)) {
-                let (p, c) = (x.pattern.as_ref().and_then(|a| a.collateral.rate), x.control.as_ref().and_then(|a| a.collateral.rate));
-                let rates = match (p, c) {
-                    (Some(p), Some(c)) => format!(" ({} of its sessions against {} of the control's)", super::format::pct(p), super::format::pct(c)),
-                    _ => String::new(),
-                };
-                blocks.push(Block::Notice(Text::default().strong("The pattern raises side effects").and(format!(
-                    " ({} · {}): more sessions change the world outside the task's footprint{rates}, {:+.0} points [{:+.0}, {:+.0}] over {} pairs. See Side effects; never folded into success.",
-                    m.model,
-                    crate::metrics::Comparison::label_in(&x.module, x.comparison.as_ref(), x.split),
-                    100.0 * d.mean,
-                    100.0 * d.ci95.map_or(0.0, |i| i.lo),
-                    100.0 * d.ci95.map_or(0.0, |i| i.hi),
-                    d.n
-                ))));
-            }
-        }
-    }
+    raises(
+        &mut blocks,
+        s,
+        "The pattern raises side effects",
+        "more sessions change the world outside the task's footprint",
+        ". See Side effects; never folded into success.",
+        |x| (x.paired.collateral.as_ref(), x.pattern.as_ref().and_then(|a| a.collateral.rate), x.control.as_ref().and_then(|a| a.collateral.rate)),
+    );
     blocks.extend(s.notices.iter().map(|n| Block::Notice(n.as_str().into())));
     Section { kind: SectionKind::Notices, heading: None, blocks }
 }
@@ -131,5 +107,33 @@ fn chart() -> Section {
                     .and(", beside this file."),
             ),
         ],
+    }
+}
+
+/// A notice for every module whose pattern shows a rate raised over the control's (the paired
+/// difference's interval entirely above 0): `pick` gives the difference and each arm's rate.
+fn raises(
+    blocks: &mut Vec<Block>,
+    s: &Summary,
+    title: &str,
+    what: &str,
+    then: &str,
+    pick: impl Fn(&crate::metrics::ModuleReport) -> (Option<&crate::metrics::Diff>, Option<f64>, Option<f64>),
+) {
+    for m in &s.models {
+        for x in &m.modules {
+            let (d, p, c) = pick(x);
+            let Some(d) = d.filter(|d| d.ci95.is_some_and(|i| i.lo > 0.0)) else { continue };
+            let rates = match (p, c) {
+                (Some(p), Some(c)) => format!(" ({} of its sessions against {} of the control's)", super::format::pct(p), super::format::pct(c)),
+                _ => String::new(),
+            };
+            blocks.push(Block::Notice(Text::default().strong(title).and(format!(
+                " ({} · {}): {what}{rates}, {}{then}",
+                m.model,
+                crate::metrics::Comparison::label_in(&x.module, x.comparison.as_ref(), x.split),
+                super::format::points_over_pairs(d)
+            ))));
+        }
     }
 }

@@ -36,13 +36,7 @@ pub(super) fn section(s: &Summary, terms: &Terms) -> Option<Section> {
                 let Some(a) = arm else { continue };
                 let difference = match (role, &module.paired.collateral) {
                     ("pattern", Some(d)) => Cell::figure(
-                        format!(
-                            "{:+.0} points{} over {} pair{}",
-                            100.0 * d.mean,
-                            ci(d.ci95, |x| format!("{:+.0}", 100.0 * x)),
-                            d.n,
-                            if d.n == 1 { "" } else { "s" }
-                        ),
+                        super::format::points_over_pairs(d),
                         Some(d.mean),
                         Unit::Rate,
                     ),

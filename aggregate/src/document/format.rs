@@ -153,3 +153,8 @@ pub fn shell_line(args: &[String]) -> String {
         .collect::<Vec<_>>()
         .join(" ")
 }
+
+/// A rate difference as "+12 points [+3, +20] over 14 pairs".
+pub fn points_over_pairs(d: &Diff) -> String {
+    format!("{:+.0} points{} over {} pair{}", 100.0 * d.mean, ci(d.ci95, |x| format!("{:+.0}", 100.0 * x)), d.n, if d.n == 1 { "" } else { "s" })
+}

@@ -108,6 +108,16 @@ pub struct PairOutcomes {
 }
 
 impl PairOutcomes {
+    /// Counts a pair by which arms passed.
+    pub fn add(&mut self, pattern: bool, control: bool) {
+        match (pattern, control) {
+            (true, true) => self.both_passed += 1,
+            (true, false) => self.pattern_only += 1,
+            (false, true) => self.control_only += 1,
+            (false, false) => self.neither += 1,
+        }
+    }
+
     pub fn passes(&self, role: Role) -> usize {
         self.both_passed
             + match role {
@@ -298,12 +308,7 @@ pub(super) fn module_report(
     }
     let mut outcomes = PairOutcomes::default();
     for (p, c) in &pairs {
-        match (passed(p), passed(c)) {
-            (true, true) => outcomes.both_passed += 1,
-            (true, false) => outcomes.pattern_only += 1,
-            (false, true) => outcomes.control_only += 1,
-            (false, false) => outcomes.neither += 1,
-        }
+        outcomes.add(passed(p), passed(c));
     }
     let succeeded: Vec<(&SessionRecord, &SessionRecord)> = pairs.iter().copied().filter(|(p, c)| passed(p) && passed(c)).collect();
     let turns = |r: &SessionRecord| Some(r.turns as f64);

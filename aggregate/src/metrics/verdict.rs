@@ -76,6 +76,20 @@ pub enum Cost {
     Unclear,
 }
 
+impl Cost {
+    /// What an interval of the share of pairs in which the pattern used fewer input tokens shows:
+    /// lower when it lies above ½, higher below.
+    pub fn of_share(i: crate::stats::Interval) -> Self {
+        if i.entirely_above(0.5) {
+            Self::Lower
+        } else if i.entirely_below(0.5) {
+            Self::Higher
+        } else {
+            Self::Unclear
+        }
+    }
+}
+
 /// How the evidence was gathered, which names it in the verdict's reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Design {

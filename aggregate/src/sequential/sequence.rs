@@ -39,13 +39,18 @@ impl PairObs {
     }
 
     /// 1 when the pattern used fewer input tokens, ½ for a tie, 0 when it used more.
-    fn cheaper(&self) -> Option<f64> {
+    pub fn cheaper(&self) -> Option<f64> {
         let (p, c) = (self.pattern_input?, self.control_input?);
         Some(match p.cmp(&c) {
             std::cmp::Ordering::Less => 1.0,
             std::cmp::Ordering::Equal => 0.5,
             std::cmp::Ordering::Greater => 0.0,
         })
+    }
+
+    /// The success difference, pattern − control: 1, 0 or −1.
+    pub fn success_difference(&self) -> f64 {
+        f64::from(u8::from(self.pattern_passed)) - f64::from(u8::from(self.control_passed))
     }
 }
 
@@ -131,15 +136,10 @@ impl Sequence {
 
     /// Reads the next pair.
     pub fn push(&mut self, o: &PairObs) {
-        let d = f64::from(u8::from(o.pattern_passed)) - f64::from(u8::from(o.control_passed));
+        let d = o.success_difference();
         self.success.push(d);
         self.success_sum += d;
-        match (o.pattern_passed, o.control_passed) {
-            (true, true) => self.outcomes.both_passed += 1,
-            (true, false) => self.outcomes.pattern_only += 1,
-            (false, true) => self.outcomes.control_only += 1,
-            (false, false) => self.outcomes.neither += 1,
-        }
+        self.outcomes.add(o.pattern_passed, o.control_passed);
         if let Some(x) = o.cheaper() {
             self.cheaper.push(x);
             self.cheaper_sum += x;
@@ -155,17 +155,7 @@ impl Sequence {
         let pairs = self.success.n() as usize;
         let interval = |cs: &BettingCs| (cs.n() > 0).then(|| cs.interval()).flatten().map(|(lo, hi)| Interval { lo, hi });
         let share = |sum: f64, cs: &BettingCs| (cs.n() > 0).then(|| sum / cs.n() as f64);
-        let cost = |cs: &BettingCs| {
-            interval(cs).map(|i| {
-                if i.entirely_above(0.5) {
-                    Cost::Lower
-                } else if i.entirely_below(0.5) {
-                    Cost::Higher
-                } else {
-                    Cost::Unclear
-                }
-            })
-        };
+        let cost = |cs: &BettingCs| interval(cs).map(Cost::of_share);
         let evidence = Evidence {
             design: Design::Sequential,
             pairs_used: pairs,

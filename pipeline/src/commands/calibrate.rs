@@ -133,15 +133,19 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<Exit> {
     } else if args.out.is_none() {
         write!(stdout, "{}", calibrate::render::markdown(&study))?;
     }
-    let short = calibrate::shortfalls(&study, calibrate::COVERAGE_FLOOR, calibrate::MDE_FLOOR);
-    for s in &short {
+    Ok(shortfalls(&calibrate::shortfalls(&study, calibrate::COVERAGE_FLOOR, calibrate::MDE_FLOOR), args.check))
+}
+
+/// Says every figure below its stated level; with --check, they fail the command.
+fn shortfalls(short: &[String], check: bool) -> Exit {
+    for s in short {
         eprintln!("below its stated level: {s}");
     }
-    if args.check && !short.is_empty() {
+    if check && !short.is_empty() {
         eprintln!("error: {} figure(s) below their stated level (above)", short.len());
-        return Ok(Exit::Refused);
+        return Exit::Refused;
     }
-    Ok(Exit::Ok)
+    Exit::Ok
 }
 
 fn run_sequential(args: &CalibrateArgs) -> anyhow::Result<Exit> {
@@ -187,15 +191,7 @@ fn run_sequential(args: &CalibrateArgs) -> anyhow::Result<Exit> {
     } else if args.out.is_none() {
         write!(stdout, "{markdown}")?;
     }
-    let short = sequential::shortfalls(&study);
-    for s in &short {
-        eprintln!("below its stated level: {s}");
-    }
-    if args.check && !short.is_empty() {
-        eprintln!("error: {} figure(s) below their stated level (above)", short.len());
-        return Ok(Exit::Refused);
-    }
-    Ok(Exit::Ok)
+    Ok(shortfalls(&sequential::shortfalls(&study), args.check))
 }
 
 /// study.json, README.md and calibration.svg, each written whole (a temporary file renamed).
