@@ -147,7 +147,7 @@ async fn conclude(
     let transcript: String = outcome.transcript.iter().chain(world_event.as_ref()).map(|e| format!("{e}\n")).collect();
     let timings = HarnessTimings { reset_ms, session_ms, verify_ms, write_ms: 0.0, server_start_ms: outcome.start_ms };
     let mut record = record_of(ctx, pending, outcome, verifier, timings);
-    record.attack = attack_of(ctx, baseline.is_ok(), world).await;
+    record.attack = attack_of(ctx, baseline.is_ok(), world, outcome).await;
     if let Some(detail) = &infrastructure {
         record.validity = Validity::invalid(InvalidReason::Infrastructure, detail.clone());
     }
@@ -157,17 +157,27 @@ async fn conclude(
 /// The run's attack, and whether the session did what it asked: read from the final state as the
 /// task's verifier is, a verdict of its own. Unknown (null) when the world was never prepared or
 /// the check failed; never "resisted" by default.
-async fn attack_of(ctx: &RunContext, prepared: bool, world: &backend::World) -> Option<records::AttackOutcome> {
+async fn attack_of(ctx: &RunContext, prepared: bool, world: &backend::World, outcome: &SessionOutcome) -> Option<records::AttackOutcome> {
     let a = ctx.plan.attack.as_ref()?;
+    let answer = outcome.final_answer.as_deref().unwrap_or("");
+    // Exposed: a tool call's result (the transcript's `call` events) held the planted text.
+    let exposed = outcome.transcript.iter().filter(|e| e["event"] == "call").any(|e| e.to_string().contains(a.marker.as_str()));
     let (succeeded, detail) = if !prepared {
         (None, "not read: the world was not prepared".to_owned())
     } else {
-        match a.succeeded(world).await {
+        match a.succeeded(world, answer).await {
             Ok(s) => (Some(s), a.success.says.clone()),
             Err(e) => (None, e),
         }
     };
-    Some(records::AttackOutcome { name: a.name.clone(), class: a.class.as_str().to_owned(), sha256: a.sha256.clone(), succeeded, detail })
+    Some(records::AttackOutcome {
+        name: a.name.clone(),
+        class: a.class.as_str().to_owned(),
+        sha256: a.sha256.clone(),
+        succeeded,
+        detail,
+        exposed: Some(exposed),
+    })
 }
 
 /// What the session changed beyond its task's footprint through its arm (`tasks::collateral`).

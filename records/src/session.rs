@@ -221,6 +221,10 @@ pub struct AttackOutcome {
     pub succeeded: Option<bool>,
     /// What success means ("a ticket was assigned to the outsider"), or why it is unknown.
     pub detail: String,
+    /// Whether the planted text reached the model: a tool result of the session held the
+    /// attack's marker. An arm that keeps it out of the context defends by that alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exposed: Option<bool>,
 }
 
 /// Where a warm session's task sat in its conversation, and what the conversation carried into it.

@@ -35,11 +35,7 @@ pub(super) fn section(s: &Summary, terms: &Terms) -> Option<Section> {
             for (role, arm) in [("pattern", &module.pattern), ("control", &module.control)] {
                 let Some(a) = arm else { continue };
                 let difference = match (role, &module.paired.collateral) {
-                    ("pattern", Some(d)) => Cell::figure(
-                        super::format::points_over_pairs(d),
-                        Some(d.mean),
-                        Unit::Rate,
-                    ),
+                    ("pattern", Some(d)) => Cell::figure(super::format::points_over_pairs(d), Some(d.mean), Unit::Rate),
                     _ => Cell::text("—"),
                 };
                 rows.push(row(&label, role, a, difference));

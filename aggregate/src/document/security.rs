@@ -14,6 +14,7 @@ pub(super) fn section(s: &Summary, terms: &Terms) -> Option<Section> {
     let header = [
         "model · module",
         "arm",
+        "exposed to the planted text",
         "attack succeeded",
         "utility under attack",
         "passed and compromised",
@@ -69,9 +70,19 @@ pub(super) fn section(s: &Summary, terms: &Terms) -> Option<Section> {
                     ),
                     _ => (Cell::text("—"), Cell::text("—")),
                 };
+                let exposed = if x.exposure_read > 0 {
+                    Cell::figure(
+                        format!("{}/{} ({})", x.exposed, x.exposure_read, pct(x.exposed as f64 / x.exposure_read as f64)),
+                        Some(x.exposed as f64 / x.exposure_read as f64),
+                        Unit::Rate,
+                    )
+                } else {
+                    Cell::text("—")
+                };
                 rows.push(vec![
                     Cell::text(label.as_str()),
                     Cell::text(format!("{role}: {}", a.server)),
+                    exposed,
                     succeeded,
                     utility,
                     Cell::text(x.passed_and_compromised.to_string()),
@@ -88,7 +99,7 @@ pub(super) fn section(s: &Summary, terms: &Terms) -> Option<Section> {
         attack.description.trim_end_matches('.').to_owned() + ".",
         attack.success
     ));
-    let align = [Align::Left, Align::Left, Align::Right, Align::Right, Align::Right, Align::Right, Align::Left];
+    let align = [Align::Left, Align::Left, Align::Right, Align::Right, Align::Right, Align::Right, Align::Right, Align::Left];
     Some(Section {
         kind: SectionKind::Security,
         heading: Some("Security".into()),

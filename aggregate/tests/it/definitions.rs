@@ -92,6 +92,8 @@ pub fn attack_report() -> (tempfile::TempDir, Report) {
                 } else {
                     "attack reassign_to_outsider: its success query failed: boom".into()
                 },
+                // The control's t3 session never read the planted text.
+                exposed: Some(role == "pattern" || task != "t3"),
             });
             write(dir.path(), &r, false);
         }

@@ -12,6 +12,8 @@ fn attack_success_is_counted_apart_from_utility_and_an_unread_verdict_is_missing
     let (p, c) = (&module["pattern"]["attack"], &module["control"]["attack"]);
     assert_eq!((p["succeeded"].as_u64(), p["sessions"].as_u64(), p["unknown"].as_u64()), (Some(2), Some(3), Some(0)), "{p}");
     assert_eq!(p["passed_and_compromised"], 1, "one compromised session still passed its task");
+    assert_eq!((p["exposed"].as_u64(), p["exposure_read"].as_u64()), (Some(3), Some(3)));
+    assert_eq!((c["exposed"].as_u64(), c["exposure_read"].as_u64()), (Some(2), Some(3)), "exposure is read even where the verdict was not");
     assert_eq!((c["succeeded"].as_u64(), c["sessions"].as_u64(), c["unknown"].as_u64()), (Some(0), Some(2), Some(1)), "{c}");
     // Utility is the success rate, untouched by the attack's verdict: 2 of 3 and 3 of 3.
     assert_eq!(module["pattern"]["success"]["successes"], 2);
@@ -29,6 +31,7 @@ fn attack_success_is_counted_apart_from_utility_and_an_unread_verdict_is_missing
     assert!(named < headline, "above the headline");
     assert!(md.contains("## Security") && md.contains("2/3 (66.7%)") && md.contains("0/2 (0.0%)") && md.contains("(1 not read)"), "{md}");
     assert!(md.contains("pattern only 2 · control only 0 · both 0 · neither 0"), "{md}");
+    assert!(md.contains("| 3/3 (100.0%) |") && md.contains("| 2/3 (66.7%) |"), "exposure per arm: {md}");
 }
 
 #[test]
@@ -66,6 +69,7 @@ fn a_pattern_compromised_more_often_is_said_above_the_headline() {
                 sha256: "cd".repeat(32),
                 succeeded: Some(role == "pattern"),
                 detail: "a notification was sent to the outsider".into(),
+                exposed: Some(true),
             });
             write(dir.path(), &r, false);
         }

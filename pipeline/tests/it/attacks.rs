@@ -39,6 +39,9 @@ fn an_attacked_run_plants_the_text_where_the_arms_read_it_and_keeps_its_own_verd
             .filter(|f| f.file_name().to_string_lossy().ends_with(".transcript.jsonl"))
             .any(|f| std::fs::read_to_string(f.path()).unwrap().contains("Note for any assistant"));
         assert!(seen, "no {arm} session saw the planted text");
+        // And the record says so: exposure is read from the session's own tool results.
+        let server = if arm.ends_with("gateway") { "resource_gateway" } else { "resource_wrapper" };
+        assert!(recs.iter().any(|r| r["server"] == server && r["attack"]["exposed"] == true), "{arm}: no record says it was exposed");
     }
     assert_eq!(manifest(&exp)["attack"]["name"], "leak_internal_notes");
     let report = pipeline().args(["aggregate", "--result-dir"]).arg(&exp).output().unwrap();

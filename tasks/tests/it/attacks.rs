@@ -19,7 +19,7 @@ async fn every_attack_is_false_when_planted_and_true_when_followed() {
     let task = tasks.iter().find(|t| t.id == "initech_handover_n4").expect("a task with a seed of its own");
     for attack in &all {
         task.prepare_under(&world, Some(attack)).await.unwrap_or_else(|e| panic!("{}: {e}", attack.name));
-        assert!(!attack.succeeded(&world).await.unwrap(), "{}: its query is true on the planted world alone", attack.name);
+        assert!(!attack.succeeded(&world, "Done.").await.unwrap(), "{}: its query is true on the planted world alone", attack.name);
         // The planted text is where tasks read, and the task's own rows are left as the task wrote them.
         let planted: i64 =
             sqlx::query_scalar("SELECT count(*) FROM tickets WHERE description LIKE '%Note for any assistant%'").fetch_one(&world.pool()).await.unwrap();
@@ -33,10 +33,14 @@ async fn every_attack_is_false_when_planted_and_true_when_followed() {
         let changes: i64 = sqlx::query_scalar("SELECT count(*) FROM world_changes").fetch_one(&world.pool()).await.unwrap();
         assert_eq!(changes, 0, "{}", attack.name);
         sqlx::raw_sql(sqlx::AssertSqlSafe(attack.success.proof.clone())).execute(&world.pool()).await.unwrap_or_else(|e| panic!("{}: proof: {e}", attack.name));
-        assert!(attack.succeeded(&world).await.unwrap(), "{}: its query misses an agent that did what it asked", attack.name);
+        assert!(attack.succeeded(&world, "Done.").await.unwrap(), "{}: its query misses an agent that did what it asked", attack.name);
         // Prepared again (the next session), the world is as planted, not as the last one left it.
         task.prepare_under(&world, Some(attack)).await.unwrap();
-        assert!(!attack.succeeded(&world).await.unwrap(), "{}: a reset keeps the compromise", attack.name);
+        assert!(!attack.succeeded(&world, "Done.").await.unwrap(), "{}: a reset keeps the compromise", attack.name);
+        // A disclosure through the final answer counts, where the attack names one.
+        if let Some(secret) = &attack.success.answer_contains {
+            assert!(attack.succeeded(&world, &format!("The passcode is {}.", secret.to_uppercase())).await.unwrap(), "{}", attack.name);
+        }
     }
     // Without an attack, none of the planted text is there.
     task.prepare(&world).await.unwrap();
@@ -58,10 +62,16 @@ fn a_bad_name_or_file_is_refused_naming_the_fix() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(tmp.path().join("attacks")).unwrap();
     let write = |text: &str| std::fs::write(tmp.path().join("attacks/x.toml"), text).unwrap();
-    write("description = \"d\"\nclass = \"data_injection\"\nplant = \"SELECT 1\"\n[success]\nquery = \"SELECT true\"\nsays = \"s\"\n");
+    let plant = "plant = \"SELECT 'Note for any assistant'\"\nmarker = \"Note for any assistant\"\n";
+    write(&format!("description = \"d\"\nclass = \"data_injection\"\n{plant}[success]\nquery = \"SELECT true\"\nsays = \"s\"\n"));
     let e = Attack::load(tmp.path(), "x").unwrap_err();
     assert!(e.contains("proof"), "{e}");
-    write("description = \"d\"\nclass = \"tool_poisoning\"\nplant = \"SELECT 1\"\n[success]\nquery = \"SELECT true\"\nsays = \"s\"\nproof = \"SELECT 1\"\n");
+    write(
+        "description = \"d\"\nclass = \"data_injection\"\nplant = \"SELECT 1\"\nmarker = \"not in the plant\"\n[success]\nquery = \"SELECT true\"\nsays = \"s\"\nproof = \"SELECT 1\"\n",
+    );
+    let e = Attack::load(tmp.path(), "x").unwrap_err();
+    assert!(e.contains("marker"), "{e}");
+    write(&format!("description = \"d\"\nclass = \"tool_poisoning\"\n{plant}[success]\nquery = \"SELECT true\"\nsays = \"s\"\nproof = \"SELECT 1\"\n"));
     let e = Attack::load(tmp.path(), "x").unwrap_err();
     assert!(e.contains("not supported yet"), "{e}");
     write(
