@@ -156,8 +156,23 @@ pub async fn run(plan: RunPlan, accepted: impl FnOnce(&Experiment) -> anyhow::Re
         Some(target) => Some(crate::otlp::Exporter::start(target, &plan.experiment)?),
         None => None,
     };
-    // A sequential run reads on from the pairs already recorded (a resume).
-    let earlier: Vec<SessionRecord> = if plan.sequential.is_some() { experiment.records()?.into_iter().map(|(_, r)| r).collect() } else { Vec::new() };
+    // A sequential run reads on from the pairs already recorded (a resume), but not from a
+    // record this run replaces (`--retry-invalid`): the rerun's record is what the pair becomes.
+    let earlier: Vec<SessionRecord> = match plan.sequential {
+        None => Vec::new(),
+        Some(_) => {
+            let rerun: std::collections::HashSet<(String, &str, &str, u32)> = pending
+                .iter()
+                .map(|p| (plan.models[p.session.model].spec.id.clone(), p.session.server.name, p.session.task.id.as_str(), p.session.rep))
+                .collect();
+            experiment
+                .records()?
+                .into_iter()
+                .map(|(_, r)| r)
+                .filter(|r| !rerun.contains(&(r.model.id.clone(), r.server.as_str(), r.task.as_str(), r.rep)))
+                .collect()
+        }
+    };
     let ctx = Arc::new(RunContext::new(plan.clone(), providers, crate::arm::serve_prefix()?, interrupt, pending.len(), started, otlp).reading_on(&earlier));
     ctx.keep_g7_footprints(g7_footprints);
     let queue = Arc::new(Mutex::new(VecDeque::from(work_items(&plan, pending))));

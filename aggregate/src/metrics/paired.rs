@@ -378,7 +378,8 @@ pub(super) fn module_report(
 
     let (mut verdict, mut verdict_reason) = decide(&paired, pattern.is_some() && control.is_some(), opts);
     let as_text: Vec<&ArmMetrics> = [&pattern, &control].into_iter().flatten().filter(|a| a.valid > 0 && 2 * a.tool_call_as_text > a.valid).collect();
-    if !as_text.is_empty() {
+    let endpoint_fault = !as_text.is_empty();
+    if endpoint_fault {
         for a in &as_text {
             notices.push(format!(
                 "{} arm: the endpoint is probably not parsing tool calls ({} of {} sessions wrote their calls as text); see the preflight",
@@ -475,11 +476,10 @@ pub(super) fn module_report(
         tasks,
     };
     if let Some(s) = sequential {
-        let as_text = report.verdict == Verdict::Withheld && report.verdict_reason.starts_with("verdict withheld: more than half");
         let kept = (report.verdict, report.verdict_reason.clone());
         super::sequential::apply(&mut report, s);
         // The endpoint fault overrides any verdict, sequential or fixed.
-        if as_text {
+        if endpoint_fault {
             (report.verdict, report.verdict_reason) = kept;
         }
     }
