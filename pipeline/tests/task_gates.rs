@@ -93,7 +93,7 @@ async fn gate_failures(module: &str, all: &[tasks::Task], b: &LocalBackend) -> R
     };
     for task in all {
         for &catalogue in &sizes {
-            let settings = servers::launch::ArmSettings { catalogue };
+            let settings = servers::launch::ArmSettings { catalogue, poison: None };
             let at = catalogue.map(|n| format!(" with a catalogue of {n}")).unwrap_or_default();
             for arm in [pattern, control] {
                 match ground_truth_with(task, arm, b.world(), b.url(), &serve_command(), settings, None).await {

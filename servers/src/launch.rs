@@ -20,8 +20,9 @@ pub trait BenchServer: rmcp::ServerHandler + Clone + Send + Sync + 'static {
     fn new(backend: BackendClient) -> Self;
 
     /// What the server offers beyond its tool and template listings (for example operations
-    /// reachable through a discovery tool), to be hashed into its manifest.
-    fn manifest_extra() -> Option<serde_json::Value> {
+    /// reachable through a discovery tool), to be hashed into its manifest, as a server started
+    /// with `settings` offers it.
+    fn manifest_extra(_settings: ArmSettings) -> Option<serde_json::Value> {
         None
     }
 }
@@ -35,7 +36,7 @@ pub trait Launch: Sync + std::fmt::Debug {
     /// Serves one session over an in-process byte stream (for tests and manifests).
     fn serve_stream(&self, backend: BackendClient, stream: tokio::io::DuplexStream) -> BoxFuture<anyhow::Result<()>>;
     /// See [`BenchServer::manifest_extra`].
-    fn manifest_extra(&self) -> Option<serde_json::Value>;
+    fn manifest_extra(&self, settings: ArmSettings) -> Option<serde_json::Value>;
 }
 
 pub struct Launcher<S>(PhantomData<fn() -> S>);
@@ -68,8 +69,8 @@ impl<S: BenchServer> Launch for Launcher<S> {
         http_router(service)
     }
 
-    fn manifest_extra(&self) -> Option<serde_json::Value> {
-        S::manifest_extra()
+    fn manifest_extra(&self, settings: ArmSettings) -> Option<serde_json::Value> {
+        S::manifest_extra(settings)
     }
 
     fn serve_stream(&self, backend: BackendClient, stream: tokio::io::DuplexStream) -> BoxFuture<anyhow::Result<()>> {
@@ -290,12 +291,57 @@ pub struct ArmSettings {
     /// How many tools of other, unconnected systems a catalogue-listing module's servers offer
     /// beside the backend's own operations (`None`: the module's default).
     pub catalogue: Option<u32>,
+    /// A tool-poisoning attack (`--attack`, docs/security.md): text a downstream server put in
+    /// the description of one of its operations, which a relaying arm passes on wherever it
+    /// shows that operation's description. `None`: every downstream description as written.
+    pub poison: Option<&'static Poison>,
+}
+
+/// What a poisoned downstream server says of one of its operations: `text`, appended to the
+/// operation's own description. Relaying arms (a module that declares
+/// [`crate::registry::ModuleEntry::relays`]) show it wherever they show that description; the
+/// planted text is the attack's, never an arm's.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Poison {
+    /// The downstream server, as the relaying module names it (proxy_aggregator: `repos`,
+    /// `runbooks`, `deploys`).
+    pub server: String,
+    /// One of its operations.
+    pub operation: String,
+    pub text: String,
+}
+
+impl Poison {
+    /// A poison that lives as long as the process: a run has one attack, and settings are
+    /// copied into every server it starts.
+    pub fn leak(self) -> &'static Self {
+        Box::leak(Box::new(self))
+    }
+
+    /// `description` as the poisoned server gives it for `server`'s `operation`: the text
+    /// appended when this is the operation poisoned, else unchanged.
+    pub fn describe(poison: Option<&Self>, server: &str, operation: &str, description: &str) -> String {
+        match poison {
+            Some(p) if p.server == server && p.operation == operation => format!("{description} {}", p.text),
+            _ => description.to_owned(),
+        }
+    }
+
+    /// Parses the serving command line's `--poison` value (this type's JSON).
+    pub fn parse(json: &str) -> Result<&'static Self, String> {
+        serde_json::from_str::<Self>(json).map(Self::leak).map_err(|e| format!("--poison: not a poison's JSON ({{server, operation, text}}): {e}"))
+    }
 }
 
 impl ArmSettings {
     /// The serving command line's flags for these settings (none for the defaults).
     pub fn args(&self) -> Vec<String> {
-        self.catalogue.map(|n| vec!["--catalogue".to_owned(), n.to_string()]).unwrap_or_default()
+        let mut args = self.catalogue.map(|n| vec!["--catalogue".to_owned(), n.to_string()]).unwrap_or_default();
+        if let Some(p) = self.poison {
+            args.extend(["--poison".to_owned(), serde_json::to_string(p).expect("a poison serialises")]);
+        }
+        args
     }
 }
 

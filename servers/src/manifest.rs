@@ -57,7 +57,7 @@ impl ToolManifest {
     /// the catalogue the run chose).
     pub async fn of_with(entry: &ServerEntry, backend_url: &str, settings: ArmSettings) -> anyhow::Result<Self> {
         let arm = crate::client::ArmClient::open_with(entry, backend_url, settings).await?;
-        let manifest = Self::list(entry, &arm.client).await;
+        let manifest = Self::list_with(entry, &arm.client, settings).await;
         arm.close().await?;
         manifest
     }
@@ -75,6 +75,15 @@ impl ToolManifest {
 
     /// Lists what the server behind `client` offers: the manifest as any client sees it.
     pub async fn list<H: rmcp::ClientHandler>(entry: &ServerEntry, client: &rmcp::service::RunningService<rmcp::RoleClient, H>) -> anyhow::Result<Self> {
+        Self::list_with(entry, client, ArmSettings::default()).await
+    }
+
+    /// [`Self::list`] of a server started with `settings`.
+    pub async fn list_with<H: rmcp::ClientHandler>(
+        entry: &ServerEntry,
+        client: &rmcp::service::RunningService<rmcp::RoleClient, H>,
+        settings: ArmSettings,
+    ) -> anyhow::Result<Self> {
         let mut tools: Vec<ManifestTool> = client
             .list_all_tools()
             .await?
@@ -102,7 +111,7 @@ impl ToolManifest {
             resource_templates.sort_by(|a, b| a.uri_template.cmp(&b.uri_template));
         }
         let resources = offers_resources(client).await;
-        Ok(Self { server: entry.name.to_owned(), tools, resource_templates, resources, extra: entry.launcher().and_then(|l| l.manifest_extra()) })
+        Ok(Self { server: entry.name.to_owned(), tools, resource_templates, resources, extra: entry.launcher().and_then(|l| l.manifest_extra(settings)) })
     }
 
     /// Canonical JSON: object keys sorted at every depth, no insignificant whitespace.

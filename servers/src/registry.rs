@@ -61,6 +61,21 @@ pub struct ModuleEntry {
     /// For a module whose servers list a tool catalogue: the size they list when the run does
     /// not choose one, and the largest they can list (`--catalogue N`).
     pub catalogue: Option<CatalogueSizes>,
+    /// For a module whose arms relay other servers' operations (proxy_aggregator): the
+    /// downstream operations both arms show the description of, each in one place — where a
+    /// tool-poisoning attack ([`crate::launch::Poison`]) can reach the model. Empty: the module
+    /// relays nothing.
+    pub relays: &'static [Relayed],
+}
+
+/// A downstream operation both arms of a module relay: the downstream server's name for it, and
+/// the control's tool that carries its description (the pattern shows it as the module's design
+/// does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Relayed {
+    pub server: &'static str,
+    pub operation: &'static str,
+    pub control_tool: &'static str,
 }
 
 /// The catalogue sizes a module's servers take.
@@ -85,7 +100,14 @@ impl ModuleEntry {
             pattern: ServerEntry { name: pattern.0, module: name, role: Role::Pattern, paired: control.0, serve: Serve::Builtin(pattern.1) },
             control: ServerEntry { name: control.0, module: name, role: Role::Control, paired: pattern.0, serve: Serve::Builtin(control.1) },
             catalogue: None,
+            relays: &[],
         }
+    }
+
+    /// This module's arms relay `relays` (see [`Self::relays`]).
+    pub const fn with_relays(mut self, relays: &'static [Relayed]) -> Self {
+        self.relays = relays;
+        self
     }
 
     /// This module's servers list a catalogue of `sizes.default` tools unless the run chooses
@@ -106,6 +128,9 @@ impl ModuleEntry {
 /// Whether `settings` can be served: a chosen catalogue size needs a module with a catalogue
 /// among `modules`, and must be within its range. The error names the flag and the fix.
 pub fn check_settings(settings: crate::launch::ArmSettings, modules: &[&str]) -> Result<(), String> {
+    if let Some(p) = settings.poison {
+        check_poison(p, modules)?;
+    }
     let Some(n) = settings.catalogue else { return Ok(()) };
     let with: Vec<&ModuleEntry> = modules.iter().filter_map(|m| module(m)).filter(|m| m.catalogue.is_some()).collect();
     if with.is_empty() {
@@ -122,6 +147,34 @@ pub fn check_settings(settings: crate::launch::ArmSettings, modules: &[&str]) ->
             return Err(format!(
                 "--catalogue {n}: {} lists {} to {} tools of other systems (its tasks are written against at least {}); choose a size in that range",
                 m.name, c.min, c.max, c.min
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A poisoned downstream description reaches a model only through an arm that relays it: every
+/// module of the run must relay the poisoned operation, in both arms, or the attack would be
+/// planted in one arm and not the other (or in neither, and measure nothing).
+fn check_poison(p: &crate::launch::Poison, modules: &[&str]) -> Result<(), String> {
+    let relaying: Vec<&str> = MODULES.iter().filter(|m| !m.relays.is_empty()).map(|m| m.name).collect();
+    for name in modules {
+        let Some(m) = module(name) else { continue };
+        if m.relays.is_empty() {
+            return Err(format!(
+                "--attack: this attack poisons the description of {}'s operation {}, but the arms of {name} relay no other server's operations, so no arm of it can show it; a tool-poisoning attack runs on {} (choose those with --module), or choose a data-injection or result-shaping attack",
+                p.server,
+                p.operation,
+                relaying.join(", ")
+            ));
+        }
+        if !m.relays.iter().any(|r| r.server == p.server && r.operation == p.operation) {
+            let ops: Vec<String> = m.relays.iter().map(|r| format!("{}.{}", r.server, r.operation)).collect();
+            return Err(format!(
+                "--attack: this attack poisons {}.{}, which {name}'s arms do not both relay in one place; they relay {}",
+                p.server,
+                p.operation,
+                ops.join(", ")
             ));
         }
     }

@@ -28,7 +28,7 @@ pub async fn banned_terms(module: &str, extra: &[&ServerEntry], backend_url: &st
     let mut arms = vec![pattern, control];
     arms.extend(extra.iter().copied().filter(|a| a.module == module && a.name != pattern.name && a.name != control.name));
     // A module with a catalogue is checked at its largest: every smaller catalogue is inside it.
-    let largest = servers::launch::ArmSettings { catalogue: registry::module(module).and_then(|m| m.catalogue).map(|c| c.max) };
+    let largest = servers::launch::ArmSettings { catalogue: registry::module(module).and_then(|m| m.catalogue).map(|c| c.max), poison: None };
     for arm in arms {
         let manifest = ToolManifest::of_with(arm, backend_url, largest).await?;
         for t in &manifest.tools {

@@ -109,7 +109,7 @@ pub async fn freeze(args: &FreezeArgs) -> anyhow::Result<Spec> {
     if work.dirty == Some(true) || binary.dirty == Some(true) {
         eprintln!("warning: the build is dirty; the frozen commit {commit} is not exactly what runs (G2 refuses unless allow_dirty = true)");
     }
-    let settings = servers::launch::ArmSettings { catalogue: args.catalogue };
+    let settings = servers::launch::ArmSettings { catalogue: args.catalogue, poison: None };
     servers::registry::check_settings(settings, &[args.module.as_str()]).map_err(|e| anyhow::anyhow!(e))?;
     let mut manifests = BTreeMap::new();
     for &arm in &arms {

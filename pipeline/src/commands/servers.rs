@@ -58,6 +58,11 @@ pub struct ServeArgs {
     /// it lists beside the backend's own (default: the module's).
     #[arg(long, value_name = "N")]
     pub catalogue: Option<u32>,
+    /// A tool-poisoning attack's downstream description, as JSON `{server, operation, text}`:
+    /// a relaying server shows `text` after that operation's description (the harness passes
+    /// it under `--attack`; docs/security.md).
+    #[arg(long, value_name = "JSON", value_parser = servers::launch::Poison::parse)]
+    pub poison: Option<&'static servers::launch::Poison>,
 }
 
 #[derive(Debug, Serialize)]
@@ -271,7 +276,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         SocketAddr::new(args.host, args.port),
         &args.backend_url,
         options,
-        servers::launch::ArmSettings { catalogue: args.catalogue },
+        servers::launch::ArmSettings { catalogue: args.catalogue, poison: args.poison },
     )
     .await
 }

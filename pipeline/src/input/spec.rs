@@ -269,7 +269,7 @@ impl Spec {
 
     /// What the spec chose about its servers' world, passed to every server its run starts.
     pub fn settings(&self) -> servers::launch::ArmSettings {
-        servers::launch::ArmSettings { catalogue: self.catalogue }
+        servers::launch::ArmSettings { catalogue: self.catalogue, poison: None }
     }
 
     pub fn to_toml(&self) -> anyhow::Result<String> {

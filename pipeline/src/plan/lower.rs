@@ -66,7 +66,19 @@ impl RunPlan {
                 crate::invoked::program()
             ),
         };
-        let settings = servers::launch::ArmSettings { catalogue };
+        let attack = match args.attack.as_str() {
+            "none" => None,
+            name => Some(Arc::new(tasks::attack::Attack::load(&tasks_dir, name).map_err(anyhow::Error::msg)?)),
+        };
+        let poison = attack.as_ref().and_then(|a| a.poison);
+        if let (Some(a), Some(external)) = (&attack, poison.and(arms.iter().find(|s| s.external().is_some()))) {
+            bail!(
+                "--attack {}: a tool-poisoning attack is shown by arms that relay the poisoned server's description, and external arm {} has no way to be told it yet; run it on the built-in arms, or choose a data-injection or result-shaping attack",
+                a.name,
+                external.name
+            );
+        }
+        let settings = servers::launch::ArmSettings { catalogue, poison };
         servers::registry::check_settings(settings, &modules_of(&arms)).map_err(|e| anyhow::anyhow!(e))?;
         let shard = crate::shard::Shard::resolve(args.shard.as_deref(), args.shard_count, &|k| std::env::var(k).ok()).map_err(|e| anyhow::anyhow!(e))?;
         let experiment = sharded(args.exp_name.clone().unwrap_or_else(|| default_exp_name(args, &arms)), shard);
@@ -86,10 +98,6 @@ impl RunPlan {
         let seal = seal.map(|s| crate::held_out::with_arms(s, &tasks_dir, &arms)).transpose()?;
         let budgets = budgets(&args.budget, &models)?;
         let sequential = sequential(&args.sequential, args.session_mode, shard.is_some(), &arms, &tasks)?;
-        let attack = match args.attack.as_str() {
-            "none" => None,
-            name => Some(Arc::new(tasks::attack::Attack::load(&tasks_dir, name).map_err(anyhow::Error::msg)?)),
-        };
         Ok(Self {
             attack,
             sequential,

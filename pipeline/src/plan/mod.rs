@@ -156,7 +156,7 @@ pub struct RunPlan {
 impl RunPlan {
     /// What the run chose about its servers' world, passed to every server it starts.
     pub fn settings(&self) -> servers::launch::ArmSettings {
-        servers::launch::ArmSettings { catalogue: self.catalogue }
+        servers::launch::ArmSettings { catalogue: self.catalogue, poison: self.attack.as_ref().and_then(|a| a.poison) }
     }
 
     /// Every session, in the order the run starts them (see [`Self::conversations`]).

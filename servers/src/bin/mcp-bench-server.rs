@@ -36,6 +36,11 @@ struct Args {
     /// it lists beside the backend's own (default: the module's).
     #[arg(long, value_name = "N")]
     catalogue: Option<u32>,
+    /// A tool-poisoning attack's downstream description, as JSON `{server, operation, text}`:
+    /// a relaying server shows `text` after that operation's description (the harness passes
+    /// it under `--attack`; docs/security.md).
+    #[arg(long, value_name = "JSON", value_parser = servers::launch::Poison::parse)]
+    poison: Option<&'static servers::launch::Poison>,
 }
 
 #[tokio::main]
@@ -54,7 +59,7 @@ async fn main() -> anyhow::Result<()> {
         SocketAddr::new(args.host, args.port),
         &args.backend_url,
         options,
-        servers::launch::ArmSettings { catalogue: args.catalogue },
+        servers::launch::ArmSettings { catalogue: args.catalogue, poison: args.poison },
     )
     .await
 }

@@ -12,7 +12,7 @@ use servers::launch::ArmSettings;
 use servers::modules::tool_search::{DEFAULT_CATALOGUE, catalogue};
 
 fn size(n: u32) -> ArmSettings {
-    ArmSettings { catalogue: Some(n) }
+    ArmSettings { catalogue: Some(n), poison: None }
 }
 
 /// The names of the tools a search for `query` returned, best first.

@@ -11,21 +11,23 @@ use serde_json::{Map, Value, json};
 
 use super::backends::{BACKENDS, BackendInfo, Deploys, Outcome, Repos, Runbooks, backend_info, unknown_backend};
 use crate::backend_client::{BackendClient, json_result, tool_error};
-use crate::launch::BenchServer;
+use crate::launch::{ArmSettings, BenchServer, Poison};
 
 #[derive(Debug, Clone)]
 pub struct ProxyAggregator {
     repos: Repos,
     runbooks: Runbooks,
     deploys: Deploys,
+    /// A poisoned downstream description, shown where `describe_backend` shows the operation.
+    poison: Option<&'static Poison>,
     tool_router: ToolRouter<Self>,
 }
 
 impl BenchServer for ProxyAggregator {
     /// The operations behind the three tools are part of what this design offers a model, so
     /// they belong in the manifest (and its hash) like tool schemas do.
-    fn manifest_extra() -> Option<Value> {
-        Some(Value::Array(BACKENDS.iter().map(|b| description_of(b)).collect()))
+    fn manifest_extra(settings: ArmSettings) -> Option<Value> {
+        Some(Value::Array(BACKENDS.iter().map(|b| description_of(b, settings.poison)).collect()))
     }
 
     fn new(backend: BackendClient) -> Self {
@@ -35,6 +37,7 @@ impl BenchServer for ProxyAggregator {
             repos: Repos::new(BackendClient::new(url)),
             runbooks: Runbooks::new(BackendClient::new(url)),
             deploys: Deploys::new(BackendClient::new(url)),
+            poison: backend.settings().poison,
             tool_router: crate::schema::plain_tools(Self::tool_router()),
         }
     }
@@ -76,7 +79,7 @@ impl ProxyAggregator {
         let Some(b) = backend_info(&a.backend) else {
             return Ok(tool_error(unknown_backend(&a.backend)));
         };
-        Ok(json_result(&description_of(b)))
+        Ok(json_result(&description_of(b, self.poison)))
     }
 
     #[tool(description = "Run one operation of a backend with its arguments (see describe_backend). Returns the backend's JSON.")]
@@ -88,10 +91,14 @@ impl ProxyAggregator {
     }
 }
 
-/// What `describe_backend` answers for `b`.
-fn description_of(b: &BackendInfo) -> Value {
-    let operations: Vec<Value> =
-        b.operations.iter().map(|o| json!({ "operation": o.name, "description": o.description, "parameters": o.parameters() })).collect();
+/// What `describe_backend` answers for `b` (with `poison`'s text where it poisons one of its
+/// operations).
+fn description_of(b: &BackendInfo, poison: Option<&Poison>) -> Value {
+    let operations: Vec<Value> = b
+        .operations
+        .iter()
+        .map(|o| json!({ "operation": o.name, "description": Poison::describe(poison, b.name, o.name, o.description), "parameters": o.parameters() }))
+        .collect();
     json!({ "backend": b.name, "purpose": b.purpose, "operations": operations })
 }
 

@@ -16,7 +16,7 @@ mod backends;
 mod wrapper;
 
 use crate::launch::{Launch, Launcher};
-use crate::registry::ModuleEntry;
+use crate::registry::{ModuleEntry, Relayed};
 
 pub use aggregator::ProxyAggregator;
 pub use wrapper::ProxyWrapper;
@@ -30,5 +30,21 @@ const PATTERN: (&str, &dyn Launch) = ("proxy_aggregator", &Launcher::<ProxyAggre
 /// The control server.
 const CONTROL: (&str, &dyn Launch) = ("proxy_wrapper", &Launcher::<ProxyWrapper>::NEW);
 
+/// The downstream operations whose description both arms show in exactly one place: the
+/// pattern in `describe_backend`, the control in one flat tool's description (operations the
+/// control covers with a shared list tool, such as `find_repo`, are left out). Where a
+/// tool-poisoning attack can be planted (docs/security.md).
+pub const RELAYS: &[Relayed] = &[
+    Relayed { server: "repos", operation: "get_repo", control_tool: "repos_get" },
+    Relayed { server: "repos", operation: "get_change_request", control_tool: "change_requests_get" },
+    Relayed { server: "repos", operation: "list_comments", control_tool: "change_requests_comments_list" },
+    Relayed { server: "repos", operation: "list_reviews", control_tool: "change_requests_reviews_list" },
+    Relayed { server: "runbooks", operation: "get_runbook", control_tool: "runbooks_get" },
+    Relayed { server: "deploys", operation: "get_service", control_tool: "services_get" },
+    Relayed { server: "deploys", operation: "list_deploys", control_tool: "deploys_list" },
+    Relayed { server: "deploys", operation: "get_deploy", control_tool: "deploys_get" },
+    Relayed { server: "deploys", operation: "create_deploy", control_tool: "deploys_create" },
+];
+
 /// This module's line in the registry (`crate::registry::MODULES`).
-pub static MODULE: ModuleEntry = ModuleEntry::new("proxy_aggregator", SPECIFIC_TERMS, PATTERN, CONTROL);
+pub static MODULE: ModuleEntry = ModuleEntry::new("proxy_aggregator", SPECIFIC_TERMS, PATTERN, CONTROL).with_relays(RELAYS);
