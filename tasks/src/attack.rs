@@ -124,12 +124,10 @@ fn valid_name(name: &str) -> bool {
 impl Attack {
     /// Reads `tasks_dir/attacks/NAME.toml`, refusing what could not be run.
     pub fn load(tasks_dir: &Path, name: &str) -> Result<Self, String> {
-        let known = || {
-            match catalogue(tasks_dir).map(|c| c.into_iter().map(|a| a.name).collect::<Vec<_>>().join(", ")) {
-                Err(e) => format!("and the catalogue cannot be read: {e}"),
-                Ok(names) if names.is_empty() => format!("no attack is in {}", dir(tasks_dir).display()),
-                Ok(names) => format!("the catalogue has: {names}"),
-            }
+        let known = || match catalogue(tasks_dir).map(|c| c.into_iter().map(|a| a.name).collect::<Vec<_>>().join(", ")) {
+            Err(e) => format!("and the catalogue cannot be read: {e}"),
+            Ok(names) if names.is_empty() => format!("no attack is in {}", dir(tasks_dir).display()),
+            Ok(names) => format!("the catalogue has: {names}"),
         };
         if !valid_name(name) {
             return Err(format!("--attack {name:?}: an attack name is lowercase letters, digits and _ (or none); {}", known()));

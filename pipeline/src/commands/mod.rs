@@ -19,6 +19,7 @@ pub(crate) mod regrade;
 pub(crate) mod seal;
 pub(crate) mod servers;
 pub(crate) mod sweep;
+pub(crate) mod sweep_attacks;
 pub mod view;
 
 #[derive(Debug, Parser)]

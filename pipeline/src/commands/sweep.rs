@@ -221,26 +221,32 @@ pub async fn run(args: SweepArgs) -> anyhow::Result<Exit> {
     .filter(|(_, levels)| levels.len() >= 2)
     .map(|(f, levels)| (f, levels.clone()))
     .collect::<Vec<_>>();
-    let (factor, mut levels) = match &several[..] {
-        [one] => one.clone(),
+    let attacks = super::sweep_attacks::levels(&args.run.attack);
+    if attacks.len() >= 2 {
+        anyhow::ensure!(
+            several.is_empty(),
+            "a sweep varies one factor: give several attacks to --attack, or several levels to one of --scale, --size, --catalogue and --distractors, not both"
+        );
+    }
+    // The factor, when it is a quantity (`None`: a sweep over attacks, a category).
+    let numeric = match &several[..] {
+        _ if attacks.len() >= 2 => None,
+        [one] => Some(one.clone()),
         [] => anyhow::bail!(
-            "a sweep needs at least two levels: --scale 1,2,4,8 (world scale), --size 1,2,4,8 (task family size), --catalogue 25,50,100 (catalogue size) or --distractors 0,10,50,200 (tools of other servers listed)"
+            "a sweep needs at least two levels: --scale 1,2,4,8 (world scale), --size 1,2,4,8 (task family size), --catalogue 25,50,100 (catalogue size), --distractors 0,10,50,200 (tools of other servers listed) or --attack none,A,B (attacks of tasks/attacks/)"
         ),
         _ => anyhow::bail!("a sweep varies one factor: give several levels to one of --scale, --size, --catalogue and --distractors, not to two"),
     };
-    levels.sort_unstable();
-    levels.dedup();
+    let word = numeric.as_ref().map_or("attack", |(f, _)| f.word());
     anyhow::ensure!(args.run.module.len() == 1 && args.run.mcp.is_empty() && !args.run.all, "a sweep runs one module with both arms: --module M");
     anyhow::ensure!(args.run.models.len() == 1, "a sweep runs one model (or the oracle): --models M");
     anyhow::ensure!(
         args.run.budget.budget_tokens.is_none() && args.run.budget.budget_usd.is_none(),
-        "a sweep does not take a budget yet: each level is its own run, so a budget would bound each level, not the sweep. Run the levels one by one (`--{} L --budget-…`), or the sweep without one",
-        factor.word()
+        "a sweep does not take a budget yet: each level is its own run, so a budget would bound each level, not the sweep. Run the levels one by one (`--{word} L --budget-…`), or the sweep without one"
     );
     anyhow::ensure!(
         !args.run.sequential.until_decided,
-        "a sweep does not run --until-decided yet: each level would stop on its own verdict, and the sweep's trend reads levels of equal design. Run the levels one by one (`--{} L --until-decided …`), or the sweep with --k",
-        factor.word()
+        "a sweep does not run --until-decided yet: each level would stop on its own verdict, and the sweep's trend reads levels of equal design. Run the levels one by one (`--{word} L --until-decided …`), or the sweep with --k"
     );
     let shard = crate::shard::Shard::resolve(args.run.shard.as_deref(), args.run.shard_count, &|k| std::env::var(k).ok()).map_err(|e| anyhow::anyhow!(e))?;
     anyhow::ensure!(
@@ -259,6 +265,11 @@ pub async fn run(args: SweepArgs) -> anyhow::Result<Exit> {
     };
     let module = args.run.module[0].clone();
     let model = args.run.models[0].clone();
+    let Some((factor, mut levels)) = numeric else {
+        return super::sweep_attacks::run(args, attacks, split, module, model).await;
+    };
+    levels.sort_unstable();
+    levels.dedup();
     let name = args.run.exp_name.clone().unwrap_or_else(|| format!("sweep_{module}_{}_{}", model.replace(['/', ':'], "_"), factor.word()));
     crate::plan::check_experiment_name(&name).context("--exp-name")?;
     let sweep_dir = args.run.results_dir.join(&name);

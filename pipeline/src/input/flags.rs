@@ -126,11 +126,12 @@ pub struct RunArgs {
     pub budget: BudgetFlags,
     #[command(flatten)]
     pub sequential: SequentialFlags,
-    /// Plant an attack from the catalogue (tasks/attacks/NAME.toml) in every session's world, the
-    /// same in both arms, and verify its success apart from the task's (docs/security.md);
-    /// `none` (the default) plants nothing.
-    #[arg(long, value_name = "NAME|none", default_value = "none")]
-    pub attack: String,
+    /// Plant an attack from the catalogue (tasks/attacks/NAME.toml) in every session's world (or,
+    /// for tool poisoning, in a downstream server's description), the same in both arms, and
+    /// verify its success apart from the task's (docs/security.md); `none` (the default) plants
+    /// nothing. `pipeline sweep` takes several, comma-separated: `--attack none,A,B`.
+    #[arg(long, value_name = "NAME|none", value_delimiter = ',', default_value = "none")]
+    pub attack: Vec<String>,
 }
 
 /// A sequential experiment: pairs drawn one at a time until the verdict is reached, read by

@@ -66,9 +66,16 @@ impl RunPlan {
                 crate::invoked::program()
             ),
         };
-        let attack = match args.attack.as_str() {
-            "none" => None,
-            name => Some(Arc::new(tasks::attack::Attack::load(&tasks_dir, name).map_err(anyhow::Error::msg)?)),
+        let attack = match &args.attack[..] {
+            [] => None,
+            [none] if none == "none" => None,
+            [name] => Some(Arc::new(tasks::attack::Attack::load(&tasks_dir, name).map_err(anyhow::Error::msg)?)),
+            several => bail!(
+                "--attack {} names several attacks; a series of attacks is a sweep: `{} sweep --module M --models X --attack none,{}`",
+                several.join(","),
+                crate::invoked::program(),
+                several.iter().filter(|a| *a != "none").cloned().collect::<Vec<_>>().join(",")
+            ),
         };
         let poison = attack.as_ref().and_then(|a| a.poison);
         if let (Some(a), Some(external)) = (&attack, poison.and(arms.iter().find(|s| s.external().is_some()))) {
@@ -98,12 +105,19 @@ impl RunPlan {
         let seal = seal.map(|s| crate::held_out::with_arms(s, &tasks_dir, &arms)).transpose()?;
         let budgets = budgets(&args.budget, &models)?;
         let sequential = sequential(&args.sequential, args.session_mode, shard.is_some(), &arms, &tasks)?;
+        let poisoned_lists = match &attack {
+            Some(a) if a.poison.is_some() => {
+                manifests.iter().filter(|(_, m)| m.tools.iter().any(|t| t.description.contains(&a.marker))).map(|(name, _)| name.clone()).collect()
+            }
+            _ => Default::default(),
+        };
         Ok(Self {
             attack,
             sequential,
             budgets,
             exp_dir: args.results_dir.join(&experiment),
             experiment,
+            poisoned_lists,
             manifests: manifests.into_iter().map(|(name, m)| (name, m.sha256())).collect(),
             arms,
             tasks,
@@ -203,6 +217,7 @@ impl RunPlan {
             catalogue: spec.catalogue,
             distractors,
             manifests,
+            poisoned_lists: Default::default(),
             build: BuildInfo::binary(),
             preflight_skipped: options.skip_preflight,
             retry_invalid: options.retry_invalid,

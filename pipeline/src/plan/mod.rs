@@ -126,6 +126,10 @@ pub struct RunPlan {
     pub budgets: Vec<crate::budget::Limit>,
     /// sha256 of each arm's tool manifest, by server name.
     pub manifests: BTreeMap<String, String>,
+    /// Under a tool-poisoning attack: the arms whose tool list itself carries the poisoned
+    /// description, so that every model offered it met the planted text (what a transcript
+    /// without the offered definitions cannot show). Empty otherwise.
+    pub poisoned_lists: std::collections::BTreeSet<String>,
     /// The binary that runs the sessions.
     pub build: BuildInfo,
     pub preflight_skipped: bool,

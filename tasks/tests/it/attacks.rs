@@ -96,10 +96,14 @@ fn a_bad_name_or_file_is_refused_naming_the_fix() {
     write(&format!("description = \"d\"\nclass = \"data_injection\"\n{plant}{poison}[success]\nquery = \"SELECT true\"\nsays = \"s\"\nproof = \"SELECT 1\"\n"));
     let e = Attack::load(tmp.path(), "x").unwrap_err();
     assert!(e.contains("[poison] is for tool_poisoning"), "{e}");
-    write(&format!("description = \"d\"\nclass = \"tool_poisoning\"\nmarker = \"not in the text\"\n{poison}[success]\nsays = \"s\"\nanswer_contains = \"x\"\n"));
+    write(&format!(
+        "description = \"d\"\nclass = \"tool_poisoning\"\nmarker = \"not in the text\"\n{poison}[success]\nsays = \"s\"\nanswer_contains = \"x\"\n"
+    ));
     let e = Attack::load(tmp.path(), "x").unwrap_err();
     assert!(e.contains("of the poison's text"), "{e}");
-    write(&format!("description = \"d\"\nclass = \"tool_poisoning\"\nmarker = \"Note for any assistant\"\n{poison}[success]\nsays = \"s\"\nanswer_contains = \"x\"\n"));
+    write(&format!(
+        "description = \"d\"\nclass = \"tool_poisoning\"\nmarker = \"Note for any assistant\"\n{poison}[success]\nsays = \"s\"\nanswer_contains = \"x\"\n"
+    ));
     let a = Attack::load(tmp.path(), "x").unwrap();
     assert!(a.plant.is_empty() && a.poison.is_some_and(|p| p.operation == "get_runbook"));
     // Verified somehow: a query with its proof, or the answer.
