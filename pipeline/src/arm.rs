@@ -48,7 +48,7 @@ pub async fn connect(
     if let Serve::External(arm) = server.serve {
         return match arm.transport {
             Transport::Stdio => {
-                let cmd = arm.command(backend_url, None)?;
+                let cmd = arm.command_with(backend_url, None, settings)?;
                 let std = cmd.as_std();
                 let argv = std::iter::once(std.get_program()).chain(std.get_args()).map(|a| a.to_string_lossy().into_owned()).collect();
                 let env = std.get_envs().filter_map(|(k, v)| Some((k.to_string_lossy().into_owned(), v?.to_string_lossy().into_owned()))).collect();
@@ -59,7 +59,7 @@ pub async fn connect(
                 ))
             }
             Transport::Http => {
-                let process = servers::external::start_http(arm, backend_url).await?;
+                let process = servers::external::start_http(arm, backend_url, settings).await?;
                 Ok((ServerConnection::Http { url: process.url.clone() }, ArmGuard::Process(process)))
             }
         };

@@ -118,7 +118,7 @@ impl ArmClient {
                 let client = config().serve(client_io).await?;
                 Ok(Self { client, keep: Keep::InProcess(server) })
             }
-            Serve::External(arm) => open_external(arm, backend_url).await,
+            Serve::External(arm) => open_external(arm, backend_url, settings).await,
         }
     }
 
@@ -143,15 +143,15 @@ impl ArmClient {
     }
 }
 
-async fn open_external(arm: &ExternalArm, backend_url: &str) -> anyhow::Result<ArmClient> {
+async fn open_external(arm: &ExternalArm, backend_url: &str, settings: crate::launch::ArmSettings) -> anyhow::Result<ArmClient> {
     match arm.transport {
-        records::Transport::Stdio => match spawn_stdio(arm.command(backend_url, None)?, arm.startup_timeout, Hold::Whole).await {
+        records::Transport::Stdio => match spawn_stdio(arm.command_with(backend_url, None, settings)?, arm.startup_timeout, Hold::Whole).await {
             Ok((client, process)) => Ok(ArmClient { client, keep: Keep::Child(process) }),
             Err(StdioError::Spawn(e)) => anyhow::bail!("starting {} ({}): {e}", arm.name, arm.command.join(" ")),
             Err(StdioError::Handshake(e)) => anyhow::bail!("{}: no MCP handshake over stdio ({e})", arm.name),
         },
         records::Transport::Http => {
-            let process = external::start_http(arm, backend_url).await?;
+            let process = external::start_http(arm, backend_url, settings).await?;
             let e = match tokio::time::timeout(arm.startup_timeout, config().serve(StreamableHttpClientTransport::from_uri(process.url.clone()))).await {
                 Ok(Ok(client)) => return Ok(ArmClient { client, keep: Keep::Http(process) }),
                 Ok(Err(e)) => e.to_string(),

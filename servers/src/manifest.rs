@@ -114,6 +114,12 @@ impl ToolManifest {
         Ok(Self { server: entry.name.to_owned(), tools, resource_templates, resources, extra: entry.launcher().and_then(|l| l.manifest_extra(settings)) })
     }
 
+    /// Whether `phrase` is in a description of the tool list or the resource templates — what a
+    /// client sends a model with every request (not what a discovery tool answers when asked).
+    pub fn lists(&self, phrase: &str) -> bool {
+        self.tools.iter().any(|t| t.description.contains(phrase)) || self.resource_templates.iter().any(|t| t.description.contains(phrase))
+    }
+
     /// Canonical JSON: object keys sorted at every depth, no insignificant whitespace.
     pub fn canonical_json(&self) -> String {
         canonical(&serde_json::to_value(self).expect("manifest serializes")).to_string()

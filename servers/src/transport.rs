@@ -18,7 +18,7 @@ pub async fn serve(entry: &ServerEntry, transport: Transport, addr: SocketAddr, 
 }
 
 /// [`serve`] with explicit HTTP options (who may call, see [`HttpOptions`]) and the run's
-/// settings (which an external arm does not take).
+/// settings (an external arm takes only a poison, and only when it relays).
 pub async fn serve_with(
     entry: &ServerEntry,
     transport: Transport,
@@ -31,7 +31,7 @@ pub async fn serve_with(
     let backend = BackendClient::new(backend_url).with_settings(settings);
     let launcher = match entry.serve {
         crate::registry::Serve::Builtin(l) => l,
-        crate::registry::Serve::External(arm) => return serve_external(arm, transport, addr, backend_url).await,
+        crate::registry::Serve::External(arm) => return serve_external(arm, transport, addr, backend_url, settings).await,
     };
     match transport {
         Transport::Stdio => launcher.serve_stdio(backend).await,
@@ -50,7 +50,13 @@ pub async fn serve_with(
 
 /// An external arm for any client: its own command, over its own transport (a stdio arm on this
 /// process's stdin/stdout; an HTTP arm on the port of `addr`, which it binds itself).
-async fn serve_external(arm: &crate::external::ExternalArm, transport: Transport, addr: SocketAddr, backend_url: &str) -> anyhow::Result<()> {
+async fn serve_external(
+    arm: &crate::external::ExternalArm,
+    transport: Transport,
+    addr: SocketAddr,
+    backend_url: &str,
+    settings: ArmSettings,
+) -> anyhow::Result<()> {
     anyhow::ensure!(
         transport == arm.transport,
         "{} serves over {} only (its arm.toml says so); run it with --transport {}",
@@ -59,8 +65,8 @@ async fn serve_external(arm: &crate::external::ExternalArm, transport: Transport
         arm.transport.as_str()
     );
     let port = (transport == Transport::Http).then_some(addr.port());
-    let (mut cmd, prepared) =
-        crate::external::own_group(arm.command(backend_url, port)?, crate::contain::Hold::Whole).with_context(|| format!("starting {}", arm.name))?;
+    let (mut cmd, prepared) = crate::external::own_group(arm.command_with(backend_url, port, settings)?, crate::contain::Hold::Whole)
+        .with_context(|| format!("starting {}", arm.name))?;
     let mut child = match cmd.spawn() {
         Ok(child) => child,
         Err(e) => {

@@ -28,6 +28,14 @@ pub struct ServersArgs {
     /// servers the client lists, as a run's `--distractors N`): bytes, and tokens with `--tokens`.
     #[arg(long, value_name = "N")]
     pub distractors: Option<u32>,
+    /// List every server as a run under this attack lists it (tasks/attacks/NAME.toml): a
+    /// tool-poisoning attack changes what relaying servers offer, and each row says whether the
+    /// poisoned description is in the server's own tool list (`poison_listed`).
+    #[arg(long, value_name = "NAME")]
+    pub attack: Option<String>,
+    /// Folder holding the tasks (and the attack catalogue).
+    #[arg(long, env = "MCPBENCH_TASKS_DIR")]
+    pub tasks_dir: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -96,6 +104,15 @@ struct ServerRow {
     with_distractors_bytes: Option<Option<usize>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     with_distractors_tokens: Option<Option<u64>>,
+    /// Whether the server relays other servers' operations, where a tool-poisoning attack is
+    /// shown (a built-in module that declares them; an external arm with `relays = true`).
+    relays: bool,
+    /// With `--attack` naming a tool-poisoning attack: whether the poisoned description is in
+    /// the server's own tool list, and so in every request a model gets (null when not listed).
+    /// A relaying server may show it only when asked instead (proxy_aggregator's
+    /// `describe_backend`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    poison_listed: Option<Option<bool>>,
     /// The exact command line that runs this server over stdio (an external arm: its own
     /// command, placeholders unexpanded).
     command: Vec<String>,
@@ -131,12 +148,17 @@ pub async fn list(args: ServersArgs) -> anyhow::Result<()> {
     // Refused before anything is started, in one line that names the accepted values.
     let tokenizer = args.tokens.as_deref().map(agent::tokens::Tokenizer::parse).transpose()?;
     let distractors = args.distractors.map(servers::distractors::Distractors::draw).transpose().map_err(|e| anyhow::anyhow!(e))?;
+    let attack = match args.attack.as_deref().filter(|a| *a != "none") {
+        Some(name) => Some(tasks::attack::Attack::load(&args.tasks_dir.clone().unwrap_or_else(tasks::default_tasks_dir), name).map_err(anyhow::Error::msg)?),
+        None => None,
+    };
+    let settings = servers::launch::ArmSettings { catalogue: None, poison: attack.as_ref().and_then(|a| a.poison) };
     let mut rows = Vec::new();
     for s in servers::registry::servers() {
         // A built-in server always lists; an external arm may not start (its dependencies not
         // installed): its row says why instead of failing the whole listing.
         // Listed as a run lists them: an external arm against a freshly seeded world.
-        let manifest = match (crate::listing::manifest(s, Default::default()).await, s.external()) {
+        let manifest = match (crate::listing::manifest(s, settings).await, s.external()) {
             (Ok(m), _) => Ok(m),
             (Err(e), Some(_)) => Err(format!("{e:#}")),
             (Err(e), None) => return Err(e.context(format!("listing the tools of {}", s.name))),
@@ -181,6 +203,11 @@ pub async fn list(args: ServersArgs) -> anyhow::Result<()> {
             distractors: distractors.as_ref().map(servers::distractors::Distractors::len),
             with_distractors_bytes: with.as_ref().map(|d| d.as_deref().map(agent::tokens::definitions_bytes)),
             with_distractors_tokens,
+            relays: match s.external() {
+                Some(a) => a.relays,
+                None => servers::registry::module(s.module).is_some_and(|m| !m.relays.is_empty()),
+            },
+            poison_listed: attack.as_ref().filter(|a| a.poison.is_some()).map(|a| manifest.as_ref().ok().map(|m| m.lists(&a.marker))),
             command,
             kind: if external.is_some() { "external" } else { "builtin" },
             external,

@@ -78,11 +78,12 @@ impl RunPlan {
             ),
         };
         let poison = attack.as_ref().and_then(|a| a.poison);
-        if let (Some(a), Some(external)) = (&attack, poison.and(arms.iter().find(|s| s.external().is_some()))) {
+        if let (Some(a), Some(external)) = (&attack, poison.and(arms.iter().find(|s| s.external().is_some_and(|e| !e.relays)))) {
             bail!(
-                "--attack {}: a tool-poisoning attack is shown by arms that relay the poisoned server's description, and external arm {} has no way to be told it yet; run it on the built-in arms, or choose a data-injection or result-shaping attack",
+                "--attack {}: a tool-poisoning attack is shown by arms that relay the poisoned server's description, and external arm {} does not say it does; an arm that relays opts in with `relays = true` in its arm.toml and shows the text it is given in {} (docs/security.md), or choose a data-injection or result-shaping attack",
                 a.name,
-                external.name
+                external.name,
+                servers::external::POISON_ENV
             );
         }
         let settings = servers::launch::ArmSettings { catalogue, poison };
@@ -106,9 +107,7 @@ impl RunPlan {
         let budgets = budgets(&args.budget, &models)?;
         let sequential = sequential(&args.sequential, args.session_mode, shard.is_some(), &arms, &tasks)?;
         let poisoned_lists = match &attack {
-            Some(a) if a.poison.is_some() => {
-                manifests.iter().filter(|(_, m)| m.tools.iter().any(|t| t.description.contains(&a.marker))).map(|(name, _)| name.clone()).collect()
-            }
+            Some(a) if a.poison.is_some() => manifests.iter().filter(|(_, m)| m.lists(&a.marker)).map(|(name, _)| name.clone()).collect(),
             _ => Default::default(),
         };
         Ok(Self {

@@ -65,6 +65,10 @@ pub const ORACLE_DIR: &str = "oracle";
 /// Entries of an arm folder left out of its hash: what installing its dependencies creates.
 pub const UNHASHED: &[&str] = &["node_modules", "__pycache__"];
 
+/// The variable a relaying arm ([`ExternalArm::relays`]) reads a tool-poisoning attack from:
+/// the JSON of a [`crate::launch::Poison`] (`{"server", "operation", "text"}`). Unset without one.
+pub const POISON_ENV: &str = "MCPBENCH_POISON";
+
 const PLACEHOLDERS: &[&str] = &["{backend_url}", "{port}", "{arm_dir}"];
 
 /// A problem with an arm folder, naming the file and the field.
@@ -92,6 +96,10 @@ struct ArmFile {
     description: String,
     #[serde(default)]
     oracle_from: Option<String>,
+    /// The arm relays the operations its module's arms relay (`ModuleEntry::relays`) and shows
+    /// a poisoned downstream description it is given in `MCPBENCH_POISON` (docs/security.md).
+    #[serde(default)]
+    relays: bool,
     serve: ServeFile,
     #[serde(default)]
     env: BTreeMap<String, String>,
@@ -120,6 +128,10 @@ pub struct ExternalArm {
     /// The built-in server of the same module whose oracle plans the arm reuses where it has
     /// none of its own ([`Self::check_oracle_from`] says which names are allowed).
     pub oracle_from: Option<String>,
+    /// `relays = true`: the arm opted in to tool-poisoning attacks. Under one, its process gets
+    /// [`POISON_ENV`]: the poisoned operation and the text to append to its description wherever
+    /// the arm shows that description.
+    pub relays: bool,
     /// The folder (absolute).
     pub dir: PathBuf,
     pub transport: Transport,
@@ -211,6 +223,7 @@ impl ExternalArm {
             role,
             description: raw.description,
             oracle_from: raw.oracle_from,
+            relays: raw.relays,
             dir,
             transport,
             command: raw.serve.command,
@@ -267,6 +280,12 @@ impl ExternalArm {
     /// The command that starts one server process: the folder as working directory, and exactly
     /// the declared environment. Spawn it in its own group ([`own_group`]).
     pub fn command(&self, backend_url: &str, port: Option<u16>) -> Result<tokio::process::Command, ArmError> {
+        self.command_with(backend_url, port, crate::launch::ArmSettings::default())
+    }
+
+    /// [`Self::command`] for a run with `settings`: a relaying arm under a tool-poisoning attack
+    /// gets [`POISON_ENV`]. (The catalogue size is for built-in catalogue modules only.)
+    pub fn command_with(&self, backend_url: &str, port: Option<u16>, settings: crate::launch::ArmSettings) -> Result<tokio::process::Command, ArmError> {
         self.dependencies_installed()?;
         let program = self.program()?;
         let expand = |v: &str| expand(v, backend_url, port, &self.dir);
@@ -279,6 +298,9 @@ impl ExternalArm {
             if let Some(value) = std::env::var_os(name) {
                 cmd.env(name, value);
             }
+        }
+        if let Some(p) = settings.poison.filter(|_| self.relays) {
+            cmd.env(POISON_ENV, serde_json::to_string(p).expect("a poison serialises"));
         }
         Ok(cmd)
     }

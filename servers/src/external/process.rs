@@ -128,10 +128,10 @@ pub enum StartError {
 }
 
 /// Starts an HTTP arm on a free loopback port and waits until the port accepts connections.
-pub async fn start_http(arm: &ExternalArm, backend_url: &str) -> Result<HttpProcess, StartError> {
+pub async fn start_http(arm: &ExternalArm, backend_url: &str, settings: crate::launch::ArmSettings) -> Result<HttpProcess, StartError> {
     let port = free_port().map_err(|source| StartError::Spawn { name: arm.name.clone(), source })?;
     let spawn_error = |source| StartError::Spawn { name: arm.name.clone(), source };
-    let (mut cmd, prepared) = own_group(arm.command(backend_url, Some(port))?, Hold::Whole).map_err(spawn_error)?;
+    let (mut cmd, prepared) = own_group(arm.command_with(backend_url, Some(port), settings)?, Hold::Whole).map_err(spawn_error)?;
     cmd.command_mut().stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
     let mut child = match cmd.spawn() {
         Ok(child) => child,

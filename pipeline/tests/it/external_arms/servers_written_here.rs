@@ -169,3 +169,47 @@ app.run()
     assert_eq!(recs[0]["validity"]["class"], "valid", "{}", recs[0]);
     assert_eq!(recs[0]["tool_calls"][0]["is_error"], false, "the call reached the session's world: {}", recs[0]);
 }
+
+/// An external arm opts in to tool-poisoning attacks with `relays = true`: it is given the
+/// poisoned description in `MCPBENCH_POISON` and shows it where it shows that operation, and
+/// `servers --attack` lists it so. An arm that does not opt in is given nothing, and a run that
+/// would poison it is refused before anything is written, naming the field.
+#[test]
+fn an_external_arm_that_relays_is_given_a_poisoned_description_and_one_that_does_not_is_refused() {
+    installed("domain_adapter_py", ".venv/bin/python");
+    let tmp = tempfile::tempdir().unwrap();
+    let py = std::fs::canonicalize(arms_root().join("domain_adapter_py")).unwrap();
+    let server = "import json, os\nfrom mcp.server.mcpserver import MCPServer\n\napp = MCPServer(\"relaying\")\npoison = json.loads(os.environ.get(\"MCPBENCH_POISON\", \"null\"))\n\n\ndef described(server, operation, text):\n    if poison and poison[\"server\"] == server and poison[\"operation\"] == operation:\n        return text + \" \" + poison[\"text\"]\n    return text\n\n\n@app.tool(description=described(\"runbooks\", \"get_runbook\", \"One runbook by id.\"))\ndef runbooks_get(id: int) -> str:\n    return \"{}\"\n\n\napp.run()\n";
+    let command = format!("[\"{}/.venv/bin/python\", \"server.py\"]", py.display());
+    for (name, relays) in [("relaying", true), ("silent", false)] {
+        let toml = arm_toml(name, "proxy_aggregator", "stdio", &command).replace("role = \"pattern\"\n", "role = \"control\"\n");
+        let toml = if relays { toml.replacen("[serve]\n", "relays = true\n[serve]\n", 1) } else { toml };
+        let dir = arm_dir(tmp.path(), name, &toml);
+        std::fs::write(dir.join("server.py"), server).unwrap();
+    }
+    let rows = |attack: &[&str]| -> Vec<Value> {
+        let out = pipeline().args(["servers", "--json", "--arms-dir"]).arg(tmp.path()).args(attack).output().unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).collect()
+    };
+    let row = |rows: &[Value], name: &str| rows.iter().find(|r| r["name"] == name).unwrap().clone();
+    let poisoned = rows(&["--attack", "poisoned_runbook_description"]);
+    let plain = rows(&[]);
+    let relaying = row(&poisoned, "relaying");
+    assert_eq!((relaying["relays"].as_bool(), relaying["poison_listed"].as_bool()), (Some(true), Some(true)), "{relaying}");
+    assert_ne!(relaying["manifest_sha256"], row(&plain, "relaying")["manifest_sha256"]);
+    let silent = row(&poisoned, "silent");
+    assert_eq!((silent["relays"].as_bool(), silent["poison_listed"].as_bool()), (Some(false), Some(false)), "{silent}");
+    assert_eq!(silent["manifest_sha256"], row(&plain, "silent")["manifest_sha256"], "an arm that does not opt in is given nothing");
+    // The built-in arms say the same: the control lists the poison, the pattern shows it only
+    // when asked; a module that relays nothing is not poisoned.
+    let listed = |name: &str| row(&poisoned, name)["poison_listed"].as_bool();
+    assert_eq!((listed("proxy_wrapper"), listed("proxy_aggregator"), listed("domain_wrapper")), (Some(true), Some(false), Some(false)));
+    assert!(plain.iter().all(|r| r.get("poison_listed").is_none()));
+
+    refused(
+        tmp.path(),
+        &["--mcp", "proxy_aggregator,silent", "--models", "oracle", "--attack", "poisoned_runbook_description"],
+        &["--attack poisoned_runbook_description", "external arm silent", "relays = true", "MCPBENCH_POISON"],
+    );
+}
