@@ -6,14 +6,15 @@
 
 use std::time::Instant;
 
+use rmcp::RoleClient;
 use rmcp::model::Tool;
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::{RoleClient, ServiceExt};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::record::{CallKind, Offered};
+pub use servers::client::Protocol;
 
 pub use servers::offered::{LIST_RESOURCES, READ_RESOURCE, function_definition};
 
@@ -42,9 +43,17 @@ pub enum ServerConnection {
         /// whatever it does (servers::contain).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         bench_server: bool,
+        /// The MCP revision the client speaks (`--protocol`).
+        #[serde(default, skip_serializing_if = "Protocol::is_default")]
+        protocol: Protocol,
     },
     /// Streamable HTTP at this URL.
-    Http { url: String },
+    Http {
+        url: String,
+        /// The MCP revision the client speaks (`--protocol`).
+        #[serde(default, skip_serializing_if = "Protocol::is_default")]
+        protocol: Protocol,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -60,12 +69,20 @@ pub enum ConnectError {
 impl ServerConnection {
     /// A plain command, inheriting this process's environment and working directory.
     pub fn stdio(argv: Vec<String>) -> Self {
-        Self::Stdio { argv, env: None, cwd: None, handshake_timeout_secs: None, bench_server: false }
+        Self::Stdio { argv, env: None, cwd: None, handshake_timeout_secs: None, bench_server: false, protocol: Protocol::default() }
     }
 
     /// The bench's own server binary, run as `argv` ([`ServerConnection::Stdio::bench_server`]).
     pub fn bench_server(argv: Vec<String>) -> Self {
-        Self::Stdio { argv, env: None, cwd: None, handshake_timeout_secs: None, bench_server: true }
+        Self::Stdio { argv, env: None, cwd: None, handshake_timeout_secs: None, bench_server: true, protocol: Protocol::default() }
+    }
+
+    /// This connection, the client speaking `protocol`.
+    pub fn speaking(mut self, p: Protocol) -> Self {
+        match &mut self {
+            Self::Stdio { protocol, .. } | Self::Http { protocol, .. } => *protocol = p,
+        }
+        self
     }
 }
 
@@ -76,7 +93,7 @@ pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_sec
 /// stderr tail. Over HTTP the process, if any, is the caller's.
 pub async fn connect(conn: &ServerConnection) -> Result<(Client, ServerProcess), ConnectError> {
     match conn {
-        ServerConnection::Stdio { argv, env, cwd, handshake_timeout_secs, bench_server } => {
+        ServerConnection::Stdio { argv, env, cwd, handshake_timeout_secs, bench_server, protocol } => {
             let (program, args) = argv.split_first().ok_or_else(|| ConnectError::Handshake("empty server command".into()))?;
             let mut cmd = tokio::process::Command::new(program);
             cmd.args(args);
@@ -88,16 +105,17 @@ pub async fn connect(conn: &ServerConnection) -> Result<(Client, ServerProcess),
             }
             let within = handshake_timeout_secs.map_or(HANDSHAKE_TIMEOUT, std::time::Duration::from_secs);
             let hold = if *bench_server { servers::contain::Hold::Group } else { servers::contain::Hold::Whole };
-            servers::client::spawn_stdio(cmd, within, hold).await.map_err(|e| match e {
+            servers::client::spawn_stdio_speaking(cmd, within, hold, *protocol).await.map_err(|e| match e {
                 servers::client::StdioError::Spawn(source) => ConnectError::Spawn { command: argv.join(" "), source },
                 servers::client::StdioError::Handshake(text) => ConnectError::Handshake(text),
             })
         }
-        ServerConnection::Http { url } => {
-            let client = tokio::time::timeout(HANDSHAKE_TIMEOUT, servers::client::config().serve(StreamableHttpClientTransport::from_uri(url.clone())))
-                .await
-                .map_err(|_| ConnectError::Handshake(format!("no answer to the MCP handshake within {} s", HANDSHAKE_TIMEOUT.as_secs())))?
-                .map_err(|e| ConnectError::Handshake(e.to_string()))?;
+        ServerConnection::Http { url, protocol } => {
+            let client =
+                tokio::time::timeout(HANDSHAKE_TIMEOUT, servers::client::open_session(StreamableHttpClientTransport::from_uri(url.clone()), *protocol))
+                    .await
+                    .map_err(|_| ConnectError::Handshake(format!("no answer to the MCP handshake within {} s", HANDSHAKE_TIMEOUT.as_secs())))?
+                    .map_err(|e| ConnectError::Handshake(e.to_string()))?;
             Ok((client, ServerProcess::default()))
         }
     }

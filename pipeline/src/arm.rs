@@ -36,9 +36,20 @@ impl ArmGuard {
     }
 }
 
-/// How to reach `server` over `transport`, its backend at `backend_url`. `serve_prefix` is the
-/// argv that runs `pipeline serve` (this binary).
+/// How to reach `server` over `transport`, its backend at `backend_url`, the client speaking
+/// `protocol`. `serve_prefix` is the argv that runs `pipeline serve` (this binary).
 pub async fn connect(
+    server: &ServerEntry,
+    (transport, protocol): (Transport, servers::client::Protocol),
+    backend_url: &str,
+    serve_prefix: &[String],
+    settings: servers::launch::ArmSettings,
+) -> anyhow::Result<(ServerConnection, ArmGuard)> {
+    let (conn, guard) = reach(server, transport, backend_url, serve_prefix, settings).await?;
+    Ok((conn.speaking(protocol), guard))
+}
+
+async fn reach(
     server: &ServerEntry,
     transport: Transport,
     backend_url: &str,
@@ -54,13 +65,20 @@ pub async fn connect(
                 let env = std.get_envs().filter_map(|(k, v)| Some((k.to_string_lossy().into_owned(), v?.to_string_lossy().into_owned()))).collect();
                 let handshake_timeout_secs = Some(arm.startup_timeout.as_secs());
                 Ok((
-                    ServerConnection::Stdio { argv, env: Some(env), cwd: Some(arm.dir.display().to_string()), handshake_timeout_secs, bench_server: false },
+                    ServerConnection::Stdio {
+                        argv,
+                        env: Some(env),
+                        cwd: Some(arm.dir.display().to_string()),
+                        handshake_timeout_secs,
+                        bench_server: false,
+                        protocol: Default::default(),
+                    },
                     ArmGuard::None,
                 ))
             }
             Transport::Http => {
                 let process = servers::external::start_http(arm, backend_url, settings).await?;
-                Ok((ServerConnection::Http { url: process.url.clone() }, ArmGuard::Process(process)))
+                Ok((ServerConnection::Http { url: process.url.clone(), protocol: Default::default() }, ArmGuard::Process(process)))
             }
         };
     }
@@ -68,7 +86,7 @@ pub async fn connect(
         Transport::Stdio => Ok((ServerConnection::bench_server(servers::launch::stdio_argv(serve_prefix, server.name, backend_url, settings)), ArmGuard::None)),
         Transport::Http => {
             let (url, handle) = servers::launch::serve_http_in_process_with(server, backend_url, settings).await?;
-            Ok((ServerConnection::Http { url }, ArmGuard::InProcess(handle)))
+            Ok((ServerConnection::Http { url, protocol: Default::default() }, ArmGuard::InProcess(handle)))
         }
     }
 }

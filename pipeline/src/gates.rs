@@ -528,7 +528,16 @@ async fn with_backend(spec: &Spec, arms: &[&'static ServerEntry], tasks: Option<
             }
             for t in tasks {
                 for arm in arms {
-                    if let Err(e) = tasks::gates::ground_truth_with(t, arm, b.world(), b.url(), &serve, spec.settings(), None).await {
+                    if let Err(e) = tasks::gates::ground_truth_with(
+                        t,
+                        arm,
+                        b.world(),
+                        b.url(),
+                        &serve,
+                        tasks::gates::Under { settings: spec.settings(), ..Default::default() },
+                    )
+                    .await
+                    {
                         f.add(Gate::GroundTruth, format!("task {} via {}: {e}", t.key(), arm.name));
                     }
                 }
@@ -551,7 +560,7 @@ pub async fn ground_truth_of(plan: &crate::plan::RunPlan) -> anyhow::Result<(Vec
     for m in &plan.tasks {
         for t in &m.tasks {
             for arm in plan.arms.iter().filter(|a| a.module == m.module) {
-                match tasks::gates::ground_truth_with(t, arm, b.world(), b.url(), &serve, plan.settings(), plan.attack.as_deref()).await {
+                match tasks::gates::ground_truth_with(t, arm, b.world(), b.url(), &serve, plan.under()).await {
                     Ok(g) => footprints.push((crate::context::footprint_key(t, arm.name), g.footprint)),
                     Err(e) => {
                         let catalogue = servers::registry::module(arm.module).and_then(|m| m.catalogue_size(plan.settings()));
@@ -639,7 +648,7 @@ async fn offered(
     settings: servers::launch::ArmSettings,
     distractors: &servers::distractors::Distractors,
 ) -> anyhow::Result<Vec<String>> {
-    let (conn, guard) = crate::arm::connect(arm, transport, backend_url, serve, settings).await?;
+    let (conn, guard) = crate::arm::connect(arm, (transport, Default::default()), backend_url, serve, settings).await?;
     let result = async {
         let (client, _server) = agent::mcp::connect(&conn).await?;
         let toolbox = Toolbox::from_server(&client).await.map(|t| t.beside(distractors));

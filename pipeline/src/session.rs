@@ -36,7 +36,7 @@ pub async fn run_one(ctx: &RunContext, pending: &Pending, backend_url: &str, wor
             infrastructure = Some(e.clone());
             harness_failure(e.clone())
         }
-        Ok(_) => match crate::arm::connect(job.server, ctx.plan.transport, backend_url, &ctx.serve_prefix, ctx.plan.settings()).await {
+        Ok(_) => match crate::arm::connect(job.server, (ctx.plan.transport, ctx.plan.protocol), backend_url, &ctx.serve_prefix, ctx.plan.settings()).await {
             // An external arm that does not start is the arm's failure, like one that dies in a
             // session: an invalid session (the circuit breaker applies), not broken infrastructure.
             Err(e) if job.server.external().is_some() => {
@@ -210,8 +210,7 @@ async fn collateral_of(
             ctx.keep_footprint(task, arm, Footprint { source: "oracle session", rows: Ok(std::sync::Arc::new(diff.to_vec())) })
         }
         None => {
-            let found =
-                tasks::gates::ground_truth_with(task, job.server, world, backend_url, &ctx.serve_prefix, ctx.plan.settings(), ctx.plan.attack.as_deref()).await;
+            let found = tasks::gates::ground_truth_with(task, job.server, world, backend_url, &ctx.serve_prefix, ctx.plan.under()).await;
             let rows = found.map(|g| std::sync::Arc::new(g.footprint));
             if let Err(e) = &rows {
                 eprintln!("warning: no footprint for {} via {arm} (its collateral writes are not counted): {e}", task.key());
@@ -351,7 +350,7 @@ impl<'a> Warm<'a> {
     async fn start(&mut self, job: &crate::plan::PlannedSession, backend_url: &str) {
         let ctx = self.ctx;
         let model = &ctx.plan.models[job.model];
-        match crate::arm::connect(job.server, ctx.plan.transport, backend_url, &ctx.serve_prefix, ctx.plan.settings()).await {
+        match crate::arm::connect(job.server, (ctx.plan.transport, ctx.plan.protocol), backend_url, &ctx.serve_prefix, ctx.plan.settings()).await {
             // As in a cold session: an external arm that does not start is the arm's failure, a
             // built-in one the harness's.
             Err(e) if job.server.external().is_some() => {

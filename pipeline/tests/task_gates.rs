@@ -96,7 +96,7 @@ async fn gate_failures(module: &str, all: &[tasks::Task], b: &LocalBackend) -> R
             let settings = servers::launch::ArmSettings { catalogue, poison: None };
             let at = catalogue.map(|n| format!(" with a catalogue of {n}")).unwrap_or_default();
             for arm in [pattern, control] {
-                match ground_truth_with(task, arm, b.world(), b.url(), &serve_command(), settings, None).await {
+                match ground_truth_with(task, arm, b.world(), b.url(), &serve_command(), tasks::gates::Under { settings, ..Default::default() }).await {
                     Err(e) => failures.push(format!("G7 {}{at} via {}: {e}", task.key(), arm.name)),
                     Ok(truth) if catalogue.is_some() && arm.role == servers::Role::Pattern => {
                         failures.extend(unsearched(&truth.replay).into_iter().map(|t| format!("G7 {}{at} via {}: {t}", task.key(), arm.name)));

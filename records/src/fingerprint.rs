@@ -59,6 +59,10 @@ pub struct Fingerprint {
     /// one, so earlier hashes are unchanged.
     pub attack: Option<String>,
     pub attack_sha256: Option<String>,
+    /// `--protocol`: the MCP revision the client spoke, when not the default (the newest with
+    /// the `initialize` handshake, 2025-11-25). Absent for the default, so earlier hashes are
+    /// unchanged; what the server answered is in every record's `server_info`.
+    pub protocol: Option<String>,
 }
 
 /// The fingerprint as it is written and hashed: field names and order are part of every hash
@@ -127,6 +131,9 @@ mod wire {
         attack: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         attack_sha256: Option<String>,
+        /// Absent for the default revision, and before `--protocol`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        protocol: Option<String>,
     }
 
     impl From<Fingerprint> for super::Fingerprint {
@@ -164,6 +171,7 @@ mod wire {
                 design: w.design,
                 attack: w.attack,
                 attack_sha256: w.attack_sha256,
+                protocol: w.protocol,
             }
         }
     }
@@ -202,6 +210,7 @@ mod wire {
                 design: f.design,
                 attack: f.attack,
                 attack_sha256: f.attack_sha256,
+                protocol: f.protocol,
             }
         }
     }
@@ -295,6 +304,7 @@ pub const FIELDS: &[&str] = &[
     "design",
     "attack",
     "attack_sha256",
+    "protocol",
 ];
 
 fn fields(f: &Fingerprint) -> Vec<(String, serde_json::Value)> {
@@ -362,6 +372,7 @@ mod tests {
             design: None,
             attack: None,
             attack_sha256: None,
+            protocol: None,
         }
     }
 
@@ -406,6 +417,7 @@ mod tests {
             ("design", Fingerprint { design: Some("sequential".into()), ..sample() }),
             ("attack", Fingerprint { attack: Some("a".into()), ..sample() }),
             ("attack_sha256", Fingerprint { attack_sha256: Some("a".into()), ..sample() }),
+            ("protocol", Fingerprint { protocol: Some("2026-07-28".into()), ..sample() }),
         ];
         assert_eq!(variants.len(), FIELDS.len(), "a test variant for every field");
         let every_field_set = Fingerprint {
@@ -425,6 +437,7 @@ mod tests {
             design: Some("sequential".into()),
             attack: Some("a".into()),
             attack_sha256: Some("a".into()),
+            protocol: Some("2026-07-28".into()),
             ..sample()
         };
         let serde_json::Value::Object(map) = serde_json::to_value(&every_field_set).unwrap() else { panic!() };

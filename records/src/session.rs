@@ -420,6 +420,7 @@ mod tests {
             design: None,
             attack: None,
             attack_sha256: None,
+            protocol: None,
         };
         SessionRecord {
             schema_version: SCHEMA_VERSION,

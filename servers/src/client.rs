@@ -26,6 +26,52 @@ pub type Client = RunningService<RoleClient, rmcp::model::ClientConfig>;
 /// the revision does not have.) The revision a server answered is in every session's record.
 pub const PROTOCOL: rmcp::model::ProtocolVersion = rmcp::model::ProtocolVersion::LATEST_WITH_INITIALIZE;
 
+/// The MCP revision a run's clients speak (`--protocol`): the newest with the `initialize`
+/// handshake (the default, [`PROTOCOL`]), or 2026-07-28, which opens with `server/discover` and
+/// sends every request self-contained — over streamable HTTP, without a session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
+pub enum Protocol {
+    #[default]
+    #[serde(rename = "2025-11-25")]
+    #[value(name = "2025-11-25")]
+    V2025_11_25,
+    #[serde(rename = "2026-07-28")]
+    #[value(name = "2026-07-28")]
+    V2026_07_28,
+}
+
+impl Protocol {
+    /// The revision, as the spec names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::V2025_11_25 => "2025-11-25",
+            Self::V2026_07_28 => "2026-07-28",
+        }
+    }
+
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// How a client of this revision opens its session.
+    pub fn lifecycle(self) -> rmcp::service::ClientLifecycleMode {
+        match self {
+            Self::V2025_11_25 => rmcp::service::ClientLifecycleMode::Initialize,
+            Self::V2026_07_28 => rmcp::service::ClientLifecycleMode::Discover { preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28] },
+        }
+    }
+}
+
+/// Opens a client session over `transport` speaking `protocol`.
+pub async fn open_session<T, E, A>(transport: T, protocol: Protocol) -> Result<Client, rmcp::service::ClientInitializeError>
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    use rmcp::service::ClientServiceExt;
+    config().serve_with_lifecycle(transport, protocol.lifecycle()).await
+}
+
 /// What the bench's clients say about themselves in `initialize`: [`PROTOCOL`], no
 /// capabilities, and the bench's name and version.
 pub fn config() -> rmcp::model::ClientConfig {
@@ -63,6 +109,16 @@ pub enum StdioError {
 /// the session at once instead of being skipped), and completes the handshake within `within`.
 /// `hold`: [`Hold::Whole`] for any server the bench did not write.
 pub async fn spawn_stdio(cmd: tokio::process::Command, within: Duration, hold: Hold) -> Result<(Client, ServerProcess), StdioError> {
+    spawn_stdio_speaking(cmd, within, hold, Protocol::default()).await
+}
+
+/// [`spawn_stdio`], the client speaking `protocol`.
+pub async fn spawn_stdio_speaking(
+    cmd: tokio::process::Command,
+    within: Duration,
+    hold: Hold,
+    protocol: Protocol,
+) -> Result<(Client, ServerProcess), StdioError> {
     let (mut cmd, prepared) = external::own_group(cmd, hold).map_err(StdioError::Spawn)?;
     cmd.command_mut().stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = match cmd.spawn() {
@@ -79,7 +135,7 @@ pub async fn spawn_stdio(cmd: tokio::process::Command, within: Duration, hold: H
     };
     let transport = (StdoutGuard::new(stdout, stderr.clone()), stdin);
     let process = ServerProcess { stderr, _child: Some(child), _group: group };
-    let e = match tokio::time::timeout(within, config().serve(transport)).await {
+    let e = match tokio::time::timeout(within, open_session(transport, protocol)).await {
         Ok(Ok(client)) => return Ok((client, process)),
         Ok(Err(e)) => e.to_string(),
         Err(_) => format!("no answer to the MCP handshake within {} s", within.as_secs()),

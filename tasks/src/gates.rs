@@ -2,7 +2,6 @@
 //! truth. The pipeline runs them before spending anything; the test suite runs them over every
 //! task of every module.
 
-use rmcp::ServiceExt;
 use rmcp::transport::TokioChildProcess;
 use servers::ToolManifest;
 use servers::registry::{self, ServerEntry};
@@ -127,7 +126,26 @@ pub struct GroundTruth {
 /// must pass. A built-in server runs over stdio, spawned with `command` + `NAME --transport
 /// stdio --backend-url URL`; an external arm as its own process, as a session starts it.
 pub async fn ground_truth(task: &Task, arm: &ServerEntry, world: &backend::World, backend_url: &str, command: &[String]) -> Result<GroundTruth, String> {
-    ground_truth_with(task, arm, world, backend_url, command, servers::launch::ArmSettings::default(), None).await
+    ground_truth_with(task, arm, world, backend_url, command, Under::default()).await
+}
+
+/// What a run chooses that G7 replays under: the servers' settings, the attack planted, and how
+/// the client reaches a built-in server — the run's transport and MCP revision, so that a design
+/// that cannot work over them (state held per session, on a revision without sessions) is
+/// refused before a session is spent, not found out by its sessions.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Under<'a> {
+    pub settings: servers::launch::ArmSettings,
+    pub attack: Option<&'a crate::attack::Attack>,
+    pub transport: Option<records::Transport>,
+    pub protocol: servers::client::Protocol,
+}
+
+impl Under<'_> {
+    /// `stdio`, or the transport named.
+    fn transport(&self) -> records::Transport {
+        self.transport.unwrap_or(records::Transport::Stdio)
+    }
 }
 
 /// [`ground_truth`] with the servers started as the run starts them (its catalogue size, say),
@@ -141,14 +159,13 @@ pub async fn ground_truth_with(
     world: &backend::World,
     backend_url: &str,
     command: &[String],
-    settings: servers::launch::ArmSettings,
-    attack: Option<&crate::attack::Attack>,
+    under: Under<'_>,
 ) -> Result<GroundTruth, String> {
-    let first = ground_truth_once(task, arm, world, backend_url, command, settings, attack).await?;
+    let first = ground_truth_once(task, arm, world, backend_url, command, under).await?;
     if first.footprint.is_empty() {
         return Ok(first);
     }
-    let second = ground_truth_once(task, arm, world, backend_url, command, settings, attack).await?;
+    let second = ground_truth_once(task, arm, world, backend_url, command, under).await?;
     let beyond: Vec<String> = crate::collateral::collateral(&second.footprint, &first.footprint)
         .into_iter()
         .chain(crate::collateral::collateral(&first.footprint, &second.footprint))
@@ -170,9 +187,9 @@ async fn ground_truth_once(
     world: &backend::World,
     backend_url: &str,
     command: &[String],
-    settings: servers::launch::ArmSettings,
-    attack: Option<&crate::attack::Attack>,
+    under: Under<'_>,
 ) -> Result<GroundTruth, String> {
+    let Under { settings, attack, protocol, .. } = under;
     let server = arm.name;
     let plan = match (task.plan_for(server), arm.external()) {
         (Some(plan), _) => plan,
@@ -191,18 +208,32 @@ async fn ground_truth_once(
         Verdict::CouldNotScore => return Err(format!("the verifier could not score the seeded state: {:?}", fresh.reasons)),
     }
     let report = if arm.external().is_some() {
-        let session = servers::client::ArmClient::open(arm, backend_url).await.map_err(|e| format!("starting {server}: {e:#}"))?;
+        let session = servers::client::ArmClient::open_with(arm, backend_url, settings).await.map_err(|e| format!("starting {server}: {e:#}"))?;
         let report = shown_and_replayed(plan, &session.client).await;
         let stderr = session.stderr();
         let _ = session.close().await;
         report.map_err(|e| format!("oracle replay through {server}: {e}{}", servers::external::stderr_note(&stderr)))?
+    } else if under.transport() == records::Transport::Http {
+        let (url, serving) =
+            servers::launch::serve_http_in_process_with(arm, backend_url, settings).await.map_err(|e| format!("serving {server} over HTTP: {e}"))?;
+        let connected = servers::client::open_session(rmcp::transport::StreamableHttpClientTransport::from_uri(url), protocol).await;
+        let report = match connected {
+            Ok(client) => {
+                let report = shown_and_replayed(plan, &client).await;
+                let _ = client.cancel().await;
+                report.map_err(|e| format!("oracle replay through {server} (streamable HTTP, MCP {}): {e}", protocol.as_str()))
+            }
+            Err(e) => Err(format!("connecting to {server} over HTTP: {e}")),
+        };
+        serving.abort();
+        report?
     } else {
         let (program, prefix) = command.split_first().ok_or("empty server command")?;
         let mut cmd = tokio::process::Command::new(program);
         cmd.args(prefix).args(servers::launch::stdio_args_with(server, backend_url, settings));
         cmd.env("RUST_LOG", "warn");
         let transport = TokioChildProcess::new(cmd).map_err(|e| format!("spawning {server}: {e}"))?;
-        let client = servers::client::config().serve(transport).await.map_err(|e| format!("connecting to {server}: {e}"))?;
+        let client = servers::client::open_session(transport, protocol).await.map_err(|e| format!("connecting to {server}: {e}"))?;
         let report = shown_and_replayed(plan, &client).await;
         let _ = client.cancel().await;
         report.map_err(|e| format!("oracle replay through {server}: {e}"))?

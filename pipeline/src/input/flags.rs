@@ -89,6 +89,12 @@ pub struct RunArgs {
     /// How the agent reaches the servers.
     #[arg(long, value_enum, default_value = "stdio")]
     pub transport: Transport,
+    /// The MCP revision the agent's client speaks: `2025-11-25` (the default: the newest with the
+    /// `initialize` handshake) or `2026-07-28` (`server/discover`, every request self-contained;
+    /// over streamable HTTP, no session). Fingerprinted when not the default; the revision each
+    /// server answered is in every record.
+    #[arg(long, value_enum, default_value = "2025-11-25")]
+    pub protocol: servers::client::Protocol,
     /// `cold`: a fresh conversation per task. `warm`: per model, arm and rep, one conversation
     /// works through the module's selected tasks one after another (the world reset before each),
     /// in an order rotated across reps and the same for both arms of a pair. Never pooled with

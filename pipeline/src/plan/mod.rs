@@ -111,6 +111,8 @@ pub struct RunPlan {
     pub reps: u32,
     pub models: Vec<ModelPlan>,
     pub transport: Transport,
+    /// `--protocol`: the MCP revision the client speaks.
+    pub protocol: servers::client::Protocol,
     /// A fresh conversation per task, or one per (model, arm, rep) through every task.
     pub session_mode: SessionMode,
     pub jobs: u32,
@@ -159,6 +161,12 @@ pub struct RunPlan {
 
 impl RunPlan {
     /// What the run chose about its servers' world, passed to every server it starts.
+    /// What G7 and footprint replays run under: the servers' settings, the attack, and the
+    /// run's transport and MCP revision.
+    pub fn under(&self) -> tasks::gates::Under<'_> {
+        tasks::gates::Under { settings: self.settings(), attack: self.attack.as_deref(), transport: Some(self.transport), protocol: self.protocol }
+    }
+
     pub fn settings(&self) -> servers::launch::ArmSettings {
         servers::launch::ArmSettings { catalogue: self.catalogue, poison: self.attack.as_ref().and_then(|a| a.poison) }
     }
@@ -317,6 +325,7 @@ impl RunPlan {
             design: self.sequential.map(|_| Sequential::DESIGN.to_owned()),
             attack: self.attack.as_ref().map(|a| a.name.clone()),
             attack_sha256: self.attack.as_ref().map(|a| a.sha256.clone()),
+            protocol: (!self.protocol.is_default()).then(|| self.protocol.as_str().to_owned()),
         }
     }
 

@@ -19,6 +19,7 @@ mod local_endpoint;
 mod new_module;
 mod oracle_tokens;
 mod otlp;
+mod protocol;
 mod regrade;
 mod report_browser;
 mod run;

@@ -249,7 +249,7 @@ pub async fn wrapper_http(backend_url: &str) -> HttpServer {
     let task = tokio::spawn(async move {
         axum::serve(listener, router).await.unwrap();
     });
-    HttpServer { conn: ServerConnection::Http { url: format!("http://{addr}/mcp") }, task }
+    HttpServer { conn: ServerConnection::Http { url: format!("http://{addr}/mcp"), protocol: Default::default() }, task }
 }
 
 /// For faults that end before any tool runs: the server lists its tools without a backend.

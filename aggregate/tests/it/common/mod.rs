@@ -219,6 +219,7 @@ pub fn fingerprint_of(r: &SessionRecord) -> Fingerprint {
         design: None,
         attack: None,
         attack_sha256: None,
+        protocol: None,
     }
 }
 

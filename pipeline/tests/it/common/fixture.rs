@@ -59,6 +59,7 @@ fn fingerprint(r: &SessionRecord) -> Fingerprint {
         design: None,
         attack: None,
         attack_sha256: None,
+        protocol: None,
     }
 }
 
