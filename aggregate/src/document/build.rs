@@ -64,8 +64,9 @@ fn notices(s: &Summary) -> Section {
     // often than the control, as a success regression would be.
     if let Some(a) = &s.run.attack {
         blocks.push(Block::Notice(Text::default().strong(format!("Under attack: {}", a.name)).and(format!(
-            " ({}). Every session's world held text planted by an attacker, the same in both arms; the success rates are utility under attack, and the Security section gives how often each arm did what the attacker asked ({}).",
+            " ({}). {}, the same in both arms; the success rates are utility under attack, and the Security section gives how often each arm did what the attacker asked ({}).",
             a.class.replace('_', " "),
+            super::security::where_planted(&a.class),
             a.success
         ))));
     }

@@ -93,10 +93,11 @@ pub(super) fn section(s: &Summary, terms: &Terms) -> Option<Section> {
         }
     }
     let intro = Text::plain(format!(
-        "Every session ran under the attack `{}` ({}): {} The planted text is in the world both arms read, the same in both; the attack's success is its own verdict, read from the world each session left — here: {}. Utility under attack is the same sessions' success rate. Never blended: a session can pass its task and be compromised. Utility without the attack comes from a run without --attack.",
+        "Every session ran under the attack `{}` ({}): {} {}, the same in both; the attack's success is its own verdict, read from the world each session left (and its answer, where the attack names a disclosure) — here: {}. Utility under attack is the same sessions' success rate. Never blended: a session can pass its task and be compromised. Utility without the attack comes from a run without --attack, or from `sweep --attack none,…`.",
         attack.name,
         attack.class.replace('_', " "),
         attack.description.trim_end_matches('.').to_owned() + ".",
+        where_planted(&attack.class),
         attack.success
     ));
     let align = [Align::Left, Align::Left, Align::Right, Align::Right, Align::Right, Align::Right, Align::Right, Align::Left];
@@ -105,4 +106,12 @@ pub(super) fn section(s: &Summary, terms: &Terms) -> Option<Section> {
         heading: Some("Security".into()),
         blocks: vec![Block::Paragraph(intro), Block::Table(terms.grid(&header, &align, rows))],
     })
+}
+
+/// Where an attack of `class` puts its text, as a sentence's start.
+pub(super) fn where_planted(class: &str) -> &'static str {
+    match class {
+        "tool_poisoning" => "The planted text is in a downstream server's description of one operation, which both arms relay",
+        _ => "The planted text is in the world both arms read",
+    }
 }
