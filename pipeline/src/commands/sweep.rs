@@ -286,17 +286,10 @@ pub async fn run(args: SweepArgs) -> anyhow::Result<Exit> {
         let w = factor.word();
         run.exp_name = Some(format!("{w}{level}"));
         run.results_dir = sweep_dir.clone();
-        eprintln!("sweep {name}: {w} {level}");
-        let plan = RunPlan::from_flags(&run).await?;
-        let summary = crate::run::run(plan, |_| Ok(())).await?;
-        crate::run::print_summary(&summary);
-        let exit = summary.exit();
-        if exit == Exit::StoppedEarly {
-            eprintln!("sweep {name}: stopped at {w} {level}; levels above it were not run. Resume with the same command.");
-            return Ok(exit);
-        }
-        if exit != Exit::Ok {
-            worst = exit;
+        match run_level(&run, &name, &format!("{w} {level}"), "levels above it").await? {
+            Exit::StoppedEarly => return Ok(Exit::StoppedEarly),
+            Exit::Ok => {}
+            exit => worst = exit,
         }
     }
     let fixed = Fixed {
@@ -318,6 +311,21 @@ pub async fn run(args: SweepArgs) -> anyhow::Result<Exit> {
         sweep_dir.join("sweep.svg").display()
     );
     Ok(worst)
+}
+
+/// Runs one level of a sweep (`what`: "scale 4", "attack none") as its own experiment, exactly as
+/// a run from flags would, and prints its summary. A level stopped early stops the sweep: the
+/// message says that `rest` were not run and how to resume.
+pub(super) async fn run_level(run: &RunArgs, sweep: &str, what: &str, rest: &str) -> anyhow::Result<Exit> {
+    eprintln!("sweep {sweep}: {what}");
+    let plan = RunPlan::from_flags(run).await?;
+    let summary = crate::run::run(plan, |_| Ok(())).await?;
+    crate::run::print_summary(&summary);
+    let exit = summary.exit();
+    if exit == Exit::StoppedEarly {
+        eprintln!("sweep {sweep}: stopped at {what}; {rest} were not run. Resume with the same command.");
+    }
+    Ok(exit)
 }
 
 /// What a sweep held fixed besides its factor (the one value of another factor's flag).

@@ -16,7 +16,6 @@ use records::Role;
 use serde::Serialize;
 
 use crate::exit::Exit;
-use crate::plan::RunPlan;
 use crate::split::SplitSelection;
 
 use super::sweep::SweepArgs;
@@ -124,17 +123,10 @@ pub async fn run(args: SweepArgs, attacks: Vec<String>, split: records::Split, m
         run.attack = vec![attack.clone()];
         run.exp_name = Some(format!("{PREFIX}{attack}"));
         run.results_dir = sweep_dir.clone();
-        eprintln!("sweep {name}: attack {attack}");
-        let plan = RunPlan::from_flags(&run).await?;
-        let summary = crate::run::run(plan, |_| Ok(())).await?;
-        crate::run::print_summary(&summary);
-        let exit = summary.exit();
-        if exit == Exit::StoppedEarly {
-            eprintln!("sweep {name}: stopped at attack {attack}; the attacks after it were not run. Resume with the same command.");
-            return Ok(exit);
-        }
-        if exit != Exit::Ok {
-            worst = exit;
+        match super::sweep::run_level(&run, &name, &format!("attack {attack}"), "the attacks after it").await? {
+            Exit::StoppedEarly => return Ok(Exit::StoppedEarly),
+            Exit::Ok => {}
+            exit => worst = exit,
         }
     }
     let report = report(&sweep_dir, &name, &module, &model, &attacks, split)?;
