@@ -152,6 +152,10 @@ pub struct SweepReport {
     /// intervals are in its row).
     pub cost_trend: String,
     pub success_trend: String,
+    /// The attack every level ran under (`--attack NAME` beside the factor), from the levels'
+    /// own manifests; absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attack: Option<String>,
 }
 
 /// Where the pattern starts to pay within the levels run.
@@ -351,10 +355,12 @@ pub fn report(
     let oracle = model == "oracle";
     let w = factor.word();
     let mut out = Vec::new();
+    let mut attacks = std::collections::BTreeSet::new();
     for &level in levels {
         let dir: PathBuf = sweep_dir.join(format!("{w}{level}"));
         let r = aggregate::report(&dir, None, &aggregate::Options::default()).with_context(|| format!("reporting {w} {level} ({})", dir.display()))?;
         r.write(&dir).with_context(|| format!("writing the report of {w} {level}"))?;
+        attacks.insert(r.summary.run.attack.as_ref().map(|a| a.name.clone()));
         let (scale, size, catalogue, distractors) = match factor {
             Factor::WorldScale => (Some(level), None, fixed.catalogue, fixed.distractors),
             Factor::StateSize => (fixed.scale, Some(level), fixed.catalogue, fixed.distractors),
@@ -388,7 +394,15 @@ pub fn report(
     {
         cost_trend.push_str(&format!("; as a share of the control's cost, {a:+.1} % at {w} {} and {b:+.1} % at {w} {}", first.level, last.level));
     }
+    // One sweep, one attack (or none): levels recorded under different ones are not a series.
+    anyhow::ensure!(
+        attacks.len() <= 1,
+        "{}: its levels were recorded under different attacks ({}); a sweep's levels differ in its factor only",
+        sweep_dir.display(),
+        attacks.iter().map(|a| a.as_deref().unwrap_or("none")).collect::<Vec<_>>().join(", ")
+    );
     Ok(SweepReport {
+        attack: attacks.into_iter().next().flatten(),
         cost_trend,
         success_trend: trend(&success_points, false, w, "points"),
         sweep: name.to_owned(),
@@ -557,6 +571,11 @@ pub fn markdown(r: &SweepReport) -> String {
         r.cost_trend, r.success_trend
     ));
     o.push_str(&format!("Cost compared: {}. Every level is its own experiment (`{w}<L>/`, with its own report); levels are never pooled.\n\n", r.cost));
+    if let Some(a) = &r.attack {
+        o.push_str(&format!(
+            "**Under attack:** every level ran with the attack `{a}` planted (docs/security.md): success is utility under attack, and each level's Security section gives the attack's own verdict.\n\n"
+        ));
+    }
     o.push_str(match r.split {
         records::Split::Dev => "Tasks: the module's dev tasks (`--split held_out` sweeps its held-out tasks; the two are never pooled).\n\n",
         records::Split::HeldOut => {

@@ -129,6 +129,14 @@ fn an_attack_sweep_sets_utility_and_attack_success_side_by_side() {
     let md = std::fs::read_to_string(dir.join("sweep.md")).unwrap();
     assert!(md.contains("| poisoned_deploy_description | tool_poisoning | control | proxy_wrapper |") && md.contains("never blended"), "{md}");
 
+    // A sweep over another factor under one attack says so, read from its levels' manifests.
+    let out = sweep("fixed", &["--attack", "fake_tool_error", "--distractors", "0,10"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(tmp.path().join("fixed/sweep.json")).unwrap()).unwrap();
+    assert_eq!(json["attack"], "fake_tool_error");
+    let md = std::fs::read_to_string(tmp.path().join("fixed/sweep.md")).unwrap();
+    assert!(md.contains("**Under attack:** every level ran with the attack `fake_tool_error`"), "{md}");
+
     // A plain run takes one attack; a sweep varies one factor; a poison the module cannot relay
     // is refused. Nothing is written for any of them.
     let out = pipeline()
