@@ -534,7 +534,7 @@ async fn with_backend(spec: &Spec, arms: &[&'static ServerEntry], tasks: Option<
                         b.world(),
                         b.url(),
                         &serve,
-                        tasks::gates::Under { settings: spec.settings(), ..Default::default() },
+                        tasks::gates::Under { settings: spec.settings(), transport: Some(spec.transport), ..Default::default() },
                     )
                     .await
                     {
