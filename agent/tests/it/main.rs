@@ -5,6 +5,7 @@
 //! once per file. Run one file's tests with `cargo nextest run -p agent -E 'test(/^FILE::/)'`.
 
 mod common;
+mod conformance;
 mod keyless_loopback;
 mod oracle_replay;
 mod preflight;

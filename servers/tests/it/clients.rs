@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use servers::launch::HttpOptions;
 
 /// Runs `cmd` to completion within `limit`, returning (success, stdout, stderr).
-fn run_bounded(mut cmd: Command, stdin: Option<&str>, limit: Duration) -> (bool, String, String) {
+pub(crate) fn run_bounded(mut cmd: Command, stdin: Option<&str>, limit: Duration) -> (bool, String, String) {
     cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = cmd.spawn().unwrap();
     let mut input = child.stdin.take().unwrap();

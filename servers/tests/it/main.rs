@@ -7,6 +7,7 @@
 mod clients;
 mod code_execution;
 mod common;
+mod conformance;
 mod domain_adapter;
 mod manifest;
 mod parity;
