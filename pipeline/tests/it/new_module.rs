@@ -291,11 +291,12 @@ fn the_scaffolded_module_compiles_and_passes_the_gates() {
     git(&ws, &["-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-qm", "the scaffolded copy"]);
     // The same package selection as `cargo nextest run --workspace`, so features unify as they did
     // for this build and every compiled dependency is reused; but only the test targets run
-    // below. Each crate's integration tests are one binary, `it`, and `--test it` names it for
-    // every crate: the copy also builds the `it` binaries of crates the scaffold leaves alone
-    // (10 and 16 units in two runs here; printed below). A narrower selection would resolve
-    // features differently from this build and rebuild dependencies instead.
-    let targets = ["--lib", "--bins", "--test", "task_gates", "--test", "it"];
+    // below: the integration tests (`it`, one binary per crate, and the gates), not the crates'
+    // unit tests or their binaries' (the registry's tests are in `servers`' `it` for this reason).
+    // `--test it` names the `it` binary of every crate: the copy also builds those of crates the
+    // scaffold leaves alone (printed below). A narrower package selection would resolve features
+    // differently from this build and rebuild dependencies instead.
+    let targets = ["--test", "task_gates", "--test", "it"];
     let build: Vec<&str> =
         [&["test", "--offline", "--no-run", "--workspace", "--message-format", "json-render-diagnostics"][..], &targets, &profile_args].concat();
     let messages = cargo(&ws, &target, build_dir, &build).unwrap_or_else(|e| panic!("the scaffolded checkout does not compile:\n{e}"));
@@ -322,7 +323,7 @@ fn the_scaffolded_module_compiles_and_passes_the_gates() {
     let incomplete = run_test(&gates_exe, &ws.join("pipeline"), &["--exact", &format!("eight_tasks_{m}")]).expect_err("one task passes for eight");
     assert!(incomplete.contains(&format!("{m} has 1 dev task(s)")), "{incomplete}");
     // The tests that walk the registry and the listings hold with a sixth module.
-    let registry = run_test(&test_executable(&messages, "servers", "lib", "servers"), &ws.join("servers"), &["registry::"]).unwrap_or_else(|e| panic!("{e}"));
+    let registry = run_test(&servers_exe, &ws.join("servers"), &["registry::"]).unwrap_or_else(|e| panic!("{e}"));
     assert!(registry.contains("2 passed; 0 failed"), "{registry}");
     // Its tools' schemas are ones every client can fill, like every registered server's.
     let manifests = run_test(&servers_exe, &ws.join("servers"), &["manifest::"]).unwrap_or_else(|e| panic!("{e}"));

@@ -12,6 +12,7 @@ mod domain_adapter;
 mod manifest;
 mod parity;
 mod proxy_aggregator;
+mod registry;
 mod resource_gateway;
 mod sandbox;
 mod stateful_session;
