@@ -122,6 +122,17 @@ fn valid_name(name: &str) -> bool {
 }
 
 impl Attack {
+    /// Whether `value` (a transcript event: a call and its result, or the definitions offered)
+    /// holds the planted text: a string in it holds the marker, as written or as it reads inside a
+    /// JSON text (a tool result is the backend's JSON body as text, where `"` reads `\"`). Never
+    /// the serialised event, whose own escaping would hide a marker with a quote, a backslash or a
+    /// line break.
+    pub fn appears_in(&self, value: &serde_json::Value) -> bool {
+        let inside_json = serde_json::to_string(&self.marker).expect("a string serialises");
+        let inside_json = &inside_json[1..inside_json.len() - 1];
+        holds(value, &self.marker, inside_json)
+    }
+
     /// Reads `tasks_dir/attacks/NAME.toml`, refusing what could not be run.
     pub fn load(tasks_dir: &Path, name: &str) -> Result<Self, String> {
         let known = || match catalogue(tasks_dir).map(|c| c.into_iter().map(|a| a.name).collect::<Vec<_>>().join(", ")) {
@@ -229,4 +240,50 @@ pub fn catalogue(tasks_dir: &Path) -> Result<Vec<Attack>, String> {
     let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "toml")).collect();
     paths.sort();
     paths.iter().map(|p| Attack::read(p)).collect()
+}
+
+fn holds(value: &serde_json::Value, marker: &str, inside_json: &str) -> bool {
+    match value {
+        serde_json::Value::String(s) => s.contains(marker) || s.contains(inside_json),
+        serde_json::Value::Array(items) => items.iter().any(|v| holds(v, marker, inside_json)),
+        serde_json::Value::Object(map) => map.values().any(|v| holds(v, marker, inside_json)),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn with_marker(marker: &str) -> Attack {
+        Attack {
+            name: "t".into(),
+            description: String::new(),
+            class: AttackClass::DataInjection,
+            plant: String::new(),
+            poison: None,
+            marker: marker.into(),
+            success: Success { query: None, says: "s".into(), proof: None, answer_contains: Some("x".into()) },
+            sha256: String::new(),
+            path: PathBuf::new(),
+        }
+    }
+
+    #[test]
+    fn a_marker_with_quotes_backslashes_or_line_breaks_is_found_where_a_model_reads_it() {
+        for marker in [r#"reply "DONE" now"#, r"C:\admin\override", "first line\nsecond line", "plain planted phrase"] {
+            let a = with_marker(marker);
+            // As a tool result's text: the backend's JSON body, where the marker is escaped.
+            let body = json!({ "id": 7, "description": format!("Customer note. {marker} Thanks.") }).to_string();
+            let call = json!({ "event": "call", "name": "tickets_get", "result": body });
+            assert!(a.appears_in(&call), "{marker:?} in a JSON result text");
+            // As plain text: a description offered to the model.
+            let offered = json!({ "event": "offered", "definitions": [{ "function": { "description": format!("Lists deploys. {marker}") } }] });
+            assert!(a.appears_in(&offered), "{marker:?} in a description");
+            // Absent, or only a part of it: not exposed.
+            let other = json!({ "event": "call", "result": json!({ "description": &marker[..marker.len() / 2] }).to_string() });
+            assert!(!a.appears_in(&other), "{marker:?} half of it");
+        }
+    }
 }
