@@ -50,6 +50,11 @@ pub struct Provenance {
     pub k: Option<u32>,
     pub jobs: Option<u32>,
     pub transport: Option<Transport>,
+    /// The MCP revisions the sessions spoke (`--protocol`): what each server answered the agent's
+    /// client with (the records' `server_info.protocol_version`), with the sessions each; empty
+    /// when no record kept it.
+    #[serde(default)]
+    pub protocols: BTreeMap<String, usize>,
     pub base_url: Option<String>,
     /// Every model and the parameters it was asked with.
     #[serde(with = "models_json")]
@@ -272,6 +277,10 @@ pub fn of(exp: &Experiment, bootstrap_seed: u64, invocation: &Invocation) -> Pro
         k: manifest.map(|m| m.k),
         jobs: manifest.map(|m| m.jobs),
         transport: manifest.map(|m| m.transport).or_else(|| records().find_map(|r| r.transport)),
+        protocols: records().filter_map(|r| r.server_info.as_ref()?.protocol_version.clone()).fold(BTreeMap::new(), |mut m, p| {
+            *m.entry(p).or_default() += 1;
+            m
+        }),
         base_url: manifest.and_then(|m| m.base_url.clone()),
         models,
         worlds: worlds.into_iter().map(|((seed, scale), tasks)| World { seed, scale, tasks: tasks.len() }).collect(),

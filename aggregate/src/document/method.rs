@@ -170,6 +170,14 @@ fn provenance_rows(s: &Summary) -> Vec<(&'static str, Text)> {
             },
         ),
         ("transport", p.transport.map(|t| t.to_string()).unwrap_or_else(not_recorded)),
+        (
+            "MCP revision spoken",
+            if p.protocols.is_empty() {
+                not_recorded()
+            } else {
+                p.protocols.iter().map(|(v, n)| format!("{v} ({n} session{})", if *n == 1 { "" } else { "s" })).collect::<Vec<_>>().join(", ")
+            },
+        ),
     ];
     let mut rows: Vec<(&'static str, Text)> = rows.into_iter().map(|(what, v)| (what, Text::plain(v))).collect();
     rows.insert(1, ("run command", p.command.as_deref().map(|c| Text::code(shell_line(c))).unwrap_or_else(|| not_recorded().into())));

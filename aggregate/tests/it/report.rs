@@ -167,6 +167,10 @@ fn snapshots_of_markdown_and_json() {
     assert!(notices < headline && headline < attr && attr < model);
     let valid = md.find("- sessions, valid / attempted: pattern 6/7 (provider_error: 1) · control 5/6 (mcp_transport: 1)").unwrap();
     assert!(headline < valid && valid < md.find("- success rate [Wilson 95%]: pattern 66.7%").unwrap());
+    // The MCP revision the sessions spoke, counted from what each server answered.
+    let sessions = rep.summary.attrition.iter().map(|a| a.attempted).sum::<usize>();
+    assert_eq!(rep.summary.provenance.protocols.get("2025-11-25"), Some(&sessions), "{:?}", rep.summary.provenance.protocols);
+    assert!(md.contains(&format!("| MCP revision spoken | 2025-11-25 ({sessions} sessions) |")), "{md}");
 }
 
 #[test]

@@ -41,6 +41,11 @@ fn a_run_speaks_the_revision_it_is_told_and_records_it() {
         assert_eq!(r["server_info"]["protocol_version"], "2026-07-28", "what the server answered");
         assert_eq!(r["fingerprint"]["protocol"], "2026-07-28", "what the run asked for");
     }
+    // The report says which revision its sessions spoke.
+    let report = pipeline().args(["aggregate", "--result-dir"]).arg(tmp.path().join("new")).output().unwrap();
+    assert!(report.status.success(), "{}", text(&report));
+    let md = std::fs::read_to_string(tmp.path().join("new/report.md")).unwrap();
+    assert!(md.contains("| MCP revision spoken | 2026-07-28 (2 sessions) |"), "{md}");
     // The default revision leaves the fingerprint as it was before the setting existed.
     let out = run(tmp.path(), "old", &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));

@@ -153,7 +153,8 @@ pub fn record(m: &str, module: &str, role: &str, task: &str, rep: u32, s: S) -> 
         }),
         cost_usd: None,
         harness: HarnessTimings::default(),
-        server_info: None,
+        // What the arm's server answered: every fixture session spoke the default revision.
+        server_info: Some(records::ServerInfo { name: format!("{module}_{role}"), version: "0.1.0".into(), protocol_version: Some("2025-11-25".into()) }),
         external_arm: None,
         retrieval: None,
         conversation: None,
