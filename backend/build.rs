@@ -1,4 +1,36 @@
-// sqlx::migrate! embeds the migrations at compile time; this makes cargo notice new files.
+//! Embeds the migrations (`../migrations/NNNN_description.sql`) in the crate: writes
+//! `$OUT_DIR/migrations.rs`, one `include_str!` per file in version order, which `world.rs`
+//! turns into sqlx's migrator. What `sqlx::migrate!` did, without its proc-macro crate (which
+//! compiles a second copy of sqlx and tokio for the compiler; docs/performance.md).
+
+use std::fmt::Write as _;
+use std::path::Path;
+
 fn main() {
-    println!("cargo:rerun-if-changed=../migrations");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../migrations");
+    println!("cargo:rerun-if-changed={}", dir.display());
+    let mut found: Vec<(i64, String, std::path::PathBuf)> = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("reading {}: {e}", dir.display())) {
+        let path = entry.expect("a migrations folder entry").path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
+        let Some(stem) = name.strip_suffix(".sql") else {
+            panic!("migrations/{name}: only NNNN_description.sql files belong in migrations/");
+        };
+        let Some((version, description)) = stem.split_once('_').and_then(|(v, d)| Some((v.parse::<i64>().ok()?, d))) else {
+            panic!("migrations/{name}: a migration is named NNNN_description.sql (a version number, '_', a description)");
+        };
+        assert!(!stem.ends_with(".up") && !stem.ends_with(".down"), "migrations/{name}: reversible migrations are not used here");
+        if found.iter().any(|(v, ..)| *v == version) {
+            panic!("migrations/{name}: version {version} is used twice");
+        }
+        found.push((version, description.replace('_', " "), path.canonicalize().expect("a migration's path")));
+    }
+    found.sort();
+    let mut out = String::from("&[\n");
+    for (version, description, path) in &found {
+        writeln!(out, "    ({version}, {description:?}, include_str!({:?})),", path.display().to_string()).unwrap();
+    }
+    out.push_str("]\n");
+    let target = Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR")).join("migrations.rs");
+    std::fs::write(&target, out).unwrap_or_else(|e| panic!("writing {}: {e}", target.display()));
 }

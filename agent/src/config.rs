@@ -20,16 +20,10 @@ use serde_json::{Value, json};
 /// The provider name a model session records (the oracle records its own).
 pub(crate) const PROVIDER: &str = "openai_compatible";
 
-/// Installs rustls' ring provider as the process default; idempotent.
-///
-/// With async-openai's `rustls-no-provider`, reqwest is built with rustls but no provider, and
-/// cargo unifies that feature for every crate in the same build: then *any* `reqwest::Client`
-/// built before a provider is installed panics — including other crates' plain-HTTP clients
-/// (e.g. the servers' backend client). Every binary that links this crate should call this
-/// first thing in `main`.
+/// Installs rustls' ring provider as the process default; idempotent
+/// ([`servers::tls::install_crypto_provider`], where the reason is given).
 pub fn install_crypto_provider() {
-    // Installing twice returns an error carrying the provider; nothing to do then.
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    servers::tls::install_crypto_provider();
 }
 
 /// Bounded exponential backoff with jitter.

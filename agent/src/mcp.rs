@@ -9,7 +9,6 @@ use std::time::Instant;
 use rmcp::RoleClient;
 use rmcp::model::Tool;
 use rmcp::service::RunningService;
-use rmcp::transport::StreamableHttpClientTransport;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -111,11 +110,10 @@ pub async fn connect(conn: &ServerConnection) -> Result<(Client, ServerProcess),
             })
         }
         ServerConnection::Http { url, protocol } => {
-            let client =
-                tokio::time::timeout(HANDSHAKE_TIMEOUT, servers::client::open_session(StreamableHttpClientTransport::from_uri(url.clone()), *protocol))
-                    .await
-                    .map_err(|_| ConnectError::Handshake(format!("no answer to the MCP handshake within {} s", HANDSHAKE_TIMEOUT.as_secs())))?
-                    .map_err(|e| ConnectError::Handshake(e.to_string()))?;
+            let client = tokio::time::timeout(HANDSHAKE_TIMEOUT, servers::client::open_session(servers::tls::http_transport(url.clone()), *protocol))
+                .await
+                .map_err(|_| ConnectError::Handshake(format!("no answer to the MCP handshake within {} s", HANDSHAKE_TIMEOUT.as_secs())))?
+                .map_err(|e| ConnectError::Handshake(e.to_string()))?;
             Ok((client, ServerProcess::default()))
         }
     }

@@ -17,7 +17,20 @@ use sqlx::{ConnectOptions, Connection, PgPool};
 
 use crate::seed::{self, MAX_SCALE, WorldSpec};
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
+/// The migrations (`migrations/`), embedded by `build.rs`: (version, description, SQL).
+const MIGRATIONS: &[(i64, &str, &str)] = include!(concat!(env!("OUT_DIR"), "/migrations.rs"));
+
+static MIGRATOR: std::sync::LazyLock<sqlx::migrate::Migrator> = std::sync::LazyLock::new(|| {
+    use sqlx::SqlSafeStr as _;
+    sqlx::migrate::Migrator::with_migrations(
+        MIGRATIONS
+            .iter()
+            .map(|&(version, description, sql)| {
+                sqlx::migrate::Migration::new(version, description.into(), sqlx::migrate::MigrationType::Simple, sql.into_sql_str(), false)
+            })
+            .collect(),
+    )
+});
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorldError {

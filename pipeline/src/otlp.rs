@@ -174,6 +174,8 @@ impl Exporter {
     /// exporter reads them) and starts the sending task. Needs a Tokio runtime.
     pub fn start(target: Target, experiment: &str) -> anyhow::Result<Self> {
         let timeout = request_timeout(&|name| std::env::var(name).ok());
+        // Its HTTP client is a reqwest client (servers::tls).
+        servers::tls::install_crypto_provider();
         let mut exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
             .with_endpoint(target.url.clone())

@@ -55,6 +55,7 @@ impl BackendClient {
     /// platform's verifier; when that cannot be built, every call says why.
     pub fn new(base: impl Into<String>) -> Self {
         let base = base.into().trim_end_matches('/').to_owned();
+        crate::tls::install_crypto_provider();
         let builder = reqwest::Client::builder().timeout(REQUEST_TIMEOUT).connect_timeout(Duration::from_secs(2));
         let plain = base.get(..7).is_some_and(|scheme| scheme.eq_ignore_ascii_case("http://"));
         let builder = if plain { builder.tls_certs_only([]) } else { builder };

@@ -9,7 +9,6 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use rmcp::service::RunningService;
-use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServiceExt};
 
 use crate::backend_client::BackendClient;
@@ -208,7 +207,7 @@ async fn open_external(arm: &ExternalArm, backend_url: &str, settings: crate::la
         },
         records::Transport::Http => {
             let process = external::start_http(arm, backend_url, settings).await?;
-            let e = match tokio::time::timeout(arm.startup_timeout, config().serve(StreamableHttpClientTransport::from_uri(process.url.clone()))).await {
+            let e = match tokio::time::timeout(arm.startup_timeout, config().serve(crate::tls::http_transport(process.url.clone()))).await {
                 Ok(Ok(client)) => return Ok(ArmClient { client, keep: Keep::Http(process) }),
                 Ok(Err(e)) => e.to_string(),
                 Err(_) => format!("no answer within {} s", arm.startup_timeout.as_secs()),

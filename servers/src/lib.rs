@@ -29,6 +29,7 @@ pub mod registry;
 pub mod sandbox;
 pub mod schema;
 pub mod stdout_guard;
+pub mod tls;
 pub mod transport;
 
 pub use backend_client::BackendClient;

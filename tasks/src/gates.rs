@@ -216,7 +216,7 @@ async fn ground_truth_once(
     } else if under.transport() == records::Transport::Http {
         let (url, serving) =
             servers::launch::serve_http_in_process_with(arm, backend_url, settings).await.map_err(|e| format!("serving {server} over HTTP: {e}"))?;
-        let connected = servers::client::open_session(rmcp::transport::StreamableHttpClientTransport::from_uri(url), protocol).await;
+        let connected = servers::client::open_session(servers::tls::http_transport(url), protocol).await;
         let report = match connected {
             Ok(client) => {
                 let report = shown_and_replayed(plan, &client).await;

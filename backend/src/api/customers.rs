@@ -16,7 +16,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list_customers)).routes(routes!(get_customer))
 }
 
-#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Customer {
     pub id: i64,
     pub name: String,
@@ -27,9 +27,9 @@ pub struct Customer {
     #[serde(serialize_with = "super::timestamp")]
     pub created_at: DateTime<Utc>,
     #[serde(skip)]
-    #[sqlx(default)]
     pub total: i64,
 }
+super::from_row!(Customer { id, name, tier, region, contact_email, created_at }; default total);
 super::counted!(Customer);
 
 #[derive(Debug, Deserialize, IntoParams)]

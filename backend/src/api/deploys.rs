@@ -20,7 +20,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 pub const VERSION_MAX: usize = 50;
 
-#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Deploy {
     pub id: i64,
     pub service_id: i64,
@@ -33,9 +33,9 @@ pub struct Deploy {
     #[serde(serialize_with = "super::timestamp")]
     pub started_at: DateTime<Utc>,
     #[serde(skip)]
-    #[sqlx(default)]
     pub total: i64,
 }
+super::from_row!(Deploy { id, service_id, version, environment, status, deployed_by, started_at }; default total);
 super::counted!(Deploy);
 
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, ToSchema)]

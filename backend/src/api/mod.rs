@@ -227,3 +227,26 @@ macro_rules! counted {
     };
 }
 pub(crate) use counted;
+
+/// `sqlx::FromRow` for a row struct: each field read from the column of its name; the fields
+/// after `default` take their `Default` when the query has no such column (`total`, which only
+/// a list's query selects). Written out instead of sqlx's derive, whose proc-macro crate builds
+/// a second copy of sqlx, tokio and their dependencies for the compiler (docs/performance.md).
+/// A field left out, or one the struct does not have, fails to compile.
+macro_rules! from_row {
+    ($t:ident { $($field:ident),* $(,)? } $(; default $($or_default:ident),* $(,)?)?) => {
+        impl<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> for $t {
+            fn from_row(row: &'r sqlx::postgres::PgRow) -> Result<Self, sqlx::Error> {
+                use sqlx::Row as _;
+                Ok(Self {
+                    $($field: row.try_get(stringify!($field))?,)*
+                    $($($or_default: match row.try_get(stringify!($or_default)) {
+                        Err(sqlx::Error::ColumnNotFound(_)) => Default::default(),
+                        read => read?,
+                    },)*)?
+                })
+            }
+        }
+    };
+}
+pub(crate) use from_row;

@@ -19,7 +19,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 pub const MESSAGE_MAX: usize = 1000;
 
-#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Notification {
     pub id: i64,
     pub user_id: i64,
@@ -29,9 +29,9 @@ pub struct Notification {
     #[serde(serialize_with = "super::timestamp")]
     pub created_at: DateTime<Utc>,
     #[serde(skip)]
-    #[sqlx(default)]
     pub total: i64,
 }
+super::from_row!(Notification { id, user_id, ticket_id, message, read, created_at }; default total);
 super::counted!(Notification);
 
 #[derive(Debug, Deserialize, IntoParams)]

@@ -15,7 +15,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list_repos)).routes(routes!(get_repo)).routes(routes!(list_services)).routes(routes!(get_service))
 }
 
-#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Repo {
     pub id: i64,
     pub owner: String,
@@ -23,9 +23,9 @@ pub struct Repo {
     pub description: String,
     pub default_branch: String,
     #[serde(skip)]
-    #[sqlx(default)]
     pub total: i64,
 }
+super::from_row!(Repo { id, owner, name, description, default_branch }; default total);
 super::counted!(Repo);
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -74,16 +74,16 @@ async fn get_repo(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) -> A
     sqlx::query_as("SELECT * FROM repos WHERE id = $1").bind(id).fetch_optional(&state.pool()).await?.map(Json).ok_or_else(|| ApiError::not_found("repo", id))
 }
 
-#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Service {
     pub id: i64,
     pub name: String,
     pub team: String,
     pub repo_id: Option<i64>,
     #[serde(skip)]
-    #[sqlx(default)]
     pub total: i64,
 }
+super::from_row!(Service { id, name, team, repo_id }; default total);
 super::counted!(Service);
 
 #[derive(Debug, Deserialize, IntoParams)]

@@ -28,7 +28,7 @@ pub const PATH_MAX: usize = 300;
 /// Most comments one review may carry.
 pub const MAX_REVIEW_COMMENTS: usize = 100;
 
-#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct ChangeRequest {
     pub id: i64,
     pub repo_id: i64,
@@ -42,9 +42,9 @@ pub struct ChangeRequest {
     #[serde(serialize_with = "super::timestamp")]
     pub created_at: DateTime<Utc>,
     #[serde(skip)]
-    #[sqlx(default)]
     pub total: i64,
 }
+super::from_row!(ChangeRequest { id, repo_id, number, title, description, author_id, status, created_at }; default total);
 super::counted!(ChangeRequest);
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -101,7 +101,7 @@ async fn require_change_request(db: &mut sqlx::PgConnection, id: i64) -> ApiResu
     if exists { Ok(()) } else { Err(ApiError::not_found("change request", id)) }
 }
 
-#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct ReviewComment {
     pub id: i64,
     pub change_request_id: i64,
@@ -114,9 +114,9 @@ pub struct ReviewComment {
     #[serde(serialize_with = "super::timestamp")]
     pub created_at: DateTime<Utc>,
     #[serde(skip)]
-    #[sqlx(default)]
     pub total: i64,
 }
+super::from_row!(ReviewComment { id, change_request_id, review_id, author_id, path, line, body, created_at }; default total);
 super::counted!(ReviewComment);
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -223,7 +223,7 @@ async fn create_comment(
     Ok((StatusCode::CREATED, Json(row)))
 }
 
-#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Review {
     pub id: i64,
     pub change_request_id: i64,
@@ -234,9 +234,9 @@ pub struct Review {
     #[serde(serialize_with = "super::timestamp")]
     pub created_at: DateTime<Utc>,
     #[serde(skip)]
-    #[sqlx(default)]
     pub total: i64,
 }
+super::from_row!(Review { id, change_request_id, reviewer_id, verdict, body, created_at }; default total);
 super::counted!(Review);
 
 /// List the reviews of a change request, oldest first.

@@ -17,7 +17,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list_runbooks)).routes(routes!(get_runbook))
 }
 
-#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Runbook {
     pub id: i64,
     pub slug: String,
@@ -29,9 +29,9 @@ pub struct Runbook {
     #[serde(serialize_with = "super::timestamp")]
     pub updated_at: DateTime<Utc>,
     #[serde(skip)]
-    #[sqlx(default)]
     pub total: i64,
 }
+super::from_row!(Runbook { id, slug, title, service, body, internal_notes, updated_at }; default total);
 super::counted!(Runbook);
 
 #[derive(Debug, Deserialize, IntoParams)]

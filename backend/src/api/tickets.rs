@@ -79,7 +79,7 @@ pub struct Ticket {
     pub updated_at: DateTime<Utc>,
 }
 
-#[derive(Debug, sqlx::FromRow)]
+#[derive(Debug)]
 struct TicketRow {
     id: i64,
     title: String,
@@ -91,9 +91,9 @@ struct TicketRow {
     version: i32,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
-    #[sqlx(default)]
     total: i64,
 }
+super::from_row!(TicketRow { id, title, description, status, priority, customer_id, assignee_id, version, created_at, updated_at }; default total);
 
 impl Counted for TicketRow {
     fn total(&self) -> i64 {

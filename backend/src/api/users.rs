@@ -15,7 +15,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list_users)).routes(routes!(get_user, update_user))
 }
 
-#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct User {
     pub id: i64,
     pub name: String,
@@ -23,9 +23,9 @@ pub struct User {
     pub team: String,
     pub on_call: bool,
     #[serde(skip)]
-    #[sqlx(default)]
     pub total: i64,
 }
+super::from_row!(User { id, name, email, team, on_call }; default total);
 super::counted!(User);
 
 #[derive(Debug, Deserialize, IntoParams)]

@@ -203,7 +203,7 @@ async fn requests_hyper_refuses_before_routing_get_json_errors_too() {
         assert!(json["message"].as_str().is_some_and(|m| !m.is_empty()), "{what}: {json}");
     }
     // The wrapper leaves the application's answers as they were, on one kept-alive connection.
-    let client = reqwest::Client::new();
+    let client = common::http_client();
     for _ in 0..3 {
         let (s, page) = common::decode(client.get(b.url("/tickets?limit=200")).send().await.unwrap()).await;
         assert_eq!((s, page["data"].as_array().map(Vec::len)), (200, Some(200)));

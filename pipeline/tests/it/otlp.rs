@@ -182,6 +182,7 @@ impl Phoenix {
 fn get(url: &str) -> Option<(u16, String)> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(async {
+        servers::tls::install_crypto_provider();
         let response = reqwest::get(url).await.ok()?;
         let status = response.status().as_u16();
         Some((status, response.text().await.ok()?))

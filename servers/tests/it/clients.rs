@@ -84,7 +84,7 @@ fn initialize() -> Value {
 /// POSTs an initialize request with `headers`; returns the status, the session id and, for an
 /// error, its JSON body.
 async fn post_initialize(url: &str, headers: &[(&str, &str)]) -> (u16, Option<String>, Value) {
-    let mut req = reqwest::Client::new().post(url).header("accept", "application/json, text/event-stream").json(&initialize());
+    let mut req = common::http_client().post(url).header("accept", "application/json, text/event-stream").json(&initialize());
     for (k, v) in headers {
         req = req.header(*k, *v);
     }
@@ -140,7 +140,7 @@ async fn http_refuses_foreign_origins_and_hosts_and_ends_sessions_as_the_spec_an
     // "Session termination failed: 202" otherwise); afterwards the session is gone.
     let (_, session, _) = post_initialize(&url, &[]).await;
     let session = session.unwrap();
-    let client = reqwest::Client::new();
+    let client = common::http_client();
     let resp = client.delete(&url).header("mcp-session-id", &session).header("mcp-protocol-version", "2025-06-18").send().await.unwrap();
     assert_eq!(resp.status().as_u16(), 204);
     assert_eq!(resp.text().await.unwrap(), "");
@@ -280,7 +280,7 @@ async fn malformed_messages_get_the_json_rpc_errors_the_spec_names_over_stdio_an
     assert_eq!(by_id(json!(1))["result"]["serverInfo"]["name"], "wrapper");
 
     let (url, server) = serve_with("wrapper", HttpOptions::default()).await;
-    let client = reqwest::Client::new();
+    let client = common::http_client();
     let post = |body: String, session: Option<String>| {
         let mut r = client.post(&url).header("accept", "application/json, text/event-stream").header("content-type", "application/json").body(body);
         if let Some(s) = session {

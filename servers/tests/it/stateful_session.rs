@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use crate::common::{BOTH, Client, Via, call, connect, err_text, ok_json, sql};
 use rmcp::ServiceExt;
+use rmcp::transport::TokioChildProcess;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::{Value, json};
 use servers::BackendClient;
 use servers::modules::stateful_session::{DRAFT_TTL_ENV, SessionServer};
@@ -34,7 +34,7 @@ async fn serve_http(router: axum::Router) -> (String, tokio::task::JoinHandle<()
 }
 
 async fn http_client(url: &str) -> Client {
-    ().serve(StreamableHttpClientTransport::from_uri(url.to_owned())).await.expect("connect over HTTP")
+    ().serve(servers::tls::http_transport(url.to_owned())).await.expect("connect over HTTP")
 }
 
 /// `session_server` over stdio with the draft TTL set through the environment.
@@ -218,7 +218,7 @@ async fn the_same_review_through_either_arm_leaves_the_same_rows() {
 /// (method and path); returns its URL, the log and the serving task.
 async fn recording_proxy(target: &str) -> (String, Arc<Mutex<Vec<String>>>, tokio::task::JoinHandle<()>) {
     let log: Arc<Mutex<Vec<String>>> = Arc::default();
-    let (target, seen, http) = (target.trim_end_matches('/').to_owned(), log.clone(), reqwest::Client::new());
+    let (target, seen, http) = (target.trim_end_matches('/').to_owned(), log.clone(), crate::common::http_client());
     let forward = move |req: axum::extract::Request| {
         let (target, seen, http) = (target.clone(), seen.clone(), http.clone());
         async move {
@@ -506,10 +506,7 @@ async fn stateless_http_requests_cannot_open_pattern_drafts_but_can_use_the_cont
     let router = servers::registry::find("session_server").unwrap().launcher().unwrap().http_router(BackendClient::new(b.url()), Default::default());
     let (url, server) = serve_http(router).await;
     let client = ClientConfig::default()
-        .serve_with_lifecycle(
-            StreamableHttpClientTransport::from_uri(url),
-            ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] },
-        )
+        .serve_with_lifecycle(servers::tls::http_transport(url), ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] })
         .await
         .expect("a 2026-07-28 client starts");
     let call = |tool: &str, args: Value| client.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args.as_object().cloned().unwrap()));
@@ -526,10 +523,7 @@ async fn stateless_http_requests_cannot_open_pattern_drafts_but_can_use_the_cont
     let router = servers::registry::find("session_baseline").unwrap().launcher().unwrap().http_router(BackendClient::new(b.url()), Default::default());
     let (url, server) = serve_http(router).await;
     let client = ClientConfig::default()
-        .serve_with_lifecycle(
-            StreamableHttpClientTransport::from_uri(url),
-            ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] },
-        )
+        .serve_with_lifecycle(servers::tls::http_transport(url), ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] })
         .await
         .expect("a 2026-07-28 client starts");
     let call = |tool: &str, args: Value| client.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args.as_object().cloned().unwrap()));

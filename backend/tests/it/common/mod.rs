@@ -65,7 +65,7 @@ impl TestBackend {
             let _ = stop_admin.send(());
             control.await.unwrap().unwrap();
         });
-        Self { base, admin_base, client: reqwest::Client::new(), world, cluster, server, stop: Some(tx), source: Some(source) }
+        Self { base, admin_base, client: http_client(), world, cluster, server, stop: Some(tx), source: Some(source) }
     }
 
     /// The server's admin URL (a connection outside the world's pool).
@@ -124,4 +124,13 @@ pub async fn decode(resp: reqwest::Response) -> (u16, Value) {
     let text = resp.text().await.unwrap();
     assert!(ctype.starts_with("application/json"), "status {status}: body is not JSON ({ctype}): {text}");
     (status, serde_json::from_str(&text).unwrap_or_else(|e| panic!("invalid JSON ({e}): {text}")))
+}
+
+/// A plain HTTP client. In a workspace build reqwest has rustls without a cryptography provider
+/// (the servers crate's `tls` module says why), so one is installed first.
+pub fn http_client() -> reqwest::Client {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+    reqwest::Client::new()
 }

@@ -8,7 +8,7 @@ use backend::WorldSpec;
 use backend::local::LocalBackend;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value;
 
@@ -57,7 +57,7 @@ pub async fn connect_with(name: &str, backend_url: &str, via: Via, settings: ser
         Via::Http => {
             let entry = servers::registry::find(name).unwrap();
             let (url, server) = servers::launch::serve_http_in_process_with(entry, backend_url, settings).await.unwrap();
-            let client = ().serve(StreamableHttpClientTransport::from_uri(url)).await.expect("connect over HTTP");
+            let client = ().serve(servers::tls::http_transport(url)).await.expect("connect over HTTP");
             Connected { client, http_server: Some(server) }
         }
     }
@@ -95,4 +95,10 @@ pub async fn sql(b: &LocalBackend, query: &str) -> Value {
         1 => rows.into_iter().next().unwrap(),
         _ => Value::Array(rows),
     }
+}
+
+/// A plain HTTP client, built after the process's TLS provider is installed (`servers::tls`).
+pub fn http_client() -> reqwest::Client {
+    servers::tls::install_crypto_provider();
+    reqwest::Client::new()
 }
