@@ -35,7 +35,7 @@ pub mod world;
 
 pub use seed::WorldSpec;
 pub use sqlx::PgPool;
-pub use world::{Cluster, World};
+pub use world::{Cluster, ResetMode, World};
 
 use error::ApiError;
 
@@ -104,8 +104,20 @@ pub fn app(state: AppState) -> Router {
         .route("/openapi.json", axum::routing::get(move || async move { axum::Json(doc.as_ref().clone()) }))
         .route("/health", axum::routing::get(api::admin::health))
         .route("/admin", axum::routing::any(api::admin::refuse))
-        .route("/admin/{*rest}", axum::routing::any(api::admin::refuse));
+        .route("/admin/{*rest}", axum::routing::any(api::admin::refuse))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), hold_world));
     finish(routes, state)
+}
+
+/// Holds the world for as long as a data-plane request runs, so that a reset that rewinds it in
+/// place waits for the request instead of racing it ([`World::serving`]).
+async fn hold_world(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let _serving = state.world.serving().await;
+    next.run(request).await
 }
 
 /// The control plane for `state`: `POST /admin/reset` and `GET /health`, for the operator of a

@@ -2,8 +2,17 @@
 //!
 //! A **template** is a database migrated and seeded once per (schema fingerprint, seed, scale).
 //! A **world** is a database cloned from a template with `CREATE DATABASE … TEMPLATE`, which
-//! copies files instead of replaying inserts: that is what makes a reset take milliseconds.
-//! Many worlds can live at once, so sessions can run in parallel on isolated data.
+//! copies files instead of replaying inserts. Many worlds can live at once, so sessions can run
+//! in parallel on isolated data.
+//!
+//! A **reset** brings a world back to its seeded state before every session, in one of two ways
+//! ([`ResetMode`]). Where the role is a superuser (the embedded cluster's is), the copy is
+//! **rewound in place**: the triggers that note each row a write touches keep its first state
+//! (`world_undo`), and `rewind_world()` puts those rows and the sequences back, with the same
+//! connections serving the next session. Otherwise, or when a copy holds a change a rewind cannot
+//! undo (a TRUNCATE, a schema change), a **fresh copy** is swapped in and the old one dropped.
+//! A rewind costs a few statements on connections already open; a fresh copy costs a file copy
+//! of the template, a drop, and new Postgres backends (docs/performance.md).
 
 use std::collections::{HashSet, VecDeque};
 use std::str::FromStr;
@@ -60,6 +69,21 @@ pub struct Cluster {
     admin: PgPool,
     fingerprint: String,
     built: tokio::sync::Mutex<HashSet<WorldSpec>>,
+    /// Whether its worlds are reset by rewinding in place ([`ResetMode`]): the role is a
+    /// superuser (the embedded cluster's is), which the rewind needs.
+    rewinds: bool,
+}
+
+/// How a [`World`] is brought back to its seeded state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResetMode {
+    /// In place: the rows written since the copy was cloned are put back as they were, and the
+    /// sequences (`rewind_world()`, migrations/0003_world_rewind.sql). The same connections
+    /// serve the next session. Needs a superuser; falls back to [`Self::Clone`] for a copy that
+    /// cannot be rewound (a TRUNCATE or a schema change reached it) or a changed spec.
+    Rewind,
+    /// A fresh copy of the template per reset, cloned in the background, the old one dropped.
+    Clone,
 }
 
 impl Cluster {
@@ -78,7 +102,18 @@ impl Cluster {
             .connect_with(base.clone())
             .await
             .map_err(db_err("connecting to Postgres"))?;
-        Ok(Arc::new(Self { base, admin, fingerprint: schema_fingerprint(), built: Default::default() }))
+        let rewinds: bool = sqlx::query_scalar("SELECT rolsuper FROM pg_roles WHERE rolname = current_user")
+            .fetch_optional(&admin)
+            .await
+            .map_err(db_err("looking up the role's privileges"))?
+            .unwrap_or(false);
+        Ok(Arc::new(Self { base, admin, fingerprint: schema_fingerprint(), built: Default::default(), rewinds }))
+    }
+
+    /// How its worlds are reset unless told otherwise: [`ResetMode::Rewind`] when the role may
+    /// (a superuser), else [`ResetMode::Clone`].
+    pub fn default_reset_mode(&self) -> ResetMode {
+        if self.rewinds { ResetMode::Rewind } else { ResetMode::Clone }
     }
 
     /// Connection options for one database of this server.
@@ -130,6 +165,12 @@ impl Cluster {
             seed::insert(&mut tx, &world).await.map_err(db_err("seeding"))?;
             // From here on every write of a row is noted: the seeding is the world, not a change.
             sqlx::raw_sql(sqlx::AssertSqlSafe(change_log_triggers())).execute(&mut *tx).await.map_err(db_err("arming the change log"))?;
+            // What a rewind puts the sequences back to; and, where the role may create them,
+            // the guards that mark a copy a rewind cannot restore (a TRUNCATE, a schema change).
+            sqlx::raw_sql(sqlx::AssertSqlSafe(sequence_snapshot())).execute(&mut *tx).await.map_err(db_err("noting the sequences"))?;
+            if self.rewinds {
+                sqlx::raw_sql(sqlx::AssertSqlSafe(rewind_guards())).execute(&mut *tx).await.map_err(db_err("arming the rewind's guards"))?;
+            }
             tx.commit().await.map_err(db_err("seeding"))?;
             sqlx::query("VACUUM ANALYZE").execute(&db).await.map_err(db_err("vacuuming the template"))?;
             db.close().await;
@@ -241,6 +282,8 @@ fn schema_fingerprint() -> String {
     }
     h.update(seed::GENERATOR_VERSION.to_le_bytes());
     h.update(change_log_triggers().as_bytes());
+    h.update(sequence_snapshot().as_bytes());
+    h.update(rewind_guards().as_bytes());
     hex::encode(h.finalize())
 }
 
@@ -251,6 +294,36 @@ fn change_log_triggers() -> String {
         .iter()
         .map(|t| format!("CREATE TRIGGER {t}_changes AFTER INSERT OR UPDATE OR DELETE ON {t} FOR EACH ROW EXECUTE FUNCTION note_world_change();\n"))
         .collect()
+}
+
+/// Notes each table's id sequence as the seeding left it in `world_sequences`, what
+/// `rewind_world()` sets them back to.
+fn sequence_snapshot() -> String {
+    let tables = seed::TABLES.iter().map(|t| format!("'{t}'")).collect::<Vec<_>>().join(", ");
+    format!(
+        "DO $$ DECLARE t TEXT; s TEXT; BEGIN \
+           FOREACH t IN ARRAY ARRAY[{tables}] LOOP \
+             s := pg_get_serial_sequence(t, 'id'); \
+             EXECUTE format('INSERT INTO world_sequences SELECT %L, last_value, is_called FROM %s', s, s); \
+           END LOOP; \
+         END $$;"
+    )
+}
+
+/// A statement-level TRUNCATE trigger on every table and an event trigger on every schema
+/// change, each noting in `world_unrewindable` why the copy can no longer be rewound (its rows
+/// would not be in `world_undo`). An event trigger needs a superuser, as the rewind does.
+fn rewind_guards() -> String {
+    let mut sql: String = seed::TABLES
+        .iter()
+        .map(|t| format!("CREATE TRIGGER {t}_truncated AFTER TRUNCATE ON {t} FOR EACH STATEMENT EXECUTE FUNCTION note_unrewindable();\n"))
+        .collect();
+    sql.push_str(
+        "CREATE FUNCTION note_schema_change() RETURNS event_trigger LANGUAGE plpgsql AS $$ \
+         BEGIN INSERT INTO world_unrewindable VALUES ('a schema change: ' || tg_tag); END $$;\n\
+         CREATE EVENT TRIGGER world_schema_changes ON ddl_command_end EXECUTE FUNCTION note_schema_change();\n",
+    );
+    sql
 }
 
 /// The tables `diff` ([`ReadOnly::world_diff`], in [`seed::TABLES`] order) lists a row of, in
@@ -309,14 +382,14 @@ pub const RETIRING: usize = 2;
 /// How long a retired copy's drop waits for its connections to go away before it forces them.
 const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 
-/// A world: the database the API serves right now, and spare copies to switch to.
+/// A world: the database the API serves right now, rewound in place by a reset, or (resetting
+/// by [`ResetMode::Clone`]) swapped for one of the spare copies kept ready.
 ///
 /// Every copy is its own database (`world_<name>_<generation>`, generations never reused)
-/// cloned from the template. A reset swaps the pool over to a **spare**: a copy cloned and
-/// connected in the background and never served before. The retired copy is dropped in the
-/// background too, after its connections are gone. So a reset's critical path is a pool swap
-/// and one query that the spare answers, unless the spares are still being cloned (back-to-back
-/// resets) or the spec changed.
+/// cloned from the template. A rewind keeps the copy and its pool. A swap moves the pool over to
+/// a **spare**: a copy cloned and connected in the background and never served before (cloned
+/// on the spot when the spec changed, or when rewinding, which keeps no spares). The retired copy
+/// is dropped in the background, after its connections are gone.
 #[derive(Debug)]
 pub struct World {
     cluster: Arc<Cluster>,
@@ -332,7 +405,18 @@ pub struct World {
     /// Drops of retired copies still running or not yet looked at.
     retiring: std::sync::Mutex<Vec<tokio::task::JoinHandle<Result<(), WorldError>>>>,
     retire_slots: Arc<tokio::sync::Semaphore>,
+    /// How [`Self::reset`] restores the seeded state.
+    mode: ResetMode,
+    /// Held shared by every data-plane request for as long as it runs ([`Self::serving`]), and
+    /// exclusively by a rewind: a request still running when a reset starts finishes first, and
+    /// none writes into the world while it is rewound.
+    gate: Arc<tokio::sync::RwLock<()>>,
 }
+
+/// How long a rewind waits for the data-plane requests still running to finish before it gives
+/// up and clones a fresh copy instead (a request that outlives its session finishes on the old
+/// copy then, as with [`ResetMode::Clone`]).
+const GATE_WAIT: Duration = Duration::from_secs(2);
 
 #[derive(Debug, Clone)]
 struct Current {
@@ -353,6 +437,11 @@ impl World {
     /// Creates world `name` seeded with `spec`, replacing any databases of an earlier world of
     /// that name.
     pub async fn create(cluster: Arc<Cluster>, name: &str, spec: WorldSpec) -> Result<Arc<Self>, WorldError> {
+        let mode = cluster.default_reset_mode();
+        Self::create_in(cluster, name, spec, mode).await
+    }
+
+    async fn create_in(cluster: Arc<Cluster>, name: &str, spec: WorldSpec, cluster_mode: ResetMode) -> Result<Arc<Self>, WorldError> {
         check_world_name(name)?;
         cluster.drop_world_databases(name).await?;
         let db = world_db(name, 0);
@@ -367,9 +456,31 @@ impl World {
             spares: Default::default(),
             retiring: Default::default(),
             retire_slots: Arc::new(tokio::sync::Semaphore::new(RETIRING)),
+            mode: cluster_mode,
+            gate: Default::default(),
         });
-        world.refill(&mut *world.spares.lock().await, spec);
+        if world.mode == ResetMode::Clone {
+            world.refill(&mut *world.spares.lock().await, spec);
+        }
         Ok(world)
+    }
+
+    /// As [`Self::create`], reset by `mode` instead of the cluster's default
+    /// ([`Cluster::default_reset_mode`]); [`ResetMode::Rewind`] on a cluster that cannot rewind
+    /// is [`ResetMode::Clone`].
+    pub async fn create_with(cluster: Arc<Cluster>, name: &str, spec: WorldSpec, mode: ResetMode) -> Result<Arc<Self>, WorldError> {
+        let mode = if cluster.rewinds { mode } else { ResetMode::Clone };
+        Self::create_in(cluster, name, spec, mode).await
+    }
+
+    /// How this world is reset.
+    pub fn reset_mode(&self) -> ResetMode {
+        self.mode
+    }
+
+    /// A shared hold on the world for one data-plane request ([`Self::reset`] waits for it).
+    pub async fn serving(&self) -> tokio::sync::OwnedRwLockReadGuard<()> {
+        self.gate.clone().read_owned().await
     }
 
     fn current(&self) -> Current {
@@ -406,13 +517,25 @@ impl World {
         self.control_plane_attempts.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Brings the world back to the freshly seeded state of `spec`. Requests already running
-    /// finish on the old copy; every request after this returns sees the new one.
+    /// Brings the world back to the freshly seeded state of `spec`. Rewound in place
+    /// ([`ResetMode::Rewind`]), requests already running finish first; swapped to a fresh copy,
+    /// they finish on the old one. Every request after this returns sees the seeded state.
     pub async fn reset(&self, spec: WorldSpec) -> Result<(), WorldError> {
         let started = Instant::now();
         let mut spares = self.spares.lock().await;
         // A failed drop of an earlier copy is reported here, by the next reset that can see it.
         self.collect_retired().await?;
+        if self.mode == ResetMode::Rewind && self.current().spec == spec {
+            match self.rewind().await {
+                Ok(rows) => {
+                    self.control_plane_attempts.store(0, Ordering::Relaxed);
+                    tracing::debug!(world = self.name, rows, total_ms = started.elapsed().as_secs_f64() * 1000.0, "reset by rewinding");
+                    return Ok(());
+                }
+                // A fresh copy is as good, and tells nothing apart from the time it costs.
+                Err(why) => tracing::info!(world = self.name, "cloning a fresh copy instead of rewinding: {why}"),
+            }
+        }
         let mut chosen = None;
         while let Some(task) = spares.pop_front() {
             let spare = task.await.map_err(|e| WorldError::Background(e.to_string()))??;
@@ -442,10 +565,25 @@ impl World {
         let served = Current { spec, generation: spare.generation, pool: spare.pool };
         self.control_plane_attempts.store(0, Ordering::Relaxed);
         let retired = std::mem::replace(&mut *self.state.write().expect("world lock"), served);
-        self.refill(&mut spares, spec);
+        if self.mode == ResetMode::Clone {
+            self.refill(&mut spares, spec);
+        }
         self.retire(retired.pool, retired.generation).await;
         tracing::debug!(world = self.name, waited_ms, total_ms = started.elapsed().as_secs_f64() * 1000.0, "reset");
         Ok(())
+    }
+
+    /// Rewinds the copy served now to the state it was cloned in, once the requests running on
+    /// it have finished; the rows put back.
+    async fn rewind(&self) -> Result<i64, String> {
+        let _exclusive =
+            tokio::time::timeout(GATE_WAIT, self.gate.write()).await.map_err(|_| format!("requests to the world were still running after {GATE_WAIT:?}"))?;
+        let mut conn = self.pool().acquire().await.map_err(|e| e.to_string())?;
+        let rows = sqlx::query_scalar("SELECT rewind_world()").fetch_one(&mut *conn).await.map_err(|e| e.to_string())?;
+        // Handed back before the reset returns, as a swap's check is (see `reset`): the task's
+        // seed and the verifier's baseline right after reuse this backend instead of opening one.
+        conn.return_to_pool().await;
+        Ok(rows)
     }
 
     /// Starts cloning spares of `spec` until [`SPARES`] are ready or on their way.

@@ -10,4 +10,5 @@ mod concurrency;
 mod conformance;
 mod logs;
 mod resources;
+mod rewind;
 mod worlds;

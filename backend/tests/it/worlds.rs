@@ -6,7 +6,7 @@ use crate::common;
 use crate::common::{TestBackend, unique_world};
 use backend::postgres::PostgresSource;
 use backend::world::{RETIRING, SPARES};
-use backend::{AppState, Cluster, World, WorldSpec};
+use backend::{AppState, Cluster, ResetMode, World, WorldSpec};
 use serde_json::json;
 
 /// The same (seed, scale) built twice — here on two separate Postgres clusters — gives
@@ -101,9 +101,10 @@ async fn databases_of(admin: &sqlx::PgPool, name: &str) -> Vec<String> {
     sqlx::query_scalar("SELECT datname FROM pg_database WHERE datname ~ $1").bind(format!("^world_{name}_[0-9]+$")).fetch_all(admin).await.unwrap()
 }
 
-/// Every reset serves a copy never served before (spares are handed out once, dirty copies are
-/// only ever dropped), in exactly the seeded state, also across a change of spec; the copies
-/// dropped in the background are bounded while they wait and all gone after `destroy`.
+/// Reset by cloning ([`ResetMode::Clone`], what a role that is not a superuser gets): every reset
+/// serves a copy never served before (spares are handed out once, dirty copies are only ever
+/// dropped), in exactly the seeded state, also across a change of spec; the copies dropped in
+/// the background are bounded while they wait and all gone after `destroy`.
 #[tokio::test]
 async fn each_reset_serves_a_never_served_copy_in_the_seeded_state() {
     let source = PostgresSource::from_env().await.unwrap();
@@ -112,7 +113,8 @@ async fn each_reset_serves_a_never_served_copy_in_the_seeded_state() {
     let spec = WorldSpec::default();
     let other = WorldSpec { scale: 2, ..spec };
     let name = unique_world();
-    let world = World::create(cluster.clone(), &name, spec).await.unwrap();
+    let world = World::create_with(cluster.clone(), &name, spec, ResetMode::Clone).await.unwrap();
+    assert_eq!(world.reset_mode(), ResetMode::Clone);
     let seeded = backend::world::canonical_dump_hash(&world.pool()).await.unwrap();
     let mut served = std::collections::HashSet::from([world.database()]);
     // More resets than spares and drop slots, back to back, with a spec change in the middle.
@@ -139,8 +141,8 @@ async fn each_reset_serves_a_never_served_copy_in_the_seeded_state() {
     source.shutdown().unwrap();
 }
 
-/// Worlds reset at the same time on one cluster (one per parallel worker) never serve the same
-/// database, and a write to one never shows in another's fresh copy.
+/// Worlds reset by cloning at the same time on one cluster (one per parallel worker) never serve
+/// the same database, and a write to one never shows in another's fresh copy.
 #[tokio::test]
 async fn concurrent_worlds_never_share_a_database() {
     let source = PostgresSource::from_env().await.unwrap();
@@ -148,7 +150,7 @@ async fn concurrent_worlds_never_share_a_database() {
     let spec = WorldSpec::default();
     let worlds = futures_util::future::try_join_all((0..3).map(|_| {
         let (cluster, name) = (cluster.clone(), unique_world());
-        async move { World::create(cluster, &name, spec).await }
+        async move { World::create_with(cluster, &name, spec, ResetMode::Clone).await }
     }))
     .await
     .unwrap();
