@@ -87,7 +87,7 @@ pub struct LlamaCpp {
 
 impl LlamaCpp {
     fn new(root: String) -> Self {
-        crate::config::install_crypto_provider();
+        servers::tls::install_crypto_provider();
         let http = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().expect("a plain HTTP client builds");
         Self { root, http }
     }
