@@ -225,7 +225,7 @@ pub fn attach_arm_plans(arm: &servers::external::ExternalArm, tasks: &mut [Task]
             let (Some(plan), Some(path)) = (task.oracle.get(from), task.oracle_files.get(from)) else {
                 return Err(file_err(&arm.file(), format!("oracle_from: {from:?} has no plan for {}: name a built-in server of {module}", task.key())));
             };
-            (plan.clone(), path.clone())
+            (renamed(plan.clone(), &arm.oracle_rename), path.clone())
         } else {
             continue;
         };
@@ -233,6 +233,17 @@ pub fn attach_arm_plans(arm: &servers::external::ExternalArm, tasks: &mut [Task]
         task.oracle_files.insert(arm.name.clone(), path);
     }
     Ok(())
+}
+
+/// `plan` with each step's tool renamed by `renames` (an arm's `[oracle_rename]`); tools the table
+/// does not name keep their name.
+fn renamed(mut plan: OraclePlan, renames: &std::collections::BTreeMap<String, String>) -> OraclePlan {
+    for step in &mut plan.steps {
+        if let Some(to) = step.tool.as_ref().and_then(|t| renames.get(t)) {
+            step.tool = Some(to.clone());
+        }
+    }
+    plan
 }
 
 pub(crate) fn read(path: &Path) -> Result<String, LoadError> {

@@ -136,6 +136,8 @@ struct ExternalRow {
     /// The built-in server whose oracle plans it reuses where it has none of its own (null: its
     /// plans are all its own).
     oracle_from: Option<String>,
+    /// `[oracle_rename]`: a borrowed plan's tool → the arm's name for it (empty: none renamed).
+    oracle_rename: std::collections::BTreeMap<String, String>,
 }
 
 /// The command line that serves `name` over stdio with this very binary.
@@ -169,6 +171,7 @@ pub async fn list(args: ServersArgs) -> anyhow::Result<()> {
             transport: a.transport,
             env_names: a.env_names(),
             oracle_from: a.oracle_from.clone(),
+            oracle_rename: a.oracle_rename.clone(),
         });
         let command = match s.external() {
             Some(a) => a.command.clone(),

@@ -12,6 +12,9 @@
 //! description = "…"
 //! oracle_from = "domain_adapter"            # optional: reuse this built-in server's plans
 //!
+//! [oracle_rename]                           # optional, with oracle_from: the borrowed plans'
+//! tickets_update = "update_ticket"          # tool names as this arm names the same tools
+//!
 //! [serve]
 //! transport = "stdio"                       # or "http": streamable HTTP at http://127.0.0.1:{port}{path}
 //! command = [".venv/bin/python", "server.py"]
@@ -45,6 +48,11 @@
 //! exists, which overrides it. Borrowed plans are files of the task folders, so `Task::sha256`
 //! (in every session's fingerprint and a frozen spec's `[hashes.tasks]`) already covers them; the
 //! arm's own hash covers its folder, `oracle_from` included.
+//!
+//! `[oracle_rename]` serves an arm whose tools are a built-in server's under other names (a
+//! server generated from the backend's OpenAPI document names each tool by its operation id:
+//! `update_ticket` where the flat control says `tickets_update`): each borrowed plan's steps call
+//! the tool the table maps their tool to. The table is in `arm.toml`, so the arm's hash covers it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -96,6 +104,8 @@ struct ArmFile {
     description: String,
     #[serde(default)]
     oracle_from: Option<String>,
+    #[serde(default)]
+    oracle_rename: BTreeMap<String, String>,
     /// The arm relays the operations its module's arms relay (`ModuleEntry::relays`) and shows
     /// a poisoned downstream description it is given in `MCPBENCH_POISON` (docs/security.md).
     #[serde(default)]
@@ -128,6 +138,8 @@ pub struct ExternalArm {
     /// The built-in server of the same module whose oracle plans the arm reuses where it has
     /// none of its own ([`Self::check_oracle_from`] says which names are allowed).
     pub oracle_from: Option<String>,
+    /// `[oracle_rename]`: a borrowed plan's tool name → this arm's name for that tool.
+    pub oracle_rename: BTreeMap<String, String>,
     /// `relays = true`: the arm opted in to tool-poisoning attacks. Under one, its process gets
     /// [`POISON_ENV`]: the poisoned operation and the text to append to its description wherever
     /// the arm shows that description.
@@ -216,6 +228,16 @@ impl ExternalArm {
                 return Err(ArmError::field(f, "inherit_env", format!("{var} is also set in [env]: give it one way")));
             }
         }
+        if !raw.oracle_rename.is_empty() && raw.oracle_from.is_none() {
+            return Err(ArmError::field(
+                f,
+                "oracle_rename",
+                "renames the tools of borrowed plans, but the arm borrows none: say oracle_from = \"<built-in server>\", or drop [oracle_rename]",
+            ));
+        }
+        if let Some((from, to)) = raw.oracle_rename.iter().find(|(from, to)| from.trim().is_empty() || to.trim().is_empty()) {
+            return Err(ArmError::field(f, "oracle_rename", format!("{from:?} = {to:?}: both the borrowed plan's tool and this arm's name for it are needed")));
+        }
         let sha256 = folder_hash(&dir)?;
         Ok(Self {
             name: raw.name,
@@ -223,6 +245,7 @@ impl ExternalArm {
             role,
             description: raw.description,
             oracle_from: raw.oracle_from,
+            oracle_rename: raw.oracle_rename,
             relays: raw.relays,
             dir,
             transport,

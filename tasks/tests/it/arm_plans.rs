@@ -115,3 +115,40 @@ fn a_changed_borrowed_plan_changes_the_tasks_hash() {
     assert_eq!(before.len(), after.len());
     assert!(before.iter().zip(&after).all(|(b, a)| b != a), "every instance's hash changes with the template");
 }
+
+/// `[oracle_rename]`: an arm whose tools are a built-in server's under other names (a server
+/// generated from the API's OpenAPI document) borrows that server's plans with each step's tool
+/// renamed, and only those the table names; without `oracle_from` the table is refused.
+#[test]
+fn a_borrowed_plan_calls_the_arms_names_for_the_tools_its_table_renames() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tasks::default_tasks_dir();
+    let a =
+        arm(tmp.path(), "domain_adapter", "oracle_from = \"domain_wrapper\"\n[oracle_rename]\ntickets_update = \"update_ticket\"\nusers_list = \"list_users\"");
+    let tasks = with_plans(&root, "domain_adapter", &a);
+    let (mut renamed, mut kept) = (0, 0);
+    for t in &tasks {
+        let (mine, theirs) = (t.plan_for("port").unwrap(), t.plan_for("domain_wrapper").unwrap());
+        assert_eq!((mine.answer.as_str(), mine.steps.len()), (theirs.answer.as_str(), theirs.steps.len()), "{}", t.id);
+        for (m, o) in mine.steps.iter().zip(&theirs.steps) {
+            let expected = match o.tool.as_deref() {
+                Some("tickets_update") => Some("update_ticket"),
+                Some("users_list") => Some("list_users"),
+                other => other,
+            };
+            assert_eq!(m.tool.as_deref(), expected, "{}", t.id);
+            assert_eq!((&m.args, &m.save), (&o.args, &o.save), "{}: only the tool's name changes", t.id);
+            if m.tool != o.tool { renamed += 1 } else { kept += 1 }
+        }
+    }
+    assert!(renamed > 0 && kept > 0, "the module's plans exercise both: {renamed} renamed, {kept} kept");
+
+    let dir = tmp.path().join("port");
+    fs::write(
+        dir.join("arm.toml"),
+        "name = \"port\"\nmodule = \"domain_adapter\"\nrole = \"control\"\n[oracle_rename]\na = \"b\"\n[serve]\ntransport = \"stdio\"\ncommand = [\"sh\"]\n",
+    )
+    .unwrap();
+    let refused = ExternalArm::load(&dir).unwrap_err().to_string();
+    assert!(refused.contains("oracle_rename") && refused.contains("oracle_from"), "{refused}");
+}

@@ -50,13 +50,13 @@ fn per_task(recs: &[Value], server: &str) -> std::collections::BTreeMap<String, 
         .collect()
 }
 
-/// Freezes a spec of the module with the three arms, checks it (G1–G7), runs it with the
-/// oracle, and compares the port with its original.
-fn gates_and_oracle_a_b(module: &str, original: &str, port: &str, control: &str) {
+/// Freezes a spec of the module with the pattern, its port and the controls, checks it (G1–G7),
+/// runs it with the oracle, and compares the port with its original; the records.
+fn gates_and_oracle_a_b(module: &str, original: &str, port: &str, controls: &[&str]) -> Vec<Value> {
     let tmp = tempfile::tempdir().unwrap();
     let spec = tmp.path().join("spec.toml");
     let results = tmp.path().join("results");
-    let arms = format!("{original},{port},{control}");
+    let arms = [&[original, port][..], controls].concat().join(",");
     let out = pipeline()
         .args(["freeze", "--module", module, "--mcp", &arms, "--models", "oracle", "--exp-name", "ext", "--allow-dirty", "--out"])
         .arg(&spec)
@@ -74,7 +74,7 @@ fn gates_and_oracle_a_b(module: &str, original: &str, port: &str, control: &str)
     let out = pipeline().arg("run").arg(&spec).arg("--results-dir").arg(&results).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let recs = records(&results.join("ext"));
-    assert_eq!(recs.len(), 3 * common::task_count(module), "three arms × every task, dev and held-out");
+    assert_eq!(recs.len(), (2 + controls.len()) * common::task_count(module), "every arm × every task, dev and held-out");
     for r in recs.iter().filter(|r| r["server"] == port) {
         assert_eq!(r["verifier"]["verdict"], "passed", "{r}");
         assert!(r["external_arm"]["env_names"].as_array().unwrap().iter().any(|n| n == "BACKEND_URL"), "names, never values: {r}");
@@ -90,21 +90,58 @@ fn gates_and_oracle_a_b(module: &str, original: &str, port: &str, control: &str)
     let out = pipeline().args(["aggregate", "--result-dir"]).arg(results.join("ext")).output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let md = std::fs::read_to_string(results.join("ext/report.md")).unwrap();
-    for c in [format!("{module} ({original} vs {control})"), format!("{module} ({port} vs {control})")] {
-        assert!(md.contains(&format!("### {c}")), "one comparison per (pattern, control) pair: {c}\n{md}");
+    for control in controls {
+        for c in [format!("{module} ({original} vs {control})"), format!("{module} ({port} vs {control})")] {
+            assert!(md.contains(&format!("### {c}")), "one comparison per (pattern, control) pair: {c}\n{md}");
+        }
     }
+    recs
 }
 
+/// The Python port beside its original, each against two controls: the hand-written flat one and
+/// the one generated from the backend's OpenAPI document (`arms/generated_domain_wrapper`, whose
+/// plans are the flat control's renamed). The generated control passes every gate and every task,
+/// and offers a model far more than the hand-written one (the API's 30 operations against its 8 tools).
 #[test]
 fn the_python_port_passes_every_gate_and_matches_its_rust_original() {
     installed("domain_adapter_py", ".venv/bin/python");
-    gates_and_oracle_a_b("domain_adapter", "domain_adapter", "domain_adapter_py", "domain_wrapper");
+    installed("generated_domain_wrapper", ".venv/bin/python");
+    let recs = gates_and_oracle_a_b("domain_adapter", "domain_adapter", "domain_adapter_py", &["domain_wrapper", "generated_domain_wrapper"]);
+    let sessions: Vec<&Value> = recs.iter().filter(|r| r["server"] == "generated_domain_wrapper").collect();
+    assert_eq!(sessions.len(), common::task_count("domain_adapter"));
+    for r in &sessions {
+        assert_eq!((r["validity"]["class"].as_str(), r["verifier"]["verdict"].as_str()), (Some("valid"), Some("passed")), "{r}");
+    }
+    let offered = |s: &str| recs.iter().find(|r| r["server"] == s).unwrap()["offered"].clone();
+    let (flat, generated) = (offered("domain_wrapper"), offered("generated_domain_wrapper"));
+    let tools = |o: &Value| o["functions"].as_array().map(Vec::len);
+    assert_eq!(tools(&generated), Some(30), "one tool per operation of the API: {generated}");
+    assert!(tools(&flat) < tools(&generated), "{flat}");
+    assert!(
+        generated["definitions_bytes"].as_u64().unwrap() > 2 * flat["definitions_bytes"].as_u64().unwrap(),
+        "the generated control's definitions, resent every turn, dwarf the hand-written one's: {generated} vs {flat}"
+    );
+}
+
+/// The generated control reads the backend's OpenAPI document from its committed snapshot (so
+/// it starts, and lists the same tools, without a backend): the snapshot is the backend's own
+/// document, or the arm would be generated from an API that no longer exists.
+#[test]
+fn the_generated_controls_openapi_snapshot_is_the_backends_document() {
+    let file = arms_root().join("generated_domain_wrapper/openapi.json");
+    let snapshot: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let current = backend::openapi_document();
+    assert!(
+        snapshot == current,
+        "{} is not the backend's OpenAPI document: rewrite it from `GET /openapi.json` of `pipeline backend` (arms/generated_domain_wrapper/README.md)",
+        file.display()
+    );
 }
 
 #[test]
 fn the_typescript_port_over_http_passes_every_gate_and_matches_its_rust_original() {
     installed("resource_gateway_ts", "node_modules/tsx");
-    gates_and_oracle_a_b("resource_gateway", "resource_gateway", "resource_gateway_ts", "resource_wrapper");
+    gates_and_oracle_a_b("resource_gateway", "resource_gateway", "resource_gateway_ts", &["resource_wrapper"]);
 }
 
 /// A folder of arms in a temp dir, passed with `--arms-dir`.
