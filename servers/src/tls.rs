@@ -1,7 +1,7 @@
 //! The one TLS set-up of every HTTP client in the workspace.
 //!
 //! reqwest is built with rustls but no cryptography provider of its own (its `rustls` feature
-//! would bring aws-lc, a C library that was the longest single step of a clean build), and cargo
+//! would bring aws-lc, a C library built beside the ring rustls already has), and cargo
 //! unifies that choice for every crate in a build. A `reqwest::Client` built before a provider is
 //! installed panics, whatever URL it is for — the servers' backend client, the MCP client's HTTP
 //! transport, a model provider's client, the trace exporter. Each of those calls
