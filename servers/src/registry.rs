@@ -203,16 +203,23 @@ pub fn register_external(arms: Vec<ExternalArm>) -> Result<(), ArmError> {
     let mut entries: Vec<&'static ServerEntry> = Vec::new();
     for arm in arms {
         if builtin().any(|s| s.name == arm.name) || entries.iter().any(|e| e.name == arm.name) {
-            return Err(ArmError::Field { file: arm.file(), field: "name".into(), problem: format!("{:?} is already the name of another server", arm.name) });
+            return Err(ArmError::Field {
+                file: arm.file(),
+                field: arm.field_name("name"),
+                problem: format!("{:?} is already the name of another server", arm.name),
+            });
         }
-        let module =
-            module(&arm.module).ok_or_else(|| ArmError::Field { file: arm.file(), field: "module".into(), problem: "not a registered module".into() })?;
+        let module = module(&arm.module).ok_or_else(|| ArmError::Field {
+            file: arm.file(),
+            field: arm.field_name("module"),
+            problem: "not a registered module".into(),
+        })?;
         if module.catalogue.is_some() {
             // Its servers list a catalogue whose size each run chooses and fingerprints; an
             // external server would list whatever it lists, under the run's number.
             return Err(ArmError::Field {
                 file: arm.file(),
-                field: "module".into(),
+                field: arm.field_name("module"),
                 problem: format!(
                     "{} lists a tool catalogue whose size the run chooses, and an external arm cannot be told it yet; answer another module's tasks",
                     module.name

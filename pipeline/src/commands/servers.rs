@@ -138,6 +138,9 @@ struct ExternalRow {
     oracle_from: Option<String>,
     /// `[oracle_rename]`: a borrowed plan's tool → the arm's name for it (empty: none renamed).
     oracle_rename: std::collections::BTreeMap<String, String>,
+    /// `n`: this arm is the `n`-th `[[variant]]` of its folder's `arm.toml` (from 1), the same
+    /// server as the folder's own arm for another module; null: the folder's own arm.
+    variant: Option<usize>,
 }
 
 /// The command line that serves `name` over stdio with this very binary.
@@ -172,6 +175,7 @@ pub async fn list(args: ServersArgs) -> anyhow::Result<()> {
             env_names: a.env_names(),
             oracle_from: a.oracle_from.clone(),
             oracle_rename: a.oracle_rename.clone(),
+            variant: a.variant,
         });
         let command = match s.external() {
             Some(a) => a.command.clone(),

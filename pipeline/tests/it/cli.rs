@@ -21,7 +21,16 @@ fn servers_json_lists_every_server_with_its_launch_command() {
     for r in &external {
         assert_eq!(r["kind"], "external");
         assert_eq!(r["external"]["sha256"].as_str().map(str::len), Some(64), "{r}");
-        assert!(r["external"]["dir"].as_str().unwrap().ends_with(r["name"].as_str().unwrap()), "{r}");
+        // Its own folder, or (a `[[variant]]`) the folder of the arm it is a variant of.
+        let dir = r["external"]["dir"].as_str().unwrap();
+        match r["external"]["variant"].as_u64() {
+            None => assert!(dir.ends_with(r["name"].as_str().unwrap()), "{r}"),
+            Some(n) => {
+                assert!(n >= 1, "{r}");
+                let own = external.iter().find(|o| o["external"]["dir"] == dir && o["external"]["variant"].is_null()).expect("the folder's own arm is listed");
+                assert_eq!(own["external"]["sha256"], r["external"]["sha256"], "one folder, one hash: {r}");
+            }
+        }
         assert_eq!(r["external"]["env_names"][0], "BACKEND_URL");
     }
     for r in &rows {

@@ -26,6 +26,11 @@
 //! BACKEND_URL = "{backend_url}"
 //!
 //! inherit_env = []                          # …plus these variables of the caller's, by name
+//!
+//! [[variant]]                               # optional, repeatable: the same server as another
+//! name = "generated_wrapper"                # arm, of another module (or role), sharing the
+//! module = "tool_orchestrator"              # folder, its command and environment
+//! oracle_from = "wrapper"                   # role and description default to the file's
 //! ```
 //!
 //! The contract is the protocol, not a Rust trait: the server reaches the synthetic backend over
@@ -53,6 +58,12 @@
 //! server generated from the backend's OpenAPI document names each tool by its operation id:
 //! `update_ticket` where the flat control says `tickets_update`): each borrowed plan's steps call
 //! the tool the table maps their tool to. The table is in `arm.toml`, so the arm's hash covers it.
+//!
+//! `[[variant]]` serves a server that answers more than one module — a control generated from the
+//! whole API is the flat control of every module whose control is a flat wrapper — without a copy
+//! of its folder per module: each variant is an arm of its own (its name, module, role, plans,
+//! records and comparisons), started by the file's `[serve]` with the file's `[env]`, and hashed
+//! with the one folder. `[oracle_rename]` is shared; a variant that renames must borrow.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -115,6 +126,23 @@ struct ArmFile {
     env: BTreeMap<String, String>,
     #[serde(default)]
     inherit_env: Vec<String>,
+    /// `[[variant]]`: the same server as further arms (see the module's documentation).
+    #[serde(default)]
+    variant: Vec<VariantFile>,
+}
+
+/// One `[[variant]]` of an `arm.toml`: what differs from the file's own arm.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VariantFile {
+    name: String,
+    module: String,
+    #[serde(default)]
+    role: Option<String>,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    oracle_from: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -157,6 +185,8 @@ pub struct ExternalArm {
     pub inherit_env: Vec<String>,
     /// sha256 over the folder's files (names and bytes; hidden entries and [`UNHASHED`] left out).
     pub sha256: String,
+    /// `Some(n)`: this arm is the file's `n`-th `[[variant]]` (from 1); `None`: the file's own arm.
+    pub variant: Option<usize>,
 }
 
 impl ExternalArm {
@@ -164,29 +194,21 @@ impl ExternalArm {
     /// ([`Self::program`]), when the arm is used: an arm whose dependencies are not installed yet
     /// must not break commands that do not use it.
     pub fn load(dir: &Path) -> Result<Self, ArmError> {
+        let mut arms = Self::load_all(dir)?;
+        Ok(arms.swap_remove(0))
+    }
+
+    /// Reads and validates `dir/arm.toml`: the file's own arm, then one per `[[variant]]`, in
+    /// the file's order.
+    pub fn load_all(dir: &Path) -> Result<Vec<Self>, ArmError> {
         let dir = std::fs::canonicalize(dir).map_err(|e| ArmError::Folder { path: dir.to_owned(), problem: format!("cannot open the arm folder: {e}") })?;
         let file = dir.join(ARM_FILE);
         let text = std::fs::read_to_string(&file).map_err(|e| ArmError::Folder { path: file.clone(), problem: format!("cannot read: {e}") })?;
         let raw: ArmFile = toml::from_str(&text).map_err(|e| ArmError::Folder { path: file.clone(), problem: e.to_string().trim_end().replace('\n', " ") })?;
         let f = &file;
-        let name_ok = !raw.name.is_empty() && raw.name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
-        if !name_ok {
-            return Err(ArmError::field(f, "name", format!("{:?} is not a server name: use lower-case letters, digits, `_` and `-`", raw.name)));
-        }
-        if crate::registry::module(&raw.module).is_none() {
-            return Err(ArmError::field(f, "module", format!("no module named {:?}; modules: {}", raw.module, crate::registry::modules().join(", "))));
-        }
-        let role = match raw.role.as_str() {
-            "pattern" => Role::Pattern,
-            "control" => Role::Control,
-            other => {
-                return Err(ArmError::field(
-                    f,
-                    "role",
-                    format!("{other:?} is not a role: give \"pattern\" or \"control\" (the side of the module's A/B this server stands on)"),
-                ));
-            }
-        };
+        check_name(f, "name", &raw.name)?;
+        check_module(f, "module", &raw.module)?;
+        let role = parse_role(f, "role", &raw.role)?;
         let transport = match raw.serve.transport.as_str() {
             "stdio" => Transport::Stdio,
             "http" => Transport::Http,
@@ -239,7 +261,7 @@ impl ExternalArm {
             return Err(ArmError::field(f, "oracle_rename", format!("{from:?} = {to:?}: both the borrowed plan's tool and this arm's name for it are needed")));
         }
         let sha256 = folder_hash(&dir)?;
-        Ok(Self {
+        let own = Self {
             name: raw.name,
             module: raw.module,
             role,
@@ -255,7 +277,52 @@ impl ExternalArm {
             env: raw.env,
             inherit_env: raw.inherit_env,
             sha256,
-        })
+            variant: None,
+        };
+        let mut arms = vec![own];
+        for (i, v) in raw.variant.into_iter().enumerate() {
+            let field = |name: &str| format!("variant[{}].{name}", i + 1);
+            check_name(f, &field("name"), &v.name)?;
+            if let Some(twin) = arms.iter().find(|a| a.name == v.name) {
+                let which = twin.variant.map_or("the file's own arm".to_owned(), |n| format!("variant[{n}]"));
+                return Err(ArmError::field(
+                    f,
+                    &field("name"),
+                    format!("{:?} is already the name of {which}: each variant is an arm with a name of its own", v.name),
+                ));
+            }
+            check_module(f, &field("module"), &v.module)?;
+            let role = match v.role.as_deref() {
+                Some(r) => parse_role(f, &field("role"), r)?,
+                None => arms[0].role,
+            };
+            if !arms[0].oracle_rename.is_empty() && v.oracle_from.is_none() {
+                return Err(ArmError::field(
+                    f,
+                    &field("oracle_from"),
+                    "the file's [oracle_rename] renames borrowed plans, and this variant borrows none: say oracle_from = \"<built-in server of its module>\"",
+                ));
+            }
+            let arm = Self {
+                name: v.name,
+                module: v.module,
+                role,
+                description: v.description.unwrap_or_else(|| arms[0].description.clone()),
+                oracle_from: v.oracle_from,
+                variant: Some(i + 1),
+                ..arms[0].clone()
+            };
+            arms.push(arm);
+        }
+        Ok(arms)
+    }
+
+    /// `field` as an error names it: `variant[n].field` for the file's `n`-th variant.
+    pub fn field_name(&self, field: &str) -> String {
+        match self.variant {
+            Some(n) => format!("variant[{n}].{field}"),
+            None => field.to_owned(),
+        }
     }
 
     /// `dir/arm.toml`.
@@ -360,7 +427,33 @@ impl ExternalArm {
                 None => format!("no server is named {from:?}: name the built-in server of {module} whose plans this arm reuses ({choices})"),
             }
         };
-        Err(ArmError::field(&self.file(), "oracle_from", problem))
+        Err(ArmError::field(&self.file(), &self.field_name("oracle_from"), problem))
+    }
+}
+
+fn check_name(f: &Path, field: &str, name: &str) -> Result<(), ArmError> {
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-') {
+        return Err(ArmError::field(f, field, format!("{name:?} is not a server name: use lower-case letters, digits, `_` and `-`")));
+    }
+    Ok(())
+}
+
+fn check_module(f: &Path, field: &str, module: &str) -> Result<(), ArmError> {
+    if crate::registry::module(module).is_none() {
+        return Err(ArmError::field(f, field, format!("no module named {module:?}; modules: {}", crate::registry::modules().join(", "))));
+    }
+    Ok(())
+}
+
+fn parse_role(f: &Path, field: &str, role: &str) -> Result<Role, ArmError> {
+    match role {
+        "pattern" => Ok(Role::Pattern),
+        "control" => Ok(Role::Control),
+        other => Err(ArmError::field(
+            f,
+            field,
+            format!("{other:?} is not a role: give \"pattern\" or \"control\" (the side of the module's A/B this server stands on)"),
+        )),
     }
 }
 
@@ -421,13 +514,17 @@ fn collect(root: &Path, dir: &Path, out: &mut Vec<String>) -> Result<(), ArmErro
     Ok(())
 }
 
-/// Every arm folder directly under `root` (a folder holding `arm.toml`), loaded; none when
-/// `root` does not exist.
+/// Every arm of every arm folder directly under `root` (a folder holding `arm.toml`; its
+/// variants after its own arm), loaded; none when `root` does not exist.
 pub fn discover(root: &Path) -> Result<Vec<ExternalArm>, ArmError> {
     let Ok(entries) = std::fs::read_dir(root) else { return Ok(vec![]) };
     let mut dirs: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| p.join(ARM_FILE).is_file()).collect();
     dirs.sort();
-    dirs.iter().map(|d| ExternalArm::load(d)).collect()
+    let mut arms = Vec::new();
+    for d in &dirs {
+        arms.extend(ExternalArm::load_all(d)?);
+    }
+    Ok(arms)
 }
 
 #[cfg(test)]
@@ -439,6 +536,11 @@ mod tests {
     fn arm(dir: &Path, toml: &str) -> Result<ExternalArm, ArmError> {
         std::fs::write(dir.join(ARM_FILE), toml).unwrap();
         ExternalArm::load(dir)
+    }
+
+    fn arm_all(dir: &Path, toml: &str) -> Result<Vec<ExternalArm>, ArmError> {
+        std::fs::write(dir.join(ARM_FILE), toml).unwrap();
+        ExternalArm::load_all(dir)
     }
 
     const GOOD: &str = r#"
@@ -477,6 +579,64 @@ BACKEND_URL = "{backend_url}"
             }
         }
         assert!(matches!(arm(tmp.path(), &format!("{GOOD}\nsurprise = 1\n")), Err(ArmError::Folder { .. })), "unknown keys are refused");
+    }
+
+    #[test]
+    fn a_variant_is_an_arm_of_its_own_sharing_the_folder_and_a_bad_one_is_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let with = |variants: &str| arm_all(tmp.path(), &format!("{GOOD}{variants}"));
+        let two = "\n[[variant]]\nname = \"mine2\"\nmodule = \"tool_orchestrator\"\nrole = \"control\"\noracle_from = \"wrapper\"\n\n[[variant]]\nname = \"mine3\"\nmodule = \"resource_gateway\"\ndescription = \"its own\"\n";
+        let arms = with(two).unwrap();
+        let got: Vec<_> = arms.iter().map(|a| (a.name.as_str(), a.module.as_str(), a.role, a.oracle_from.as_deref(), a.variant)).collect();
+        assert_eq!(
+            got,
+            [
+                ("mine", "domain_adapter", Role::Pattern, None, None),
+                ("mine2", "tool_orchestrator", Role::Control, Some("wrapper"), Some(1)),
+                ("mine3", "resource_gateway", Role::Pattern, None, Some(2)),
+            ]
+        );
+        for a in &arms[1..] {
+            assert_eq!(
+                (&a.dir, &a.command, &a.env, &a.sha256, a.transport),
+                (&arms[0].dir, &arms[0].command, &arms[0].env, &arms[0].sha256, arms[0].transport)
+            );
+        }
+        assert_eq!((arms[1].description.as_str(), arms[2].description.as_str()), ("", "its own"), "a variant's description defaults to the file's");
+        assert_eq!(ExternalArm::load(tmp.path()).unwrap(), arms[0], "load is the file's own arm");
+
+        let cases = [
+            (two.replace("\"mine3\"", "\"mine2\""), "variant[2].name"),
+            (two.replace("\"mine2\"", "\"mine\""), "variant[1].name"),
+            (two.replace("\"mine3\"", "\"Mine 3\""), "variant[2].name"),
+            (two.replace("\"resource_gateway\"", "\"nowhere\""), "variant[2].module"),
+            (two.replace("\"control\"", "\"both\""), "variant[1].role"),
+        ];
+        for (variants, field) in cases {
+            match with(&variants) {
+                Err(ArmError::Field { field: f, .. }) => assert_eq!(f, field, "{variants}"),
+                other => panic!("{field}: {other:?}"),
+            }
+        }
+        // A shared [oracle_rename] is for variants that borrow plans.
+        let renaming = GOOD.replace("[serve]", "oracle_from = \"domain_wrapper\"\n[oracle_rename]\ntickets_get = \"get_ticket\"\n[serve]");
+        let e = arm_all(tmp.path(), &format!("{renaming}{two}")).unwrap_err();
+        assert!(
+            matches!(&e, ArmError::Field { field, .. } if field == "variant[1].oracle_from")
+                || matches!(&e, ArmError::Field { field, .. } if field == "variant[2].oracle_from"),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("[oracle_rename]"), "{e}");
+        assert!(
+            matches!(with("\n[[variant]]\nname = \"x\"\nmodule = \"domain_adapter\"\ncommand = [\"y\"]\n"), Err(ArmError::Folder { .. })),
+            "a variant has no [serve] of its own"
+        );
+
+        // Registered, a variant's oracle_from is checked against its own module, and named as its field.
+        let bad = arms[1].clone();
+        let bad = ExternalArm { oracle_from: Some("domain_wrapper".into()), ..bad };
+        let e = bad.check_oracle_from(&["mine", "mine2"]).unwrap_err();
+        assert!(matches!(&e, ArmError::Field { field, .. } if field == "variant[1].oracle_from"), "{e:?}");
     }
 
     #[test]

@@ -123,6 +123,57 @@ fn the_python_port_passes_every_gate_and_matches_its_rust_original() {
     );
 }
 
+/// The same generated server is the control of every other module whose hand-written control is
+/// a flat wrapper of the API, declared as `[[variant]]`s of the one folder: each variant is an
+/// arm of its own module, passes the gates of a flag run and every task with its module's flat
+/// control's plans renamed, is hashed with the one folder, and is set against its module's
+/// pattern in its module's comparison.
+#[test]
+fn the_generated_control_answers_every_module_whose_control_is_flat() {
+    installed("generated_domain_wrapper", ".venv/bin/python");
+    let variants = [
+        ("tool_orchestrator", "orchestrator", "wrapper", "generated_wrapper"),
+        ("proxy_aggregator", "proxy_aggregator", "proxy_wrapper", "generated_proxy_wrapper"),
+        ("resource_gateway", "resource_gateway", "resource_wrapper", "generated_resource_wrapper"),
+        ("code_execution", "code_execution", "code_execution_wrapper", "generated_code_execution_wrapper"),
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    let arms: Vec<&str> = variants.iter().flat_map(|(_, pattern, _, generated)| [*pattern, *generated]).collect();
+    let out = pipeline()
+        .args(["--mcp", &arms.join(","), "--models", "oracle", "--jobs", "2", "--exp-name", "gen", "--results-dir"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let recs = records(&tmp.path().join("gen"));
+    let folder = arms_root().join("generated_domain_wrapper");
+    let folder_sha = ::servers::external::folder_hash(&folder).unwrap();
+    for (module, _, flat, generated) in variants {
+        let sessions: Vec<&Value> = recs.iter().filter(|r| r["server"] == generated).collect();
+        assert_eq!(sessions.len(), common::task_count(module), "{generated}: every task of {module}, dev and held-out");
+        for r in &sessions {
+            assert_eq!(r["module"], module, "{r}");
+            assert_eq!((r["validity"]["class"].as_str(), r["verifier"]["verdict"].as_str()), (Some("valid"), Some("passed")), "{generated}: {r}");
+            assert_eq!(r["external_arm"]["sha256"], folder_sha.as_str(), "one folder, one hash: {r}");
+            assert_eq!(r["offered"]["functions"].as_array().map(Vec::len), Some(30), "the API's 30 operations, whatever the module: {r}");
+        }
+        // The renamed plans are the flat control's, tool for tool.
+        let plan = |task: &str| std::fs::read_to_string(tasks_root().join(module).join(task).join(format!("oracle/{flat}.toml")));
+        let r = sessions.iter().find(|r| plan(r["task"].as_str().unwrap()).is_ok()).expect("a task with its own plan file");
+        let calls = r["tool_calls"].as_array().unwrap().len();
+        let steps = plan(r["task"].as_str().unwrap()).unwrap().matches("[[steps]]").count();
+        assert_eq!(calls, steps, "{generated} on {}: one call per step of {flat}'s plan", r["task"]);
+    }
+    let out = pipeline().args(["aggregate", "--result-dir"]).arg(tmp.path().join("gen")).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let md = std::fs::read_to_string(tmp.path().join("gen/report.md")).unwrap();
+    for (module, pattern, _, generated) in variants {
+        for line in [format!("### {module}\n"), format!("| pattern | {pattern} |"), format!("| control | {generated} |")] {
+            assert!(md.contains(&line), "{line}\n{md}");
+        }
+    }
+}
+
 /// The generated control reads the backend's OpenAPI document from its committed snapshot (so
 /// it starts, and lists the same tools, without a backend): the snapshot is the backend's own
 /// document, or the arm would be generated from an API that no longer exists.
