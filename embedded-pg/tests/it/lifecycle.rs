@@ -67,8 +67,63 @@ fn server_failure_reports_the_log_and_cleans_up() {
     let msg = err.to_string();
     assert!(matches!(err, Error::ServerExited { .. }), "{msg}");
     assert!(msg.contains("shared_buffers"), "log tail missing: {msg}");
-    let left: Vec<_> = std::fs::read_dir(base.path()).unwrap().collect();
-    assert!(left.is_empty(), "left behind: {left:?}");
+    // Nothing of the cluster is left; the initdb image it was copied from is kept for the next.
+    let left: Vec<String> = std::fs::read_dir(base.path()).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    assert!(left.iter().all(|n| n.starts_with(embedded_pg::IMAGE_PREFIX)), "left behind: {left:?}");
+}
+
+/// The first start under a base folder keeps its `initdb` output as an image; later starts copy
+/// it, and each copy gets a password of its own: a cluster's URL opens it, and no other's does.
+/// A broken image is removed and the start falls back to `initdb`; with the image off, nothing
+/// but the cluster is made.
+#[test]
+fn clusters_copied_from_the_initdb_image_are_independent_and_keep_their_own_passwords() {
+    let base = tempfile::Builder::new().prefix("epg-").tempdir_in("/tmp").unwrap();
+    let images = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(base.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(embedded_pg::IMAGE_PREFIX))
+            .collect()
+    };
+    let opts = || Options::default().base_dir(base.path());
+    let a = EmbeddedPostgres::start_with(opts()).expect("start a");
+    let image = images();
+    assert_eq!(image.len(), 1, "the first start keeps one image: {image:?}");
+    assert!(image[0].join("data/global/pg_control").is_file());
+    let b = EmbeddedPostgres::start_with(opts()).expect("start b, from the image");
+    assert_eq!(images(), image, "the image is reused, not remade");
+    for pg in [&a, &b] {
+        assert_eq!(psql_query(&[&pg.url("postgres")], "select 1"), "1");
+        answers_on_socket_and_wants_a_password(pg.socket_dir(), pg.port());
+    }
+    psql_query(&[&a.url("postgres")], "create table only_in_a (x int)");
+    assert_eq!(psql_query(&[&b.url("postgres")], "select count(*) from pg_tables where tablename = 'only_in_a'"), "0");
+    // b's password does not open a, and the other way round.
+    let swapped = a.url("postgres").replace(&password_of(&a.url("postgres")), &password_of(&b.url("postgres")));
+    assert_ne!(password_of(&a.url("postgres")), password_of(&b.url("postgres")));
+    let out = std::process::Command::new(crate::common::psql()).args([swapped.as_str(), "-X", "-w", "-Atc", "select 1"]).output().unwrap();
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("password"), "{out:?}");
+    a.stop().unwrap();
+    b.stop().unwrap();
+
+    // A broken image: the start still succeeds (by initdb), and the image is gone.
+    std::fs::write(image[0].join("data/PG_VERSION"), "7\n").unwrap();
+    let c = EmbeddedPostgres::start_with(opts()).expect("start c despite the broken image");
+    assert_eq!(psql_query(&[&c.url("postgres")], "select 1"), "1");
+    assert!(images().is_empty(), "the broken image was removed: {:?}", images());
+    c.stop().unwrap();
+
+    let off = tempfile::Builder::new().prefix("epg-").tempdir_in("/tmp").unwrap();
+    let d = EmbeddedPostgres::start_with(Options::default().base_dir(off.path()).initdb_image(false)).expect("start d without an image");
+    assert_eq!(std::fs::read_dir(off.path()).unwrap().count(), 1, "only the cluster's own folder");
+    d.stop().unwrap();
+    assert_eq!(std::fs::read_dir(off.path()).unwrap().count(), 0);
+}
+
+fn password_of(url: &str) -> String {
+    url.split_once("postgres:").unwrap().1.split_once('@').unwrap().0.to_owned()
 }
 
 #[test]
