@@ -22,7 +22,8 @@
 //! clusters, an *image* (`mcp-pattern-bench-initdb-<key>`, ≈ 40 MB; the key covers the binaries
 //! and the `initdb` arguments), and later starts copy the image and give the copy a fresh password
 //! in single-user mode (≈ 0.1 s together). A copy that fails to start that way removes the image
-//! and falls back to `initdb`. [`Options::initdb_image`] turns the image off.
+//! and falls back to `initdb`. [`Options::initdb_image`] (or `MCPBENCH_PG_IMAGE=off`) turns the
+//! image off; removing the folder is always safe.
 //!
 //! As root, `initdb` and `postgres` run as the `postgres` system user (they
 //! refuse to run as root); otherwise they run as the current user.
@@ -62,6 +63,10 @@ pub const DIR_PREFIX: &str = "mcp-pattern-bench-pg-";
 /// Environment variable naming a directory that holds `initdb` and
 /// `postgres`; when set, it is the only place searched.
 pub const BIN_ENV: &str = "MCPBENCH_PG_BIN";
+
+/// Environment variable that, set to `off`, makes every start run `initdb` instead of copying
+/// the kept image (see the module's documentation).
+pub const IMAGE_ENV: &str = "MCPBENCH_PG_IMAGE";
 
 /// The user every cluster is initialised with (`initdb -U`). Its password is drawn fresh for each
 /// cluster and lives only in this process's memory (and the URLs it hands out): another local
@@ -162,7 +167,7 @@ pub struct Options {
     /// How long to wait after SIGINT (and again after SIGQUIT) before escalating.
     pub stop_timeout: Duration,
     /// Start from a copy of a kept `initdb` output (the module's documentation) instead of
-    /// running `initdb` every time. Default: on.
+    /// running `initdb` every time. Default: on, unless [`IMAGE_ENV`] is `off`.
     pub initdb_image: bool,
 }
 
@@ -175,7 +180,7 @@ impl Default for Options {
             port: DEFAULT_PORT,
             ready_timeout: Duration::from_secs(30),
             stop_timeout: Duration::from_secs(10),
-            initdb_image: true,
+            initdb_image: std::env::var_os(IMAGE_ENV).is_none_or(|v| v != "off"),
         }
     }
 }
