@@ -194,7 +194,7 @@ fn attach_external_plans(module: &str, tasks: &mut [Task]) -> Result<(), LoadErr
 }
 
 /// Adds `arm`'s plan to each of `tasks` (the tasks of its module): its own `oracle/<task_id>.toml`
-/// (for a family instance, `<family>_n<size>.toml`), else, when its `arm.toml` says
+/// (a variant's `oracle/<name>/<task_id>.toml`; for a family instance, `<family>_n<size>.toml`), else, when its `arm.toml` says
 /// `oracle_from = "<server>"`, that built-in server's plan of the task as the task already holds
 /// it (a family instance's rendered for its size). A plan that does not parse is refused here,
 /// naming its file; a missing one is left out, and G7 names it.
@@ -206,8 +206,9 @@ fn attach_external_plans(module: &str, tasks: &mut [Task]) -> Result<(), LoadErr
 pub fn attach_arm_plans(arm: &servers::external::ExternalArm, tasks: &mut [Task]) -> Result<(), LoadError> {
     let module = &arm.module;
     let known: Vec<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
-    if let Ok(files) = std::fs::read_dir(arm.dir.join(servers::external::ORACLE_DIR)) {
-        for f in files.flatten() {
+    if let Ok(files) = std::fs::read_dir(arm.plan_dir()) {
+        // Folders in `oracle/` are the plans of the file's variants, each checked as its own arm.
+        for f in files.flatten().filter(|f| !f.path().is_dir()) {
             let name = f.file_name().to_string_lossy().into_owned();
             let id = name.strip_suffix(".toml").unwrap_or(&name);
             if !known.contains(&id) {

@@ -1,7 +1,8 @@
 //! External arms: an MCP server in any language, handed to the bench as one folder.
 //!
 //! The folder holds `arm.toml`, the server's own files and its oracle plans
-//! (`oracle/<task_id>.toml`, the same format as a task's). `arm.toml` says which module's tasks
+//! (`oracle/<task_id>.toml`, the same format as a task's; a `[[variant]]`'s in
+//! `oracle/<variant name>/`). `arm.toml` says which module's tasks
 //! the server answers, on which side of that module's A/B it stands (`pattern` or `control`),
 //! where its plans come from and how to start it:
 //!
@@ -395,10 +396,17 @@ impl ExternalArm {
         Ok(cmd)
     }
 
+    /// The folder of the arm's own oracle plans: `oracle/` for the file's own arm, and
+    /// `oracle/<name>/` for a `[[variant]]`, whose tasks are another module's.
+    pub fn plan_dir(&self) -> PathBuf {
+        let dir = self.dir.join(ORACLE_DIR);
+        if self.variant.is_some() { dir.join(&self.name) } else { dir }
+    }
+
     /// The arm's own oracle plan file of `task_id` (which, when it exists, overrides a plan
     /// borrowed through `oracle_from`).
     pub fn plan_path(&self, task_id: &str) -> PathBuf {
-        self.dir.join(ORACLE_DIR).join(format!("{task_id}.toml"))
+        self.plan_dir().join(format!("{task_id}.toml"))
     }
 
     /// Whether `oracle_from`, if given, names a built-in server of the arm's own module — not the

@@ -152,3 +152,42 @@ fn a_borrowed_plan_calls_the_arms_names_for_the_tools_its_table_renames() {
     let refused = ExternalArm::load(&dir).unwrap_err().to_string();
     assert!(refused.contains("oracle_rename") && refused.contains("oracle_from"), "{refused}");
 }
+
+/// A folder with `[[variant]]`s: the file's own arm keeps its plans in `oracle/`, each variant in
+/// `oracle/<variant name>/`, so a variant of another module is neither refused for the own arm's
+/// files nor given them, and a stray file in a variant's folder is refused naming that folder.
+#[test]
+fn a_variants_own_plans_are_in_a_folder_of_its_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tasks::default_tasks_dir();
+    let dir = tmp.path().join("port");
+    fs::create_dir_all(dir.join("oracle/port2")).unwrap();
+    let toml = "name = \"port\"\nmodule = \"domain_adapter\"\nrole = \"pattern\"\noracle_from = \"domain_adapter\"\n[serve]\ntransport = \"stdio\"\ncommand = [\"sh\"]\n\n[[variant]]\nname = \"port2\"\nmodule = \"resource_gateway\"\noracle_from = \"resource_gateway\"\n";
+    fs::write(dir.join("arm.toml"), toml).unwrap();
+    let plan = |tool: &str| format!("answer = \"Mine.\"\n\n[[steps]]\ntool = \"{tool}\"\nargs = {{}}\n");
+    fs::write(dir.join(format!("oracle/{WHICH_WEN}.toml")), plan("own_lookup")).unwrap();
+    let gateway = load_module(&root, "resource_gateway").unwrap();
+    let theirs = gateway[0].id.clone();
+    fs::write(dir.join(format!("oracle/port2/{theirs}.toml")), plan("variant_lookup")).unwrap();
+    let arms = ExternalArm::load_all(&dir).unwrap();
+    let (own, variant) = (&arms[0], &arms[1]);
+    assert_eq!((own.plan_dir(), variant.plan_dir()), (dir.canonicalize().unwrap().join("oracle"), dir.canonicalize().unwrap().join("oracle/port2")));
+
+    let tasks = with_plans(&root, "domain_adapter", own);
+    let which = tasks.iter().find(|t| t.id == WHICH_WEN).unwrap();
+    assert_eq!(which.plan_for("port").unwrap().steps[0].tool.as_deref(), Some("own_lookup"));
+    let tasks = with_plans(&root, "resource_gateway", variant);
+    for t in &tasks {
+        let p = t.plan_for("port2").unwrap();
+        if t.id == theirs {
+            assert_eq!(p.steps[0].tool.as_deref(), Some("variant_lookup"), "the variant's own file");
+        } else {
+            assert_eq!(Some(p), t.plan_for("resource_gateway"), "{}: borrowed", t.id);
+        }
+    }
+
+    fs::write(dir.join(format!("oracle/port2/{WHICH_WEN}.toml")), plan("x")).unwrap();
+    let mut tasks = load_module(&root, "resource_gateway").unwrap();
+    let e = attach_arm_plans(&ExternalArm::load_all(&dir).unwrap()[1], &mut tasks).unwrap_err().to_string();
+    assert!(e.contains("oracle/port2") && e.contains("no task"), "{e}");
+}
