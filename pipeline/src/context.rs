@@ -200,6 +200,15 @@ impl RunContext {
         self.looks.as_ref().is_none_or(|l| l.drawing(&self.plan.models[s.model].spec.id, &s.task.module, s.task.meta.split))
     }
 
+    /// Whether the pair `s` opens may start now: in a sequential run, only within `--jobs` draws
+    /// of its comparison's first unfinished pair ([`crate::sequential::Looks::within_reach`]).
+    pub fn within_reach(&self, s: &crate::plan::PlannedSession) -> bool {
+        match (&self.looks, s.draw) {
+            (Some(l), Some(draw)) => l.within_reach(&self.plan.models[s.model].spec.id, &s.task.module, s.task.meta.split, draw, self.plan.jobs),
+            _ => true,
+        }
+    }
+
     /// A sequential run's decisions, for the closing summary.
     pub fn decisions(&self) -> Vec<crate::sequential::Decision> {
         self.looks.as_ref().map(crate::sequential::Looks::decisions).unwrap_or_default()

@@ -346,20 +346,29 @@ async fn worker(
                     }
                     continue;
                 }
+                // A sequential run opens a pair only within reach of the first one still running
+                // (so a decision leaves at most --jobs − 1 pairs drawn past it): wait for it.
+                Some(_) if !ctx.halted() && !ctx.within_reach(&head.sessions[0].session) => None,
                 // A new pair starts only if the run goes on and every budget could pay for it.
                 Some(sessions) => {
                     if ctx.halted() || !ctx.admit_pair(sessions) {
                         break;
                     }
+                    queue.pop_front().map(|w| w.sessions)
                 }
                 // The rest of an admitted pair: finished after a budget stop too.
                 None => {
                     if ctx.halted() && !ctx.halted_by_budget() {
                         break;
                     }
+                    queue.pop_front().map(|w| w.sessions)
                 }
             }
-            queue.pop_front().expect("a head").sessions
+        };
+        let Some(item) = item else {
+            // Another worker's session ends the wait; a halt or a signal is seen at the next look.
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            continue;
         };
         if ctx.plan.session_mode == records::SessionMode::Cold {
             for pending in &item {

@@ -109,6 +109,15 @@ impl Looks {
         self.comparisons.lock().expect("looks").get(&(model.to_owned(), module.to_owned(), split)).is_none_or(|c| c.decided.is_none())
     }
 
+    /// Whether draw `draw` of the comparison may be opened now: only while it is within `window`
+    /// draws of the first pair not yet ended in both arms. The comparison is read in draw order,
+    /// so a pair drawn further ahead could only end after a decision it cannot change: with
+    /// `window` = `--jobs`, at most `--jobs − 1` pairs are drawn past the one that decides.
+    pub fn within_reach(&self, model: &str, module: &str, split: records::Split, draw: u32, window: u32) -> bool {
+        let read = self.comparisons.lock().expect("looks").get(&(model.to_owned(), module.to_owned(), split)).map_or(0, |c| c.read);
+        draw <= read.saturating_add(window.max(1))
+    }
+
     /// Every decision so far, in comparison order.
     pub fn decisions(&self) -> Vec<Decision> {
         self.comparisons.lock().expect("looks").values().filter_map(|c| c.decided.clone()).collect()

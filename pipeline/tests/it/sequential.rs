@@ -34,7 +34,9 @@ fn a_sequential_run_stops_when_decided_resumes_without_drawing_and_reports_the_s
 
     let recs = records(&exp);
     let draws: BTreeSet<u64> = recs.iter().map(|r| r["draw"].as_u64().expect("every record has its draw")).collect();
-    // Every pair up to the stop, plus at most the one the second worker was running; no more.
+    // Every pair up to the stop, plus at most the one the second worker was running; no more: a
+    // pair is opened only within --jobs draws of the first one still running, however long that
+    // one takes.
     assert!(draws.len() as u32 >= at && draws.len() as u32 <= at + 1, "{} pairs drawn, decided at {at}", draws.len());
     assert_eq!(draws, (1..=draws.len() as u64).collect(), "draws are a prefix of the order");
     assert_eq!(recs.len(), 2 * draws.len(), "both arms of every drawn pair");
