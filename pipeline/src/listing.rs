@@ -16,11 +16,29 @@ use servers::registry::ServerEntry;
 
 static WORLD: tokio::sync::Mutex<Option<LocalBackend>> = tokio::sync::Mutex::const_new(None);
 
+/// External arms listed so far, by folder, folder hash and settings: the `[[variant]]`s of one
+/// `arm.toml` are the same server (the same command, environment and files), so it is started
+/// and listed once, and each variant's manifest is that listing under its own name.
+static LISTED: std::sync::Mutex<Vec<(ListingKey, ToolManifest)>> = std::sync::Mutex::new(Vec::new());
+
+type ListingKey = (std::path::PathBuf, String, String);
+
 /// `arm`'s manifest with `settings`; an external arm's listed against a freshly seeded world.
 pub async fn manifest(arm: &ServerEntry, settings: ArmSettings) -> anyhow::Result<ToolManifest> {
-    if arm.external().is_none() {
+    let Some(ext) = arm.external() else {
         return ToolManifest::offline_with(arm, settings).await;
+    };
+    let key: ListingKey = (ext.dir.clone(), ext.sha256.clone(), format!("{:?}", (settings, ext.relays)));
+    let known = LISTED.lock().expect("listings").iter().find(|(k, _)| *k == key).map(|(_, m)| m.clone());
+    if let Some(m) = known {
+        return Ok(ToolManifest { server: arm.name.to_owned(), ..m });
     }
+    let listed = list_external(arm, settings).await?;
+    LISTED.lock().expect("listings").push((key, listed.clone()));
+    Ok(listed)
+}
+
+async fn list_external(arm: &ServerEntry, settings: ArmSettings) -> anyhow::Result<ToolManifest> {
     let mut world = WORLD.lock().await;
     if world.is_none() {
         *world = Some(LocalBackend::start(WorldSpec::default()).await.context("starting a world to list the external arms against")?);
