@@ -918,6 +918,18 @@ fn sweep_stale(base: &Path) {
     let me = std::process::id();
     for entry in entries.flatten() {
         let name = entry.file_name();
+        // An image a process was making when it died (`<image>.building-<pid>-…`).
+        if let Some(pid) = name
+            .to_str()
+            .filter(|n| n.starts_with(IMAGE_PREFIX))
+            .and_then(|n| n.split_once(".building-"))
+            .and_then(|(_, rest)| rest.split('-').next()?.parse::<u32>().ok())
+        {
+            if pid != me && !process_alive(pid) {
+                let _ = fs::remove_dir_all(entry.path());
+            }
+            continue;
+        }
         let Some(owner) =
             name.to_str().and_then(|n| n.strip_prefix(DIR_PREFIX)).and_then(|rest| rest.split('-').next()).and_then(|pid| pid.parse::<u32>().ok())
         else {

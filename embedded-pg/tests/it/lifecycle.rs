@@ -115,6 +115,15 @@ fn clusters_copied_from_the_initdb_image_are_independent_and_keep_their_own_pass
     assert!(images().is_empty(), "the broken image was removed: {:?}", images());
     c.stop().unwrap();
 
+    // An image whose maker died half-way is swept by the next start; one being made is not.
+    let dead = embedded_pg::IMAGE_PREFIX.to_owned() + "0000000000000000.building-999999999-1";
+    let alive = format!("{}0000000000000000.building-{}-1", embedded_pg::IMAGE_PREFIX, std::process::id());
+    for d in [&dead, &alive] {
+        std::fs::create_dir(base.path().join(d)).unwrap();
+    }
+    EmbeddedPostgres::start_with(opts()).expect("start e").stop().unwrap();
+    assert!(!base.path().join(&dead).exists() && base.path().join(&alive).exists());
+
     let off = tempfile::Builder::new().prefix("epg-").tempdir_in("/tmp").unwrap();
     let d = EmbeddedPostgres::start_with(Options::default().base_dir(off.path()).initdb_image(false)).expect("start d without an image");
     assert_eq!(std::fs::read_dir(off.path()).unwrap().count(), 1, "only the cluster's own folder");
