@@ -183,7 +183,17 @@ pub async fn run(plan: RunPlan, accepted: impl FnOnce(&Experiment) -> anyhow::Re
         let (queue, ctx, results, experiment_dir) = (queue.clone(), ctx.clone(), results.clone(), experiment.dir.clone());
         // Worker 0 uses the main world; the others get a world of their own on the same cluster.
         let world = if w == 0 { WorkerWorld::Shared(main.url().to_owned(), main.world().clone()) } else { WorkerWorld::Own(main.cluster().clone()) };
-        workers.push(tokio::spawn(async move { worker(w, queue, ctx, results, world, experiment_dir).await }));
+        workers.push(tokio::spawn(async move {
+            // A worker that ends early (an error, a panic) halts the run at once, not when its
+            // turn to be joined comes: another may be waiting for a pair this one was running.
+            let mut guard = HaltIfUnfinished(Some(ctx.clone()));
+            let ended = worker(w, queue, ctx.clone(), results, world, experiment_dir).await;
+            if let Err(e) = &ended {
+                ctx.halt("infrastructure", format!("{e:#}"));
+            }
+            guard.0 = None;
+            ended
+        }));
     }
     // A worker that fails (its world would not start, a record could not be written) stops the
     // run like any broken infrastructure: the others stop starting sessions, the summary stands.
@@ -313,6 +323,17 @@ fn work_items(plan: &crate::plan::RunPlan, pending: Vec<Pending>) -> Vec<WorkIte
         start = end;
     }
     items.into_iter().zip(sizes).map(|(sessions, opens_pair)| WorkItem { sessions, opens_pair }).collect()
+}
+
+/// Halts the run when dropped armed: a worker's task unwinding from a panic.
+struct HaltIfUnfinished(Option<Arc<RunContext>>);
+
+impl Drop for HaltIfUnfinished {
+    fn drop(&mut self) {
+        if let Some(ctx) = self.0.take() {
+            ctx.halt("infrastructure", "a worker stopped before its sessions ended (a panic: see above)".to_owned());
+        }
+    }
 }
 
 /// Takes sessions until the queue is empty or the run halts.
