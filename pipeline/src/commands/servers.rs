@@ -242,47 +242,53 @@ pub async fn list(args: ServersArgs) -> anyhow::Result<()> {
     if let Some(t) = &tokenizer {
         return print_with_tokens(&rows, &t.label());
     }
-    println!("{:<18} {:<18} {:<8} {:<18} {:>5}  manifest sha256", "server", "module", "role", "paired with", "tools");
+    let (w, m) = widths(&rows);
+    println!("{:<w$} {:<m$} {:<8} {:<w$} {:>5}  manifest sha256", "server", "module", "role", "paired with", "tools");
     for r in &rows {
-        let role = match r.role {
-            Role::Pattern => "pattern",
-            Role::Control => "control",
-        };
         let tools = r.tools.map_or("—".to_owned(), |t| t.to_string());
-        let sha = r.manifest_sha256.as_deref().map_or("—", |s| &s[..16]);
-        let note = match (&r.external, &r.error) {
-            (Some(_), Some(e)) => format!("  external, not startable: {e}"),
-            (Some(x), None) => format!("  external: {}", x.dir),
-            _ => String::new(),
-        };
-        println!("{:<18} {:<18} {:<8} {:<18} {:>5}  {sha}{note}", r.name, r.module, role, r.paired, tools);
+        let (role, sha, note) = row_parts(r);
+        println!("{:<w$} {:<m$} {:<8} {:<w$} {:>5}  {sha}{note}", r.name, r.module, role, r.paired, tools);
     }
     Ok(())
+}
+
+/// The widths of the server and module columns: every name in full, however long an external
+/// arm's (at least the header's 18).
+fn widths(rows: &[ServerRow]) -> (usize, usize) {
+    let widest = |f: fn(&ServerRow) -> usize| rows.iter().map(f).max().unwrap_or(0).max(18);
+    (widest(|r| r.name.chars().count().max(r.paired.chars().count())), widest(|r| r.module.chars().count()))
+}
+
+/// A row's role, the first 16 digits of its manifest hash, and the note an external arm gets.
+fn row_parts(r: &ServerRow) -> (&'static str, &str, String) {
+    let role = match r.role {
+        Role::Pattern => "pattern",
+        Role::Control => "control",
+    };
+    let sha = r.manifest_sha256.as_deref().map_or("—", |s| &s[..16]);
+    let note = match (&r.external, &r.error) {
+        (Some(_), Some(e)) => format!("  external, not startable: {e}"),
+        (Some(x), None) => format!("  external: {}", x.dir),
+        _ => String::new(),
+    };
+    (role, sha, note)
 }
 
 /// The table with each server's definitions in bytes and in tokens of `tokenizer`.
 fn print_with_tokens(rows: &[ServerRow], tokenizer: &str) -> anyhow::Result<()> {
     println!("definitions: every function a model is offered, as the JSON of the request's tools array; tokens: {tokenizer}");
+    let (w, m) = widths(rows);
     println!(
-        "{:<18} {:<18} {:<8} {:<18} {:>5} {:>10} {:>8} {:>11}  manifest sha256",
+        "{:<w$} {:<m$} {:<8} {:<w$} {:>5} {:>10} {:>8} {:>11}  manifest sha256",
         "server", "module", "role", "paired with", "tools", "def. bytes", "tokens", "bytes/token"
     );
     for r in rows {
-        let role = match r.role {
-            Role::Pattern => "pattern",
-            Role::Control => "control",
-        };
         let dash = || "—".to_owned();
         let tokens = r.definitions_tokens.flatten();
         let per_token = r.definitions_bytes.zip(tokens).filter(|(_, t)| *t > 0).map_or_else(dash, |(b, t)| format!("{:.2}", b as f64 / t as f64));
-        let sha = r.manifest_sha256.as_deref().map_or("—", |s| &s[..16]);
-        let note = match (&r.external, &r.error) {
-            (Some(_), Some(e)) => format!("  external, not startable: {e}"),
-            (Some(x), None) => format!("  external: {}", x.dir),
-            _ => String::new(),
-        };
+        let (role, sha, note) = row_parts(r);
         println!(
-            "{:<18} {:<18} {:<8} {:<18} {:>5} {:>10} {:>8} {:>11}  {sha}{note}",
+            "{:<w$} {:<m$} {:<8} {:<w$} {:>5} {:>10} {:>8} {:>11}  {sha}{note}",
             r.name,
             r.module,
             role,

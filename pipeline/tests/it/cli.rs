@@ -44,6 +44,24 @@ fn servers_json_lists_every_server_with_its_launch_command() {
     assert_eq!(patterns, servers::registry::MODULES.len());
 }
 
+/// The human table keeps its columns whatever an arm is called: the role of every row starts
+/// where the header's does (an external arm's long name once pushed it out of line).
+#[test]
+fn servers_table_keeps_its_columns_for_long_names() {
+    let out = Command::new(env!("CARGO_BIN_EXE_pipeline")).arg("servers").current_dir(env!("CARGO_MANIFEST_DIR")).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines().skip_while(|l| !l.starts_with("server "));
+    let header = lines.next().expect("the header");
+    let at = header.find(" role ").expect("a role column") + 1;
+    let rows: Vec<&str> = lines.collect();
+    assert!(rows.iter().any(|r| r.split_whitespace().next().is_some_and(|n| n.len() > 18)), "an arm with a long name is listed: {text}");
+    for r in rows {
+        let cell = r.chars().skip(at).take(7).collect::<String>();
+        assert!(cell == "pattern" || cell == "control", "role out of its column in {r:?}");
+    }
+}
+
 #[tokio::test]
 async fn servers_tokens_counts_each_servers_definitions_as_sent() {
     let rows = json_lines(&["servers", "--json", "--tokens", "o200k_base"]);
