@@ -621,7 +621,7 @@ fn image_dir(bin_dir: &Path, base: &Path, run_as: RunAs) -> PathBuf {
 fn from_image(bin_dir: &Path, base: &Path, dir: &Path, data_dir: &Path, run_as: RunAs, password: &str) -> bool {
     let started = Instant::now();
     let image = image_dir(bin_dir, base, run_as);
-    if !image.join(DATA_SUBDIR).join("global/pg_control").is_file()
+    if !image_ready(&image)
         && let Err(e) = make_image(bin_dir, &image, run_as)
     {
         tracing::debug!(error = %e, "no initdb image; running initdb");
@@ -654,12 +654,17 @@ fn make_image(bin_dir: &Path, image: &Path, run_as: RunAs) -> Result<(), Error> 
     let placed = made.and_then(|()| match fs::rename(&building, image) {
         Ok(()) => Ok(()),
         // Another process placed its image first: use that one.
-        Err(_) if image.join(DATA_SUBDIR).join("global/pg_control").is_file() => Ok(()),
+        Err(_) if image_ready(image) => Ok(()),
         Err(e) => Err(Error::io(format!("moving the initdb image into {}", image.display()), e)),
     });
     let _ = fs::remove_dir_all(&building);
     // Images of other binaries are left where they are: another process may be using them.
     placed
+}
+
+/// Whether `image` holds a whole `initdb` output (an image is placed whole, by rename).
+fn image_ready(image: &Path) -> bool {
+    image.join(DATA_SUBDIR).join("global/pg_control").is_file()
 }
 
 /// `cp -a` as the server's user, so the copy is the server's.

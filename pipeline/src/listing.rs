@@ -28,7 +28,8 @@ pub async fn manifest(arm: &ServerEntry, settings: ArmSettings) -> anyhow::Resul
     let Some(ext) = arm.external() else {
         return ToolManifest::offline_with(arm, settings).await;
     };
-    let key: ListingKey = (ext.dir.clone(), ext.sha256.clone(), format!("{:?}", (settings, ext.relays)));
+    // `relays` is in the hashed `arm.toml` and shared by its variants: the hash covers it.
+    let key: ListingKey = (ext.dir.clone(), ext.sha256.clone(), format!("{settings:?}"));
     let known = LISTED.lock().expect("listings").iter().find(|(k, _)| *k == key).map(|(_, m)| m.clone());
     if let Some(m) = known {
         return Ok(ToolManifest { server: arm.name.to_owned(), ..m });

@@ -92,8 +92,11 @@ fn clusters_copied_from_the_initdb_image_are_independent_and_keep_their_own_pass
     let image = images();
     assert_eq!(image.len(), 1, "the first start keeps one image: {image:?}");
     assert!(image[0].join("data/global/pg_control").is_file());
+    let inode = |p: &std::path::Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
+    let made = inode(&image[0]);
     let b = EmbeddedPostgres::start_with(opts()).expect("start b, from the image");
-    assert_eq!(images(), image, "the image is reused, not remade");
+    assert_eq!(images(), image);
+    assert_eq!(inode(&image[0]), made, "the image is reused, not made again");
     for pg in [&a, &b] {
         assert_eq!(psql_query(&[&pg.url("postgres")], "select 1"), "1");
         answers_on_socket_and_wants_a_password(pg.socket_dir(), pg.port());
