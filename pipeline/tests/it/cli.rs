@@ -64,7 +64,11 @@ fn servers_table_keeps_its_columns_for_long_names() {
 
 #[tokio::test]
 async fn servers_tokens_counts_each_servers_definitions_as_sent() {
-    let rows = json_lines(&["servers", "--json", "--tokens", "o200k_base"]);
+    // The built-in servers only (what is checked below): an empty arms folder, so the example
+    // arms' Python and Node servers are not started three times for nothing.
+    let no_arms = tempfile::tempdir().unwrap();
+    let no_arms = no_arms.path().to_str().unwrap();
+    let rows = json_lines(&["servers", "--json", "--tokens", "o200k_base", "--arms-dir", no_arms]);
     let builtin: Vec<_> = rows.iter().filter(|r| r["kind"] == "builtin").collect();
     assert_eq!(builtin.len(), servers::registry::builtin().count());
     for r in builtin {
@@ -85,8 +89,11 @@ async fn servers_tokens_counts_each_servers_definitions_as_sent() {
         assert!((3.0..6.0).contains(&per_token), "{name}: {bytes} bytes, {tokens} tokens");
     }
     // The table says which tokenizer, and shows the same figures.
-    let out =
-        Command::new(env!("CARGO_BIN_EXE_pipeline")).args(["servers", "--tokens", "o200k_base"]).current_dir(env!("CARGO_MANIFEST_DIR")).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_pipeline"))
+        .args(["servers", "--tokens", "o200k_base", "--arms-dir", no_arms])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let table = String::from_utf8(out.stdout).unwrap();
     assert!(table.lines().next().unwrap().ends_with("tokens: o200k_base"), "{table}");
@@ -95,7 +102,7 @@ async fn servers_tokens_counts_each_servers_definitions_as_sent() {
     assert_eq!(line[5], orchestrator["definitions_bytes"].to_string(), "{table}");
     assert_eq!(line[6], orchestrator["definitions_tokens"].to_string(), "{table}");
     // Without --tokens the listing has the bytes and no token fields.
-    let plain = json_lines(&["servers", "--json"]);
+    let plain = json_lines(&["servers", "--json", "--arms-dir", no_arms]);
     let wrapper = plain.iter().find(|r| r["name"] == "wrapper").unwrap();
     assert!(wrapper["definitions_bytes"].as_u64().unwrap() > 0);
     assert!(wrapper.get("definitions_tokens").is_none() && wrapper.get("tokenizer").is_none(), "{wrapper}");

@@ -27,7 +27,10 @@ fn oracle_floors_are_counted_in_the_tokenizer_given_and_labelled() {
     let recs = oracle_run("counted", tmp.path(), &["--tokens", "o200k_base"]);
     assert_eq!(recs.len(), 2, "both arms");
     // What `pipeline servers --tokens o200k_base` says each server's definitions cost.
-    let out = common::pipeline().args(["servers", "--json", "--tokens", "o200k_base"]).output().unwrap();
+    // The built-in arms this run used; no example arm's server started for a listing.
+    std::fs::create_dir(tmp.path().join("no-arms")).unwrap();
+    let out = common::pipeline().args(["servers", "--json", "--tokens", "o200k_base", "--arms-dir"]).arg(tmp.path().join("no-arms")).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let listed: Vec<serde_json::Value> = String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     for r in &recs {
         let server = r["server"].as_str().unwrap();
