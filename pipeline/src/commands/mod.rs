@@ -101,12 +101,23 @@ pub async fn main() -> ExitCode {
     }
 }
 
-/// The external arms folder: the flag or variable, else `./arms`, else this checkout's.
-fn arms_dir(given: Option<std::path::PathBuf>) -> std::path::PathBuf {
-    given.unwrap_or_else(|| {
-        let local = std::path::PathBuf::from("arms");
-        if local.is_dir() { local } else { std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../arms") }
-    })
+/// The external arms folder: the flag or variable, else `./arms`, else this checkout's. A folder
+/// given that is not one is refused: read as empty, a mistyped path would only surface later as
+/// "no server named …".
+fn arms_dir(given: Option<std::path::PathBuf>) -> anyhow::Result<std::path::PathBuf> {
+    match given {
+        Some(dir) if !dir.is_dir() => {
+            anyhow::bail!(
+                "--arms-dir (or MCPBENCH_ARMS_DIR) {}: no such folder; give the folder that holds your arms' folders, each with an arm.toml",
+                dir.display()
+            )
+        }
+        Some(dir) => Ok(dir),
+        None => {
+            let local = std::path::PathBuf::from("arms");
+            Ok(if local.is_dir() { local } else { std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../arms") })
+        }
+    }
 }
 
 async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
@@ -120,7 +131,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
     }
     // The viewer starts no server and reads no arm; calibrate runs no session, regrade no arm.
     if !builtin_serve && !matches!(&cli.command, Some(Command::Backend(_) | Command::View(_) | Command::Calibrate(_) | Command::Regrade(_))) {
-        let dir = arms_dir(cli.arms_dir);
+        let dir = arms_dir(cli.arms_dir)?;
         ::servers::registry::register_external(::servers::external::discover(&dir)?)?;
     }
     let Some(command) = cli.command else {

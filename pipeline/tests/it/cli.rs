@@ -283,3 +283,16 @@ fn calibrate_check_fails_on_a_figure_below_its_stated_level() {
     let out = calibrate(&["--only", "null", "--designs", "16x3", "--experiments", "300", "--check"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// An arms folder given that does not exist is refused in one line naming it, before anything
+/// runs: read as empty, a mistyped path surfaced only later as "no server named …".
+#[test]
+fn a_missing_arms_folder_is_refused_in_one_line() {
+    for args in [&["servers", "--arms-dir", "no/such/arms"][..], &["--arms-dir", "no/such/arms", "--mcp", "starter_py", "--models", "oracle"]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_pipeline")).args(args).env("RUST_BACKTRACE", "1").current_dir(env!("CARGO_MANIFEST_DIR")).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.starts_with("error: --arms-dir (or MCPBENCH_ARMS_DIR) no/such/arms: no such folder;"), "{stderr}");
+    }
+}
