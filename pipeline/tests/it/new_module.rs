@@ -313,6 +313,23 @@ fn the_scaffolded_module_compiles_and_passes_the_gates() {
     if !compiled.is_empty() {
         eprintln!("the copy also compiled {} unit(s) the scaffold does not change (not built here for the workspace selection): {compiled:?}", compiled.len());
     }
+    // What the test tools and the tests write under the checkout without committing it (an
+    // example arm's venv, Python's bytecode) changes nothing a build reads: the same build again
+    // compiles nothing (`pipeline/build.rs` once watched whole folders, and rebuilt `pipeline`
+    // and every test binary above it).
+    for untracked in ["arms/starter_py/.venv/lib/marker", "arms/starter_py/__pycache__/server.cpython-311.pyc", "docs/draft.md"] {
+        std::fs::create_dir_all(ws.join(untracked).parent().unwrap()).unwrap();
+        std::fs::write(ws.join(untracked), "written by a tool, not committed").unwrap();
+    }
+    let again = cargo(&ws, &target, build_dir, &build).unwrap_or_else(|e| panic!("the same build again:\n{e}"));
+    let recompiled: Vec<String> = again
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["reason"] == "compiler-artifact" && v["fresh"] == false)
+        .map(|v| format!("{} {}", v["package_id"], v["target"]["name"]))
+        .collect();
+    assert!(recompiled.is_empty(), "untracked files under the checkout rebuilt {recompiled:?}");
+
     let gates_exe = test_executable(&messages, "pipeline", "test", "task_gates");
     let servers_exe = test_executable(&messages, "servers", "test", "it");
 
