@@ -202,6 +202,11 @@ fn test_executable(messages: &str, package: &str, kind: &str, target: &str) -> P
         .unwrap_or_else(|| panic!("cargo built no {kind} test {target} of {package}"))
 }
 
+/// The units a build's JSON messages say it compiled (not found fresh).
+fn compiled_units(messages: &str) -> impl Iterator<Item = serde_json::Value> + '_ {
+    messages.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()).filter(|v| v["reason"] == "compiler-artifact" && v["fresh"] == false)
+}
+
 /// Runs a test binary of the copy from its package folder, as cargo would.
 fn run_test(exe: &Path, package_dir: &Path, args: &[&str]) -> Result<String, String> {
     let out = Command::new(exe).args(args).current_dir(package_dir).env("RUST_BACKTRACE", "0").env_remove("MCPBENCH_TASKS_DIR").output().unwrap();
@@ -301,10 +306,7 @@ fn the_scaffolded_module_compiles_and_passes_the_gates() {
         [&["test", "--offline", "--no-run", "--workspace", "--message-format", "json-render-diagnostics"][..], &targets, &profile_args].concat();
     let messages = cargo(&ws, &target, build_dir, &build).unwrap_or_else(|e| panic!("the scaffolded checkout does not compile:\n{e}"));
     // Only the crates the scaffold changed should be compiled: everything else comes from this build.
-    let compiled: Vec<String> = messages
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|v| v["reason"] == "compiler-artifact" && v["fresh"] == false)
+    let compiled: Vec<String> = compiled_units(&messages)
         .map(|v| v["package_id"].as_str().unwrap_or_default().to_owned())
         .filter(|id| !CHANGED_CRATES.iter().any(|c| id.contains(&format!("/{c}#"))))
         .collect();
@@ -322,12 +324,7 @@ fn the_scaffolded_module_compiles_and_passes_the_gates() {
         std::fs::write(ws.join(untracked), "written by a tool, not committed").unwrap();
     }
     let again = cargo(&ws, &target, build_dir, &build).unwrap_or_else(|e| panic!("the same build again:\n{e}"));
-    let recompiled: Vec<String> = again
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|v| v["reason"] == "compiler-artifact" && v["fresh"] == false)
-        .map(|v| format!("{} {}", v["package_id"], v["target"]["name"]))
-        .collect();
+    let recompiled: Vec<String> = compiled_units(&again).map(|v| format!("{} {}", v["package_id"], v["target"]["name"])).collect();
     assert!(recompiled.is_empty(), "untracked files under the checkout rebuilt {recompiled:?}");
 
     let gates_exe = test_executable(&messages, "pipeline", "test", "task_gates");
