@@ -119,6 +119,47 @@ pub async fn connect(conn: &ServerConnection) -> Result<(Client, ServerProcess),
     }
 }
 
+/// How a session reaches its arm's server: connect now, or a server the run already started and
+/// took through the handshake (the next session's, made ready while one runs), or the failure
+/// of that start, reported by the session as it would its own.
+#[derive(Debug)]
+pub enum Reach {
+    Connect(ServerConnection),
+    Started(Client, ServerProcess),
+    Failed(ConnectError),
+}
+
+impl From<&ServerConnection> for Reach {
+    fn from(conn: &ServerConnection) -> Self {
+        Self::Connect(conn.clone())
+    }
+}
+
+impl From<ServerConnection> for Reach {
+    fn from(conn: ServerConnection) -> Self {
+        Self::Connect(conn)
+    }
+}
+
+impl Reach {
+    /// Starts the server now and takes it through the handshake.
+    pub async fn start(conn: &ServerConnection) -> Self {
+        match connect(conn).await {
+            Ok((client, process)) => Self::Started(client, process),
+            Err(e) => Self::Failed(e),
+        }
+    }
+
+    /// The connected client, connecting first if the run did not.
+    pub async fn connect(self) -> Result<(Client, ServerProcess), ConnectError> {
+        match self {
+            Self::Connect(conn) => connect(&conn).await,
+            Self::Started(client, process) => Ok((client, process)),
+            Self::Failed(e) => Err(e),
+        }
+    }
+}
+
 pub use servers::client::ServerProcess;
 pub use servers::external::StderrTail;
 

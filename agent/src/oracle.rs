@@ -9,7 +9,7 @@ use serde_json::json;
 
 use servers::distractors::Distractors;
 
-use crate::mcp::{ServerConnection, Toolbox};
+use crate::mcp::{Reach, Toolbox};
 use crate::record::{CallKind, InvalidReason, OracleFloor, SessionOutcome, ToolCallRecord, Validity};
 use crate::tokens::{Tokenizer, TokenizerError};
 
@@ -56,9 +56,9 @@ struct Counted {
 
 /// Connects and lists what the server offers; on failure, what went wrong and the server's stderr.
 async fn connect_and_list(
-    conn: &ServerConnection,
+    reach: Reach,
 ) -> Result<(crate::mcp::Client, crate::mcp::ServerProcess, Option<records::ServerInfo>, Toolbox), (String, crate::mcp::StderrTail)> {
-    let (client, server) = crate::mcp::connect(conn).await.map_err(|e| (e.to_string(), crate::mcp::StderrTail::default()))?;
+    let (client, server) = reach.connect().await.map_err(|e| (e.to_string(), crate::mcp::StderrTail::default()))?;
     match Toolbox::from_server(&client).await {
         Ok(toolbox) => {
             let info = crate::mcp::server_info(&client);
@@ -72,14 +72,14 @@ async fn connect_and_list(
 }
 
 /// Runs `plan` through the server at `conn` and reports it as a session: a conversation of one task.
-pub async fn run(conn: &ServerConnection, task_text: &str, plan: &tasks::OraclePlan) -> SessionOutcome {
+pub async fn run(conn: impl Into<Reach>, task_text: &str, plan: &tasks::OraclePlan) -> SessionOutcome {
     run_counting(conn, &Distractors::none(), task_text, plan, None).await
 }
 
 /// [`run`], with `distractors` listed beside the arm's functions and the floor's tokens also
 /// counted in `tokenizer` where one is given.
 pub async fn run_counting(
-    conn: &ServerConnection,
+    conn: impl Into<Reach>,
     distractors: &Distractors,
     task_text: &str,
     plan: &tasks::OraclePlan,
@@ -118,9 +118,9 @@ pub struct Conversation {
 }
 
 impl Conversation {
-    pub async fn open(conn: &ServerConnection, warm: bool) -> Self {
+    pub async fn open(conn: impl Into<Reach>, warm: bool) -> Self {
         let starting = std::time::Instant::now();
-        let connected = connect_and_list(conn).await;
+        let connected = connect_and_list(conn.into()).await;
         let start_ms = connected.is_ok().then(|| starting.elapsed().as_secs_f64() * 1000.0);
         Self { start_ms, connected, warm, prior_bytes: 0, seen: vec![], ended: None, tokenizer: None, definitions_tokens: None, prior_tokens: 0 }
     }

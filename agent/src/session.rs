@@ -27,7 +27,7 @@ use sha2::{Digest, Sha256};
 use crate::config::PROVIDER;
 use servers::distractors::Distractors;
 
-use crate::mcp::{self, LIST_RESOURCES, READ_RESOURCE, ServerConnection, Toolbox};
+use crate::mcp::{self, LIST_RESOURCES, READ_RESOURCE, Toolbox};
 use crate::provider::{OpenAiCompatible, ProviderFailure, WireToolCall};
 use crate::record::{CallKind, InvalidReason, Offered, SessionOutcome, ToolCallRecord, TurnRecord, Validity};
 use crate::text_call::tool_call_as_text;
@@ -150,7 +150,7 @@ impl Session {
 /// Runs one session of `task_text` against the server at `conn` (with `distractors` listed
 /// beside it), driven by `provider`: a conversation of one task.
 pub async fn run(
-    conn: &ServerConnection,
+    conn: impl Into<mcp::Reach>,
     distractors: &Distractors,
     task_text: &str,
     system_prompt: &str,
@@ -197,7 +197,7 @@ impl<'a> Conversation<'a> {
     /// Connects to the server at `conn` and lists its tools. A failure is kept: the first task
     /// then ends invalid `mcp_transport`, as a cold session's would.
     pub async fn open(
-        conn: &ServerConnection,
+        conn: impl Into<mcp::Reach>,
         distractors: &Distractors,
         system_prompt: &str,
         provider: &'a OpenAiCompatible,
@@ -220,7 +220,7 @@ impl<'a> Conversation<'a> {
             return c;
         }
         let starting = std::time::Instant::now();
-        match mcp::connect(conn).await {
+        match conn.into().connect().await {
             Ok((client, server)) => {
                 c.server = server;
                 c.server_info = mcp::server_info(&client);

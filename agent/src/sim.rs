@@ -13,7 +13,6 @@
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::mcp::ServerConnection;
 use crate::record::{SessionOutcome, TurnRecord, Usage};
 use records::Role;
 use records::rng::SplitMix64;
@@ -509,7 +508,13 @@ fn plan_at(profile: &Profile, seed: u64, place: &Place<'_>) -> (Decision, tasks:
 }
 
 /// Runs the session at `place` as `profile` plans it.
-pub async fn run(conn: &ServerConnection, distractors: &servers::distractors::Distractors, place: &Place<'_>, profile: &Profile, seed: u64) -> SessionOutcome {
+pub async fn run(
+    conn: impl Into<crate::mcp::Reach>,
+    distractors: &servers::distractors::Distractors,
+    place: &Place<'_>,
+    profile: &Profile,
+    seed: u64,
+) -> SessionOutcome {
     let task_text = &place.task.text;
     let (decision, mut followed, done) = plan_at(profile, seed, place);
     let mut conversation = crate::oracle::Conversation::open(conn, false).await.beside(distractors);

@@ -182,7 +182,11 @@ pub async fn run(plan: RunPlan, accepted: impl FnOnce(&Experiment) -> anyhow::Re
     for w in 0..plan.jobs {
         let (queue, ctx, results, experiment_dir) = (queue.clone(), ctx.clone(), results.clone(), experiment.dir.clone());
         // Worker 0 uses the main world; the others get a world of their own on the same cluster.
-        let world = if w == 0 { WorkerWorld::Shared(main.url().to_owned(), main.world().clone()) } else { WorkerWorld::Own(main.cluster().clone()) };
+        let world = if w == 0 {
+            WorkerWorld::Shared(main.url().to_owned(), main.world().clone(), main.cluster().clone())
+        } else {
+            WorkerWorld::Own(main.cluster().clone())
+        };
         workers.push(tokio::spawn(async move {
             // A worker that ends early (an error, a panic) halts the run at once, not when its
             // turn to be joined comes: another may be waiting for a pair this one was running.
@@ -288,10 +292,18 @@ async fn preflight(plan: &RunPlan, providers: &BTreeMap<String, Arc<OpenAiCompat
 
 /// Where a worker's sessions run.
 enum WorkerWorld {
-    /// The main backend's world (URL and world).
-    Shared(String, Arc<backend::World>),
+    /// The main backend's world (URL and world), on its cluster.
+    Shared(String, Arc<backend::World>, Arc<Cluster>),
     /// A new world served on this cluster, dropped when the worker is done.
     Own(Arc<Cluster>),
+}
+
+impl WorkerWorld {
+    fn cluster(&self) -> Arc<Cluster> {
+        match self {
+            Self::Shared(_, _, cluster) | Self::Own(cluster) => cluster.clone(),
+        }
+    }
 }
 
 /// What a worker takes at a time: one session (cold), or every session of one conversation, in
@@ -344,57 +356,82 @@ async fn worker(
     world: WorkerWorld,
     experiment_dir: PathBuf,
 ) -> anyhow::Result<()> {
-    let (own, url, world) = match world {
-        WorkerWorld::Shared(url, world) => (None, url, world),
+    let (cluster, mut own) = (world.cluster(), Vec::new());
+    let first = match world {
+        WorkerWorld::Shared(url, world, _) => (url, world),
         WorkerWorld::Own(cluster) => {
             let b = LocalBackend::serve(cluster, &format!("{}_w{index}", backend::local::unique_world_name()), WorldSpec::default()).await?;
-            let (url, world) = (b.url().to_owned(), b.world().clone());
-            (Some(b), url, world)
+            let first = (b.url().to_owned(), b.world().clone());
+            own.push(b);
+            first
         }
     };
+    let mut worlds = vec![first];
+    // Made ready ahead: while a session runs on one world, the next is reset and its arm started
+    // on a second, so that the worker has work for a core at every hop of a session's chain of
+    // processes (docs/performance.md). Only where taking the next session early changes nothing:
+    // cold sessions, no budget to admit it against, no sequential stop to draw it against.
+    let ahead = ctx.plan.session_mode == records::SessionMode::Cold && ctx.plan.sequential.is_none() && ctx.plan.budgets.is_empty();
+    if ahead {
+        let b = LocalBackend::serve(cluster, &format!("{}_w{index}b", backend::local::unique_world_name()), WorldSpec::default()).await?;
+        worlds.push((b.url().to_owned(), b.world().clone()));
+        own.push(b);
+    }
     let mut interrupt = ctx.interrupt();
+    // The next session, made ready on the world the current one does not use.
+    let mut carried: Option<(Vec<Pending>, crate::session::Ready)> = None;
+    let mut side = 0;
     loop {
-        let item = {
-            let mut queue = queue.lock().expect("queue");
-            let Some(head) = queue.front() else { break };
-            match head.opens_pair {
-                // A sequential run draws no pair of a comparison already decided.
-                Some(_) if !ctx.halted() && !ctx.drawing(&head.sessions[0].session) => {
-                    queue.pop_front();
-                    while queue.front().is_some_and(|h| h.opens_pair.is_none()) {
-                        queue.pop_front();
-                    }
-                    continue;
-                }
-                // A sequential run opens a pair only within reach of the first one still running
-                // (so a decision leaves at most --jobs − 1 pairs drawn past it): wait for it.
-                Some(_) if !ctx.halted() && !ctx.within_reach(&head.sessions[0].session) => None,
-                // A new pair starts only if the run goes on and every budget could pay for it.
-                Some(sessions) => {
-                    if ctx.halted() || !ctx.admit_pair(sessions) {
-                        break;
-                    }
-                    queue.pop_front().map(|w| w.sessions)
-                }
-                // The rest of an admitted pair: finished after a budget stop too.
-                None => {
-                    if ctx.halted() && !ctx.halted_by_budget() {
-                        break;
-                    }
-                    queue.pop_front().map(|w| w.sessions)
-                }
+        let (item, ready) = match carried.take() {
+            // The run halted while it was made ready: it does not start.
+            Some((_, ready)) if ctx.halted() => {
+                ready.abandon().await;
+                break;
             }
+            Some((item, ready)) => (item, Some(ready)),
+            None => match take(&queue, &ctx).await {
+                Some(item) => (item, None),
+                None => break,
+            },
         };
-        let Some(item) = item else {
-            // Another worker's session ends the wait; a halt or a signal is seen at the next look.
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        if ahead && let [pending] = &item[..] {
+            let ((url, world), (next_url, next_world)) = (&worlds[side], &worlds[1 - side]);
+            let (started_at, started) = (chrono::Utc::now(), Instant::now());
+            let upcoming = take_now(&queue, &ctx);
+            let this = async {
+                let ready = match ready {
+                    Some(ready) => ready,
+                    None => crate::session::prepare(&ctx, pending, url, world).await,
+                };
+                crate::session::run_ready(&ctx, pending, ready, (url, world)).await
+            };
+            let next = async {
+                match upcoming.as_deref() {
+                    Some([next]) => Some(crate::session::prepare(&ctx, next, next_url, next_world).await),
+                    _ => None,
+                }
+            };
+            let (finished, prepared) = tokio::select! {
+                both = async { tokio::join!(this, next) } => both,
+                signal = interrupt.wait_for(Option::is_some) => {
+                    let signal = signal.ok().and_then(|s| *s).unwrap_or("a signal");
+                    (crate::session::interrupted(&ctx, pending, signal, started_at, started.elapsed()), None)
+                }
+            };
+            write(&ctx, &experiment_dir, pending, finished, &results)?;
+            carried = upcoming.zip(prepared);
+            side = 1 - side;
             continue;
-        };
+        }
+        if let Some(ready) = ready {
+            ready.abandon().await;
+        }
+        let (url, world) = &worlds[0];
         if ctx.plan.session_mode == records::SessionMode::Cold {
             for pending in &item {
                 let (started_at, started) = (chrono::Utc::now(), Instant::now());
                 let finished = tokio::select! {
-                    f = crate::session::run_one(&ctx, pending, &url, &world) => f,
+                    f = crate::session::run_one(&ctx, pending, url, world) => f,
                     signal = interrupt.wait_for(Option::is_some) => {
                         let signal = signal.ok().and_then(|s| *s).unwrap_or("a signal");
                         crate::session::interrupted(&ctx, pending, signal, started_at, started.elapsed())
@@ -413,7 +450,7 @@ async fn worker(
             }
             let (started_at, started) = (chrono::Utc::now(), Instant::now());
             let (finished, stop) = tokio::select! {
-                f = warm.task(pending, &url, &world) => (f, false),
+                f = warm.task(pending, url, world) => (f, false),
                 signal = interrupt.wait_for(Option::is_some) => {
                     let signal = signal.ok().and_then(|s| *s).unwrap_or("a signal");
                     let mut f = crate::session::interrupted(&ctx, pending, signal, started_at, started.elapsed());
@@ -428,12 +465,74 @@ async fn worker(
         }
         warm.close().await;
     }
-    if let Some(b) = own
-        && let Err(e) = b.shutdown().await
-    {
-        eprintln!("warning: stopping worker {index}'s world: {e:#}");
+    if let Some((_, ready)) = carried {
+        ready.abandon().await;
+    }
+    for b in own {
+        if let Err(e) = b.shutdown().await {
+            eprintln!("warning: stopping worker {index}'s world: {e:#}");
+        }
     }
     Ok(())
+}
+
+/// The next sessions to run, waiting while a sequential run may not draw them yet; `None` when
+/// the queue is empty or the run halts.
+async fn take(queue: &Mutex<VecDeque<WorkItem>>, ctx: &RunContext) -> Option<Vec<Pending>> {
+    loop {
+        let item = {
+            let mut queue = queue.lock().expect("queue");
+            let head = queue.front()?;
+            match head.opens_pair {
+                // A sequential run draws no pair of a comparison already decided.
+                Some(_) if !ctx.halted() && !ctx.drawing(&head.sessions[0].session) => {
+                    queue.pop_front();
+                    while queue.front().is_some_and(|h| h.opens_pair.is_none()) {
+                        queue.pop_front();
+                    }
+                    continue;
+                }
+                // A sequential run opens a pair only within reach of the first one still running
+                // (so a decision leaves at most --jobs − 1 pairs drawn past it): wait for it.
+                Some(_) if !ctx.halted() && !ctx.within_reach(&head.sessions[0].session) => None,
+                // A new pair starts only if the run goes on and every budget could pay for it.
+                Some(sessions) => {
+                    if ctx.halted() || !ctx.admit_pair(sessions) {
+                        return None;
+                    }
+                    queue.pop_front().map(|w| w.sessions)
+                }
+                // The rest of an admitted pair: finished after a budget stop too.
+                None => {
+                    if ctx.halted() && !ctx.halted_by_budget() {
+                        return None;
+                    }
+                    queue.pop_front().map(|w| w.sessions)
+                }
+            }
+        };
+        match item {
+            Some(item) => return Some(item),
+            // Another worker's session ends the wait; a halt or a signal is seen at the next look.
+            None => tokio::time::sleep(std::time::Duration::from_millis(5)).await,
+        }
+    }
+}
+
+/// The next session if the run would start it now, for a worker to make ready ahead. Only for
+/// runs with no sequential stop and no budget, where [`take`] never waits: the same decision.
+fn take_now(queue: &Mutex<VecDeque<WorkItem>>, ctx: &RunContext) -> Option<Vec<Pending>> {
+    let mut queue = queue.lock().expect("queue");
+    let head = queue.front()?;
+    if ctx.halted() {
+        return None;
+    }
+    if let Some(sessions) = head.opens_pair
+        && !ctx.admit_pair(sessions)
+    {
+        return None;
+    }
+    queue.pop_front().map(|w| w.sessions)
 }
 
 /// Writes a finished session (superseding the record it replaces), updates the counters and the

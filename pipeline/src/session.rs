@@ -25,64 +25,123 @@ pub struct Finished {
 
 /// Resets, runs, verifies.
 pub async fn run_one(ctx: &RunContext, pending: &Pending, backend_url: &str, world: &backend::World) -> Finished {
+    let ready = prepare(ctx, pending, backend_url, world).await;
+    run_ready(ctx, pending, ready, (backend_url, world)).await
+}
+
+/// A session made ready to run: its world reset to its task's seeded state (and the baseline
+/// read), its arm started and through the MCP handshake. A run makes the next session of a
+/// worker ready, on the worker's other world, while one runs ([`crate::run`]).
+pub struct Ready {
+    baseline: Result<tasks::verify::Baseline, String>,
+    reset_ms: f64,
+    arm: ArmReady,
+    /// Starting the arm: an HTTP arm's server, a stdio arm's process and its handshake.
+    arm_ms: f64,
+}
+
+enum ArmReady {
+    /// The world could not be reset (the baseline says why): no arm was started.
+    NotStarted,
+    /// The arm would not start: the session's outcome is already known.
+    Failed {
+        outcome: Box<SessionOutcome>,
+        infrastructure: Option<String>,
+    },
+    Up {
+        reach: agent::mcp::Reach,
+        guard: crate::arm::ArmGuard,
+    },
+}
+
+impl Ready {
+    /// Stops the arm of a session that will not run after all (the run halted before its turn).
+    pub async fn abandon(self) {
+        if let ArmReady::Up { reach, guard } = self.arm {
+            drop(reach);
+            guard.stop().await;
+        }
+    }
+}
+
+/// Resets the world for `pending`'s task and starts its arm on it.
+pub async fn prepare(ctx: &RunContext, pending: &Pending, backend_url: &str, world: &backend::World) -> Ready {
+    let job = &pending.session;
+    let (baseline, reset_ms) = reset(ctx, &job.task, world).await;
+    if baseline.is_err() {
+        return Ready { baseline, reset_ms, arm: ArmReady::NotStarted, arm_ms: 0.0 };
+    }
+    let starting = Instant::now();
+    let arm = match crate::arm::connect(job.server, (ctx.plan.transport, ctx.plan.protocol), backend_url, &ctx.serve_prefix, ctx.plan.settings()).await {
+        // An external arm that does not start is the arm's failure, like one that dies in a
+        // session: an invalid session (the circuit breaker applies), not broken infrastructure.
+        Err(e) if job.server.external().is_some() => {
+            let mut outcome = harness_failure(String::new());
+            outcome.validity = records::Validity::invalid(InvalidReason::McpTransport, format!("starting {}: {e:#}", job.server.name));
+            ArmReady::Failed { outcome: Box::new(outcome), infrastructure: None }
+        }
+        Err(e) => {
+            let detail = format!("serving {} over HTTP: {e:#}", job.server.name);
+            ArmReady::Failed { outcome: Box::new(harness_failure(detail.clone())), infrastructure: Some(detail) }
+        }
+        // The process (or the HTTP client's session) is started and through the handshake here;
+        // a failure there is the session's to report, as when it connected itself.
+        Ok((conn, guard)) => ArmReady::Up { reach: agent::mcp::Reach::start(&conn).await, guard },
+    };
+    Ready { baseline, reset_ms, arm, arm_ms: starting.elapsed().as_secs_f64() * 1000.0 }
+}
+
+/// Runs a session made ready by [`prepare`] (the model or the oracle), then verifies it.
+pub async fn run_ready(ctx: &RunContext, pending: &Pending, ready: Ready, (backend_url, world): (&str, &backend::World)) -> Finished {
     let job = &pending.session;
     let task = &job.task;
     let model = &ctx.plan.models[job.model];
-    let (baseline, reset_ms) = reset(ctx, task, world).await;
-    let session_started = Instant::now();
+    let Ready { baseline, reset_ms, arm, arm_ms } = ready;
+    let running = Instant::now();
     let mut infrastructure = None;
-    let outcome = match &baseline {
-        Err(e) => {
+    let outcome = match arm {
+        ArmReady::NotStarted => {
+            let e = baseline.as_ref().err().cloned().unwrap_or_default();
             infrastructure = Some(e.clone());
-            harness_failure(e.clone())
+            harness_failure(e)
         }
-        Ok(_) => match crate::arm::connect(job.server, (ctx.plan.transport, ctx.plan.protocol), backend_url, &ctx.serve_prefix, ctx.plan.settings()).await {
-            // An external arm that does not start is the arm's failure, like one that dies in a
-            // session: an invalid session (the circuit breaker applies), not broken infrastructure.
-            Err(e) if job.server.external().is_some() => {
-                let mut o = harness_failure(String::new());
-                o.validity = records::Validity::invalid(InvalidReason::McpTransport, format!("starting {}: {e:#}", job.server.name));
-                o
-            }
-            Err(e) => {
-                let detail = format!("serving {} over HTTP: {e:#}", job.server.name);
-                infrastructure = Some(detail.clone());
-                harness_failure(detail)
-            }
-            Ok((conn, guard)) => {
-                // An HTTP arm is up now; the agent's connection and listing are timed inside.
-                let arm_ms = session_started.elapsed().as_secs_f64() * 1000.0;
-                let outcome = if model.is_oracle() {
-                    match task.plan_for(job.server.name) {
-                        Some(plan) => agent::oracle::run_counting(&conn, &ctx.plan.distractors, &task.text, plan, model.tokenizer()).await,
-                        None => harness_failure(format!("no oracle plan for {}", job.server.name)),
+        ArmReady::Failed { outcome, infrastructure: why } => {
+            infrastructure = why;
+            *outcome
+        }
+        ArmReady::Up { reach, guard } => {
+            let outcome = if model.is_oracle() {
+                match task.plan_for(job.server.name) {
+                    Some(plan) => agent::oracle::run_counting(reach, &ctx.plan.distractors, &task.text, plan, model.tokenizer()).await,
+                    None => harness_failure(format!("no oracle plan for {}", job.server.name)),
+                }
+            } else if let Some(profile) = &model.sim {
+                let seed = model.spec.seed.unwrap_or(profile.seed);
+                match task.plan_for(job.server.name) {
+                    Some(plan) => {
+                        let place = agent::sim::Place { task, plan, role: job.server.role, rep: job.rep };
+                        agent::sim::run(reach, &ctx.plan.distractors, &place, profile, seed).await
                     }
-                } else if let Some(profile) = &model.sim {
-                    let seed = model.spec.seed.unwrap_or(profile.seed);
-                    match task.plan_for(job.server.name) {
-                        Some(plan) => {
-                            let place = agent::sim::Place { task, plan, role: job.server.role, rep: job.rep };
-                            agent::sim::run(&conn, &ctx.plan.distractors, &place, profile, seed).await
-                        }
-                        None => harness_failure(format!("no oracle plan for {} (the simulated agent follows it)", job.server.name)),
+                    None => harness_failure(format!("no oracle plan for {} (the simulated agent follows it)", job.server.name)),
+                }
+            } else {
+                match ctx.providers.get(&model.spec.id) {
+                    Some(provider) => {
+                        agent::session::run(reach, &ctx.plan.distractors, &task.text, agent::SYSTEM_PROMPT, task.meta.turn_cap, provider, &ctx.quota).await
                     }
-                } else {
-                    match ctx.providers.get(&model.spec.id) {
-                        Some(provider) => {
-                            agent::session::run(&conn, &ctx.plan.distractors, &task.text, agent::SYSTEM_PROMPT, task.meta.turn_cap, provider, &ctx.quota).await
-                        }
-                        None => harness_failure(format!("no provider for model {}", model.spec.id)),
-                    }
-                };
-                let stderr = guard.stop().await;
-                let mut outcome = outcome;
-                outcome.validity = outcome.validity.with_server_stderr(&stderr);
-                outcome.start_ms = outcome.start_ms.map(|ms| ms + arm_ms);
-                outcome
-            }
-        },
+                    None => harness_failure(format!("no provider for model {}", model.spec.id)),
+                }
+            };
+            let stderr = guard.stop().await;
+            let mut outcome = outcome;
+            outcome.validity = outcome.validity.with_server_stderr(&stderr);
+            // The agent timed its listing (and nothing else of the start, which was done here).
+            outcome.start_ms = outcome.start_ms.map(|ms| ms + arm_ms);
+            outcome
+        }
     };
-    let session_ms = session_started.elapsed().as_secs_f64() * 1000.0;
+    // The session's own time: its arm's start and its run, not a wait for its turn in between.
+    let session_ms = arm_ms + running.elapsed().as_secs_f64() * 1000.0;
     conclude(ctx, pending, (backend_url, world), &baseline, &outcome, (reset_ms, session_ms), infrastructure).await
 }
 

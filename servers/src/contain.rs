@@ -24,7 +24,9 @@
 //!
 //! The bench's own servers (`pipeline serve`, which starts no process) are held by their process
 //! group alone ([`Hold::Group`]): the parent-death signal and the closed descriptors still, but no
-//! cgroup to make and remove and no `/proc` walk, which cost a session ≈ 10 ms for nothing.
+//! cgroup to make and remove and no `/proc` walk, which cost a session ≈ 10 ms for nothing. They
+//! are spawned with no code between fork and exec (so as a vfork) and set both up themselves,
+//! first thing ([`hold_self`]).
 
 use std::collections::BTreeSet;
 use std::io;
@@ -119,10 +121,15 @@ pub struct Prepared {
 /// between fork and exec so that nothing it runs is ever outside; the parent-death signal; a
 /// subreaper of its own orphans; every descriptor above stderr closed at exec. Spawn it as a
 /// process group leader too (the group is still how a server's stdio children are signalled).
-/// With [`Hold::Group`], only the parent-death signal and the descriptors.
+/// With [`Hold::Group`], only the parent-death signal and the descriptors, which the server sets
+/// up itself ([`hold_self`]).
 pub fn prepare(cmd: &mut tokio::process::Command, hold: Hold) -> io::Result<Prepared> {
     if hold == Hold::Group {
-        in_child(cmd, None);
+        // No code between fork and exec: the spawn can then be posix_spawn's, a vfork that copies
+        // nothing of this process (a fork copied its page tables, then faulted on every page it
+        // wrote until the exec: ≈ 6 of a session's ≈ 28 CPU-ms, docs/performance.md). The server
+        // holds itself instead, first thing ([`hold_self`]).
+        cmd.env(HELD_BY_ENV, std::process::id().to_string());
         return Ok(Prepared { holding: Holding::Group });
     }
     clean_stale_once();
@@ -174,6 +181,41 @@ fn in_child(cmd: &mut tokio::process::Command, procs: Option<std::fs::File>) {
             close_inherited_descriptors();
             Ok(())
         });
+    }
+}
+
+/// Set by the harness on a server it spawns as its own ([`Hold::Group`]): the harness's pid.
+pub const HELD_BY_ENV: &str = "MCPBENCH_HELD_BY";
+
+/// What the spawn of one of the bench's own servers ([`Hold::Group`]) leaves to the server: the
+/// parent-death signal (and an exit at once if that parent is already gone), and no descriptor
+/// above stderr. Does nothing unless [`HELD_BY_ENV`] is set. Call it first thing in `main`,
+/// before the process opens a descriptor of its own (an async runtime does): it closes them.
+pub fn hold_self() {
+    let Some(parent) = std::env::var(HELD_BY_ENV).ok().and_then(|p| p.parse::<i32>().ok()) else { return };
+    let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+    // The harness may have died before the line above: the signal would never come.
+    if nix::unistd::getppid().as_raw() != parent {
+        eprintln!("error: the process that started this server (pid {parent}) is gone");
+        std::process::exit(1);
+    }
+    close_descriptors_above_stderr();
+}
+
+/// Closes every descriptor above stderr in this process (one that is starting).
+#[allow(unsafe_code)]
+fn close_descriptors_above_stderr() {
+    // SAFETY: raw syscalls on descriptor numbers; no memory is touched. Called before anything
+    // in this process opened a descriptor, so none it uses is closed.
+    unsafe {
+        if nix::libc::syscall(nix::libc::SYS_close_range, 3 as nix::libc::c_uint, nix::libc::c_uint::MAX, 0 as nix::libc::c_uint) == 0 {
+            return;
+        }
+        let mut limit = nix::libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        let max = if nix::libc::getrlimit(nix::libc::RLIMIT_NOFILE, &mut limit) == 0 { limit.rlim_cur.min(1 << 16) as i32 } else { 1024 };
+        for fd in 3..max {
+            nix::libc::close(fd);
+        }
     }
 }
 

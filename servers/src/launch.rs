@@ -56,7 +56,8 @@ impl<S: BenchServer> Launch for Launcher<S> {
         Box::pin(async move {
             // Every line from the client passes the JSON-RPC checks the SDK lacks first.
             let (server_side, relay_side) = tokio::io::duplex(1 << 20);
-            let relay = tokio::spawn(crate::jsonrpc::relay(tokio::io::stdin(), tokio::io::stdout(), relay_side));
+            let (input, output) = stdio_streams();
+            let relay = tokio::spawn(crate::jsonrpc::relay(input, output, relay_side));
             let running = S::new(backend).serve(server_side).await?;
             running.waiting().await?;
             relay.await??;
@@ -80,6 +81,38 @@ impl<S: BenchServer> Launch for Launcher<S> {
             Ok(())
         })
     }
+}
+
+type Input = std::pin::Pin<Box<dyn tokio::io::AsyncRead + Send>>;
+type Output = std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>;
+
+/// This process's stdin and stdout for a stdio session. Pipes (as every client that spawns a
+/// server gives it) are read and written on the runtime's own thread, made nonblocking; anything
+/// else (a terminal, a file) through tokio's stdio, which hands every read and write to a blocking
+/// thread and back — two thread wake-ups a message that, on a session's chain of processes, left
+/// a core idle (docs/performance.md). stdout stays blocking when stderr is the same pipe (`2>&1`):
+/// the flag is the pipe's, and a log line would then fail on a full pipe instead of waiting.
+fn stdio_streams() -> (Input, Output) {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::MetadataExt;
+    let file_of = |fd: std::os::fd::BorrowedFd<'_>| fd.try_clone_to_owned().map(std::fs::File::from);
+    let input: Input = match file_of(std::io::stdin().as_fd()).and_then(tokio::net::unix::pipe::Receiver::from_file) {
+        Ok(pipe) => Box::pin(pipe),
+        Err(_) => Box::pin(tokio::io::stdin()),
+    };
+    let identity = |f: &std::fs::File| f.metadata().ok().map(|m| (m.dev(), m.ino()));
+    let shared_with_stderr = |out: &std::fs::File| {
+        let err = file_of(std::io::stderr().as_fd()).ok();
+        err.is_none_or(|err| identity(&err).is_none_or(|id| identity(out) == Some(id)))
+    };
+    let output: Output = match file_of(std::io::stdout().as_fd()) {
+        Ok(out) if !shared_with_stderr(&out) => match tokio::net::unix::pipe::Sender::from_file(out) {
+            Ok(pipe) => Box::pin(pipe),
+            Err(_) => Box::pin(tokio::io::stdout()),
+        },
+        _ => Box::pin(tokio::io::stdout()),
+    };
+    (input, output)
 }
 
 /// Who may call a server over streamable HTTP. The MCP transport spec requires a server to

@@ -81,12 +81,33 @@ enum Command {
     NewModule(new_module::NewModuleArgs),
 }
 
-/// Parses the command line, runs it, and turns the outcome into the process's exit code.
-pub async fn main() -> ExitCode {
+/// Parses the command line, runs it on a runtime suited to it, and turns the outcome into the
+/// process's exit code.
+pub fn main() -> ExitCode {
+    // First: a server the harness spawned holds itself before it opens a descriptor of its own.
+    ::servers::contain::hold_self();
     backend::cli::init_tracing();
     // What a server orphans comes here rather than to init, to be killed (servers::contain).
     ::servers::contain::become_subreaper();
     let cli = Cli::parse();
+    // A built-in server serving one stdio session (the child every stdio session spawns) runs on
+    // one thread: its relay, its MCP service and its backend client wake one another at every
+    // message, and on a thread pool each wake-up is a hop between threads — on a session's chain
+    // of processes, a core left idle (docs/performance.md). Everything else: a thread pool.
+    let one_session = matches!(&cli.command, Some(Command::Serve(a))
+        if a.transport == ::servers::transport::Transport::Stdio && ::servers::registry::find(&a.name).is_some_and(|e| e.external().is_none()));
+    let runtime = if one_session { tokio::runtime::Builder::new_current_thread() } else { tokio::runtime::Builder::new_multi_thread() }.enable_all().build();
+    let runtime = match runtime {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: starting the async runtime: {e}");
+            return Exit::Refused.into();
+        }
+    };
+    runtime.block_on(run(cli))
+}
+
+async fn run(cli: Cli) -> ExitCode {
     let outcome = dispatch(cli).await;
     crate::listing::shutdown().await;
     // However the command ended, no external arm's server outlives it.

@@ -43,8 +43,13 @@ struct Args {
     poison: Option<&'static servers::launch::Poison>,
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    // Before the runtime opens its descriptors: spawned by the harness, this server holds itself.
+    servers::contain::hold_self();
+    tokio::runtime::Runtime::new()?.block_on(serve())
+}
+
+async fn serve() -> anyhow::Result<()> {
     servers::transport::init_logging("warn");
     let args = Args::parse();
     let Some(entry) = servers::registry::find(&args.name) else {

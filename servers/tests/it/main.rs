@@ -9,6 +9,7 @@ mod code_execution;
 mod common;
 mod conformance;
 mod domain_adapter;
+mod held;
 mod manifest;
 mod parity;
 mod proxy_aggregator;
