@@ -1,6 +1,8 @@
 //! Running a [`RunPlan`]: providers and the endpoint preflight, the experiment lock and the
-//! resume decision, then a pool of `--jobs` workers, each on its own isolated world, writing one
-//! record per session atomically (transcript first).
+//! resume decision, then a pool of `--jobs` workers, each on its own isolated worlds, writing one
+//! record per session atomically (transcript first). A worker of a cold run (no budget, no
+//! sequential stop) pipelines its sessions over three worlds: while one runs, the next is made
+//! ready and the one before is verified.
 //!
 //! A run stops starting sessions — and says so, in the manifest and in its exit code — on a quota
 //! or session-limit answer, when `--max-consecutive-invalid` sessions in a row are invalid for the
@@ -368,18 +370,28 @@ async fn worker(
     };
     let mut worlds = vec![first];
     // Made ready ahead: while a session runs on one world, the next is reset and its arm started
-    // on a second, so that the worker has work for a core at every hop of a session's chain of
-    // processes (docs/performance.md). Only where taking the next session early changes nothing:
-    // cold sessions, no budget to admit it against, no sequential stop to draw it against.
+    // on a second, and the one before is verified on a third, so that the worker has work for a
+    // core at every hop of a session's chain of processes (docs/performance.md). Only where taking
+    // the next session early changes nothing: cold sessions, no budget to admit it against, no
+    // sequential stop to draw it against.
     let ahead = ctx.plan.session_mode == records::SessionMode::Cold && ctx.plan.sequential.is_none() && ctx.plan.budgets.is_empty();
     if ahead {
-        let b = LocalBackend::serve(cluster, &format!("{}_w{index}b", backend::local::unique_world_name()), WorldSpec::default()).await?;
-        worlds.push((b.url().to_owned(), b.world().clone()));
-        own.push(b);
+        let names = ["b", "c"].map(|k| format!("{}_w{index}{k}", backend::local::unique_world_name()));
+        let (b, c) = tokio::try_join!(
+            LocalBackend::serve(cluster.clone(), &names[0], WorldSpec::default()),
+            LocalBackend::serve(cluster.clone(), &names[1], WorldSpec::default())
+        )?;
+        for b in [b, c] {
+            worlds.push((b.url().to_owned(), b.world().clone()));
+            own.push(b);
+        }
     }
     let mut interrupt = ctx.interrupt();
-    // The next session, made ready on the world the current one does not use.
+    // The next session, made ready on the world after the current one's.
     let mut carried: Option<(Vec<Pending>, crate::session::Ready)> = None;
+    // The session before, being verified on the world before the current one's (it ran valid,
+    // so its record cannot stop the run); when it started.
+    let mut verifying: Option<Verifying<'_>> = None;
     let mut side = 0;
     loop {
         let (item, ready) = match carried.take() {
@@ -395,15 +407,18 @@ async fn worker(
             },
         };
         if ahead && let [pending] = &item[..] {
-            let ((url, world), (next_url, next_world)) = (&worlds[side], &worlds[1 - side]);
+            let (url, world) = &worlds[side];
+            let (next_url, next_world) = &worlds[(side + 1) % worlds.len()];
             let (started_at, started) = (chrono::Utc::now(), Instant::now());
             let upcoming = take_now(&queue, &ctx);
-            let this = async {
+            let before = verifying.take().map(|v| ((v.item, v.started_at, v.started), v.finishing));
+            let (before, finishing) = before.unzip();
+            let run = async {
                 let ready = match ready {
                     Some(ready) => ready,
                     None => crate::session::prepare(&ctx, pending, url, world).await,
                 };
-                crate::session::run_ready(&ctx, pending, ready, (url, world)).await
+                crate::session::run_agent(&ctx, pending, ready).await
             };
             let next = async {
                 match upcoming.as_deref() {
@@ -411,20 +426,57 @@ async fn worker(
                     _ => None,
                 }
             };
-            let (finished, prepared) = tokio::select! {
-                both = async { tokio::join!(this, next) } => both,
-                signal = interrupt.wait_for(Option::is_some) => {
-                    let signal = signal.ok().and_then(|s| *s).unwrap_or("a signal");
-                    (crate::session::interrupted(&ctx, pending, signal, started_at, started.elapsed()), None)
+            let verify = async {
+                match finishing {
+                    Some(f) => Some(f.await),
+                    None => None,
                 }
             };
-            write(&ctx, &experiment_dir, pending, finished, &results)?;
+            let joined = tokio::select! {
+                all = async { tokio::join!(run, next, verify) } => Ok(all),
+                signal = interrupt.wait_for(Option::is_some) => Err(signal.ok().and_then(|s| *s).unwrap_or("a signal")),
+            };
+            let (ran, prepared, verified) = match joined {
+                Ok(all) => all,
+                // Both sessions in flight are recorded as interrupted; the one made ready ahead
+                // was stopped with its future, unrecorded: a resume runs it.
+                Err(signal) => {
+                    if let Some((item, at, t)) = before {
+                        let f = crate::session::interrupted(&ctx, &item[0], signal, at, t.elapsed());
+                        write(&ctx, &experiment_dir, &item[0], f, &results)?;
+                    }
+                    let f = crate::session::interrupted(&ctx, pending, signal, started_at, started.elapsed());
+                    write(&ctx, &experiment_dir, pending, f, &results)?;
+                    continue;
+                }
+            };
+            if let (Some((item, _, _)), Some(finished)) = (before, verified) {
+                write(&ctx, &experiment_dir, &item[0], finished, &results)?;
+            }
+            // Verified while the next session runs if its record cannot stop the run; else now,
+            // before the next one starts.
+            let valid = ran.valid();
+            let item = Arc::new(item);
+            let finishing: Finishing<'_> = {
+                let (ctx, item) = (&ctx, item.clone());
+                Box::pin(async move { crate::session::finish(ctx, &item[0], ran, (url, world)).await })
+            };
+            if valid {
+                verifying = Some(Verifying { item, started_at, started, finishing });
+            } else {
+                let finished = finishing.await;
+                write(&ctx, &experiment_dir, &item[0], finished, &results)?;
+            }
             carried = upcoming.zip(prepared);
-            side = 1 - side;
+            side = (side + 1) % worlds.len();
             continue;
         }
         if let Some(ready) = ready {
             ready.abandon().await;
+        }
+        if let Some(v) = verifying.take() {
+            let finished = v.finishing.await;
+            write(&ctx, &experiment_dir, &v.item[0], finished, &results)?;
         }
         let (url, world) = &worlds[0];
         if ctx.plan.session_mode == records::SessionMode::Cold {
@@ -465,6 +517,10 @@ async fn worker(
         }
         warm.close().await;
     }
+    if let Some(v) = verifying {
+        let finished = v.finishing.await;
+        write(&ctx, &experiment_dir, &v.item[0], finished, &results)?;
+    }
     if let Some((_, ready)) = carried {
         ready.abandon().await;
     }
@@ -474,6 +530,17 @@ async fn worker(
         }
     }
     Ok(())
+}
+
+/// A session's verification and record, under way.
+type Finishing<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Finished> + Send + 'a>>;
+
+/// A session that ran, being verified while the next one runs.
+struct Verifying<'a> {
+    item: Arc<Vec<Pending>>,
+    started_at: chrono::DateTime<chrono::Utc>,
+    started: Instant,
+    finishing: Finishing<'a>,
 }
 
 /// The next sessions to run, waiting while a sequential run may not draw them yet; `None` when

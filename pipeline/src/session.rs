@@ -31,7 +31,7 @@ pub async fn run_one(ctx: &RunContext, pending: &Pending, backend_url: &str, wor
 
 /// A session made ready to run: its world reset to its task's seeded state (and the baseline
 /// read), its arm started and through the MCP handshake. A run makes the next session of a
-/// worker ready, on the worker's other world, while one runs ([`crate::run`]).
+/// worker ready, on another of the worker's worlds, while one runs ([`crate::run`]).
 pub struct Ready {
     baseline: Result<tasks::verify::Baseline, String>,
     reset_ms: f64,
@@ -93,6 +93,35 @@ pub async fn prepare(ctx: &RunContext, pending: &Pending, backend_url: &str, wor
 
 /// Runs a session made ready by [`prepare`] (the model or the oracle), then verifies it.
 pub async fn run_ready(ctx: &RunContext, pending: &Pending, ready: Ready, (backend_url, world): (&str, &backend::World)) -> Finished {
+    let ran = run_agent(ctx, pending, ready).await;
+    finish(ctx, pending, ran, (backend_url, world)).await
+}
+
+/// A session that has run, not yet verified.
+pub struct Ran {
+    baseline: Result<tasks::verify::Baseline, String>,
+    reset_ms: f64,
+    outcome: SessionOutcome,
+    session_ms: f64,
+    infrastructure: Option<String>,
+}
+
+impl Ran {
+    /// Whether its record can only be valid: verifying it cannot stop the run on its own
+    /// (a circuit breaker counts invalid sessions), so the next session may start meanwhile.
+    pub fn valid(&self) -> bool {
+        self.infrastructure.is_none() && self.outcome.validity.is_valid()
+    }
+}
+
+/// Verifies a session that has run, on the world it ran on, and makes its record.
+pub async fn finish(ctx: &RunContext, pending: &Pending, ran: Ran, (backend_url, world): (&str, &backend::World)) -> Finished {
+    let Ran { baseline, reset_ms, outcome, session_ms, infrastructure } = ran;
+    conclude(ctx, pending, (backend_url, world), &baseline, &outcome, (reset_ms, session_ms), infrastructure).await
+}
+
+/// Runs a session made ready by [`prepare`]: the model, the simulated agent or the oracle.
+pub async fn run_agent(ctx: &RunContext, pending: &Pending, ready: Ready) -> Ran {
     let job = &pending.session;
     let task = &job.task;
     let model = &ctx.plan.models[job.model];
@@ -142,7 +171,7 @@ pub async fn run_ready(ctx: &RunContext, pending: &Pending, ready: Ready, (backe
     };
     // The session's own time: its arm's start and its run, not a wait for its turn in between.
     let session_ms = arm_ms + running.elapsed().as_secs_f64() * 1000.0;
-    conclude(ctx, pending, (backend_url, world), &baseline, &outcome, (reset_ms, session_ms), infrastructure).await
+    Ran { baseline, reset_ms, outcome, session_ms, infrastructure }
 }
 
 /// Resets the world for `task` (its seed included) and reads its verifier's baseline; the

@@ -5,6 +5,7 @@
 //! nothing written; a server that dies is an invalid session carrying its stderr, and leaves no
 //! process behind.
 
+mod ahead;
 mod check_scripts;
 mod folders;
 mod plans;
