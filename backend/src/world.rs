@@ -86,6 +86,9 @@ pub enum ResetMode {
     Clone,
 }
 
+/// The most connections one world's pool opens: what a run must leave room for, a world each.
+pub const WORLD_POOL_MAX: u32 = 8;
+
 impl Cluster {
     /// Connects to the server named by `url`; its database is used for administration only.
     pub async fn connect(url: &str) -> Result<Arc<Self>, WorldError> {
@@ -245,7 +248,11 @@ impl Cluster {
     /// session, and a connection that died (Postgres gone) fails its statement either way, so
     /// the ping was a round trip per statement bought for nothing.
     fn pool_for(&self, db: &str) -> PgPool {
-        PgPoolOptions::new().max_connections(8).acquire_timeout(Duration::from_secs(10)).test_before_acquire(false).connect_lazy_with(self.options_for(db))
+        PgPoolOptions::new()
+            .max_connections(WORLD_POOL_MAX)
+            .acquire_timeout(Duration::from_secs(10))
+            .test_before_acquire(false)
+            .connect_lazy_with(self.options_for(db))
     }
 
     pub async fn close(&self) {

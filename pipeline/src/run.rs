@@ -180,6 +180,7 @@ pub async fn run(plan: RunPlan, accepted: impl FnOnce(&Experiment) -> anyhow::Re
     let queue = Arc::new(Mutex::new(VecDeque::from(work_items(&plan, pending))));
     let main = main.expect("a run with sessions to take started its backend");
     let results = Arc::new(Mutex::new(Vec::<(SessionRecord, f64, bool)>::new()));
+    let ahead = pipelined(&plan, &main.world().pool()).await;
     let mut workers = Vec::new();
     for w in 0..plan.jobs {
         let (queue, ctx, results, experiment_dir) = (queue.clone(), ctx.clone(), results.clone(), experiment.dir.clone());
@@ -193,7 +194,7 @@ pub async fn run(plan: RunPlan, accepted: impl FnOnce(&Experiment) -> anyhow::Re
             // A worker that ends early (an error, a panic) halts the run at once, not when its
             // turn to be joined comes: another may be waiting for a pair this one was running.
             let mut guard = HaltIfUnfinished(Some(ctx.clone()));
-            let ended = worker(w, queue, ctx.clone(), results, world, experiment_dir).await;
+            let ended = worker((w, ahead), queue, ctx.clone(), results, world, experiment_dir).await;
             if let Err(e) = &ended {
                 ctx.halt("infrastructure", format!("{e:#}"));
             }
@@ -351,7 +352,7 @@ impl Drop for HaltIfUnfinished {
 
 /// Takes sessions until the queue is empty or the run halts.
 async fn worker(
-    index: u32,
+    (index, ahead): (u32, bool),
     queue: Arc<Mutex<VecDeque<WorkItem>>>,
     ctx: Arc<RunContext>,
     results: Arc<Mutex<Vec<(SessionRecord, f64, bool)>>>,
@@ -369,12 +370,8 @@ async fn worker(
         }
     };
     let mut worlds = vec![first];
-    // Made ready ahead: while a session runs on one world, the next is reset and its arm started
-    // on a second, and the one before is verified on a third, so that the worker has work for a
-    // core at every hop of a session's chain of processes (docs/performance.md). Only where taking
-    // the next session early changes nothing: cold sessions, no budget to admit it against, no
-    // sequential stop to draw it against.
-    let ahead = ctx.plan.session_mode == records::SessionMode::Cold && ctx.plan.sequential.is_none() && ctx.plan.budgets.is_empty();
+    // Made ready ahead ([`pipelined`]): while a session runs on one world, the next is reset and
+    // its arm started on a second, and the one before is verified on a third.
     if ahead {
         let names = ["b", "c"].map(|k| format!("{}_w{index}{k}", backend::local::unique_world_name()));
         let (b, c) = tokio::try_join!(
@@ -530,6 +527,35 @@ async fn worker(
         }
     }
     Ok(())
+}
+
+/// Whether the workers pipeline their sessions, each over three worlds: while a session runs,
+/// the next is made ready and the one before is verified, so that a worker has work for a core at
+/// every hop of a session's chain of processes (docs/performance.md). Only where taking the next
+/// session early decides nothing differently (cold sessions; no budget to admit it against, no
+/// sequential stop to draw it against); where a core would idle otherwise (more workers than
+/// cores fill the cores themselves); and where the database has room for three worlds a worker,
+/// each pool full.
+async fn pipelined(plan: &RunPlan, pool: &backend::PgPool) -> bool {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    if plan.session_mode != records::SessionMode::Cold || plan.sequential.is_some() || !plan.budgets.is_empty() || plan.jobs as usize > cores {
+        return false;
+    }
+    let room: Result<(i64, i64), _> =
+        sqlx::query_as("SELECT current_setting('max_connections')::bigint, (SELECT count(*) FROM pg_stat_activity)").fetch_one(pool).await;
+    // The workers' worlds, three each, and the pools beside them (the admin's, the main world's).
+    let needed = |worlds: i64| worlds * i64::from(backend::world::WORLD_POOL_MAX) + 32;
+    match room {
+        Ok((max, used)) if used + needed(3 * i64::from(plan.jobs)) <= max => true,
+        Ok((max, used)) => {
+            eprintln!(
+                "note: sessions are not made ready ahead: the database allows {max} connections ({used} in use), too few for three worlds a job ({} each)",
+                backend::world::WORLD_POOL_MAX
+            );
+            false
+        }
+        Err(_) => false,
+    }
 }
 
 /// A session's verification and record, under way.

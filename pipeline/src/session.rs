@@ -26,7 +26,8 @@ pub struct Finished {
 /// Resets, runs, verifies.
 pub async fn run_one(ctx: &RunContext, pending: &Pending, backend_url: &str, world: &backend::World) -> Finished {
     let ready = prepare(ctx, pending, backend_url, world).await;
-    run_ready(ctx, pending, ready, (backend_url, world)).await
+    let ran = run_agent(ctx, pending, ready).await;
+    finish(ctx, pending, ran, (backend_url, world)).await
 }
 
 /// A session made ready to run: its world reset to its task's seeded state (and the baseline
@@ -89,12 +90,6 @@ pub async fn prepare(ctx: &RunContext, pending: &Pending, backend_url: &str, wor
         Ok((conn, guard)) => ArmReady::Up { reach: agent::mcp::Reach::start(&conn).await, guard },
     };
     Ready { baseline, reset_ms, arm, arm_ms: starting.elapsed().as_secs_f64() * 1000.0 }
-}
-
-/// Runs a session made ready by [`prepare`] (the model or the oracle), then verifies it.
-pub async fn run_ready(ctx: &RunContext, pending: &Pending, ready: Ready, (backend_url, world): (&str, &backend::World)) -> Finished {
-    let ran = run_agent(ctx, pending, ready).await;
-    finish(ctx, pending, ran, (backend_url, world)).await
 }
 
 /// A session that has run, not yet verified.

@@ -60,9 +60,9 @@ pub struct RunArgs {
     #[arg(long, value_delimiter = ',')]
     pub distractors: Vec<u32>,
     /// Sessions run in parallel, each on its own isolated world. In a cold run with no budget and
-    /// no sequential stop, each of them also makes its next session ready (its world reset, its
-    /// arm started) and verifies the one before while it runs, on worlds of its own: up to twice
-    /// as many arm servers at once, half of them waiting for their turn.
+    /// no sequential stop, at most one a core, each of them also makes its next session ready
+    /// (its world reset, its arm started) and verifies the one before while it runs, on worlds of
+    /// its own: up to twice as many arm servers at once, half of them waiting for their turn.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub jobs: u32,
     /// OpenAI-compatible base URL for model runs (OpenAI, a gateway, vLLM, Ollama, llama.cpp…).
