@@ -88,6 +88,8 @@ pub enum ResetMode {
 
 /// The most connections one world's pool opens: what a run must leave room for, a world each.
 pub const WORLD_POOL_MAX: u32 = 8;
+/// The most connections a cluster's admin pool opens (cloning and dropping world copies).
+pub const ADMIN_POOL_MAX: u32 = 16;
 
 impl Cluster {
     /// Connects to the server named by `url`; its database is used for administration only.
@@ -100,7 +102,7 @@ impl Cluster {
         // at once per world; with one world per parallel worker, 4 connections made those
         // queue behind each other.
         let admin = PgPoolOptions::new()
-            .max_connections(16)
+            .max_connections(ADMIN_POOL_MAX)
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(base.clone())
             .await

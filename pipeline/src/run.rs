@@ -543,8 +543,9 @@ async fn pipelined(plan: &RunPlan, pool: &backend::PgPool) -> bool {
     }
     let room: Result<(i64, i64), _> =
         sqlx::query_as("SELECT current_setting('max_connections')::bigint, (SELECT count(*) FROM pg_stat_activity)").fetch_one(pool).await;
-    // The workers' worlds, three each, and the pools beside them (the admin's, the main world's).
-    let needed = |worlds: i64| worlds * i64::from(backend::world::WORLD_POOL_MAX) + 32;
+    // The workers' worlds, three each (the main world is worker 0's first), every pool full, and
+    // the cluster's admin pool; on top of what is in use now.
+    let needed = |worlds: i64| worlds * i64::from(backend::world::WORLD_POOL_MAX) + i64::from(backend::world::ADMIN_POOL_MAX);
     match room {
         Ok((max, used)) if used + needed(3 * i64::from(plan.jobs)) <= max => true,
         Ok((max, used)) => {

@@ -127,8 +127,8 @@ pub fn prepare(cmd: &mut tokio::process::Command, hold: Hold) -> io::Result<Prep
     if hold == Hold::Group {
         // No code between fork and exec: the spawn can then be posix_spawn's, a vfork that copies
         // nothing of this process (a fork copied its page tables, then faulted on every page it
-        // wrote until the exec: ≈ 6 of a session's ≈ 28 CPU-ms, docs/performance.md). The server
-        // holds itself instead, first thing ([`hold_self`]).
+        // wrote until the exec: 2.6–11.5 of a session's 30–40 CPU-ms in four paired runs,
+        // docs/performance.md). The server holds itself instead, first thing ([`hold_self`]).
         cmd.env(HELD_BY_ENV, std::process::id().to_string());
         return Ok(Prepared { holding: Holding::Group });
     }
@@ -178,7 +178,7 @@ fn in_child(cmd: &mut tokio::process::Command, procs: Option<std::fs::File>) {
                 return Err(io::Error::from_raw_os_error(nix::libc::ESRCH));
             }
             nix::sys::prctl::set_child_subreaper(true).map_err(io::Error::from)?;
-            close_inherited_descriptors();
+            descriptors_above_stderr(false);
             Ok(())
         });
     }
@@ -199,42 +199,31 @@ pub fn hold_self() {
         eprintln!("error: the process that started this server (pid {parent}) is gone");
         std::process::exit(1);
     }
-    close_descriptors_above_stderr();
+    descriptors_above_stderr(true);
 }
 
-/// Closes every descriptor above stderr in this process (one that is starting).
+/// Every descriptor above stderr: closed now (`now`: in a process that is starting, before it
+/// opened any of its own), else marked close-on-exec (between fork and exec: those std opened for
+/// the spawn already are — it reports a failed exec through one, so they must not close before
+/// the exec — and any the caller's caller left open without the flag get it).
 #[allow(unsafe_code)]
-fn close_descriptors_above_stderr() {
-    // SAFETY: raw syscalls on descriptor numbers; no memory is touched. Called before anything
-    // in this process opened a descriptor, so none it uses is closed.
-    unsafe {
-        if nix::libc::syscall(nix::libc::SYS_close_range, 3 as nix::libc::c_uint, nix::libc::c_uint::MAX, 0 as nix::libc::c_uint) == 0 {
-            return;
-        }
-        let mut limit = nix::libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-        let max = if nix::libc::getrlimit(nix::libc::RLIMIT_NOFILE, &mut limit) == 0 { limit.rlim_cur.min(1 << 16) as i32 } else { 1024 };
-        for fd in 3..max {
-            nix::libc::close(fd);
-        }
-    }
-}
-
-/// Marks every descriptor above stderr close-on-exec: those std opened for the spawn already
-/// are (it reports a failed exec through one, so they must not close before the exec), and any
-/// the caller's caller left open without the flag get it.
-#[allow(unsafe_code)]
-fn close_inherited_descriptors() {
+fn descriptors_above_stderr(now: bool) {
     const CLOSE_RANGE_CLOEXEC: nix::libc::c_uint = 1 << 2;
     // SAFETY: raw syscalls on descriptor numbers; no memory is touched.
     unsafe {
-        if nix::libc::syscall(nix::libc::SYS_close_range, 3 as nix::libc::c_uint, nix::libc::c_uint::MAX, CLOSE_RANGE_CLOEXEC) == 0 {
+        let flags = if now { 0 } else { CLOSE_RANGE_CLOEXEC };
+        if nix::libc::syscall(nix::libc::SYS_close_range, 3 as nix::libc::c_uint, nix::libc::c_uint::MAX, flags) == 0 {
             return;
         }
         // Kernels before 5.11: every descriptor up to the soft limit, one at a time.
         let mut limit = nix::libc::rlimit { rlim_cur: 0, rlim_max: 0 };
         let max = if nix::libc::getrlimit(nix::libc::RLIMIT_NOFILE, &mut limit) == 0 { limit.rlim_cur.min(1 << 16) as i32 } else { 1024 };
         for fd in 3..max {
-            nix::libc::fcntl(fd, nix::libc::F_SETFD, nix::libc::FD_CLOEXEC);
+            if now {
+                nix::libc::close(fd);
+            } else {
+                nix::libc::fcntl(fd, nix::libc::F_SETFD, nix::libc::FD_CLOEXEC);
+            }
         }
     }
 }

@@ -94,8 +94,7 @@ pub fn main() -> ExitCode {
     // one thread: its relay, its MCP service and its backend client wake one another at every
     // message, and on a thread pool each wake-up is a hop between threads — on a session's chain
     // of processes, a core left idle (docs/performance.md). Everything else: a thread pool.
-    let one_session = matches!(&cli.command, Some(Command::Serve(a))
-        if a.transport == ::servers::transport::Transport::Stdio && ::servers::registry::find(&a.name).is_some_and(|e| e.external().is_none()));
+    let one_session = builtin_serve(&cli).is_some_and(|a| a.transport == ::servers::transport::Transport::Stdio);
     let runtime = if one_session { tokio::runtime::Builder::new_current_thread() } else { tokio::runtime::Builder::new_multi_thread() }.enable_all().build();
     let runtime = match runtime {
         Ok(r) => r,
@@ -105,6 +104,15 @@ pub fn main() -> ExitCode {
         }
     };
     runtime.block_on(run(cli))
+}
+
+/// `serve NAME` of a built-in server: the child spawned for every stdio session. (An external
+/// arm's name is not registered yet when this is asked, so it is never one.)
+fn builtin_serve(cli: &Cli) -> Option<&servers::ServeArgs> {
+    match &cli.command {
+        Some(Command::Serve(a)) if ::servers::registry::find(&a.name).is_some() => Some(a),
+        _ => None,
+    }
 }
 
 async fn run(cli: Cli) -> ExitCode {
@@ -144,7 +152,7 @@ fn arms_dir(given: Option<std::path::PathBuf>) -> anyhow::Result<std::path::Path
 async fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
     // Reading the arms hashes their folders: the child that serves a built-in server for one
     // session (`serve NAME`, spawned for every stdio session) and the backend need none of it.
-    let builtin_serve = matches!(&cli.command, Some(Command::Serve(a)) if ::servers::registry::find(&a.name).is_some());
+    let builtin_serve = builtin_serve(&cli).is_some();
     if !matches!(&cli.command, Some(Command::Backend(_) | Command::Serve(_) | Command::View(_))) {
         // Those three stop gracefully on a signal of their own; everything else may start an
         // external server and must kill it on the way out, however early.
